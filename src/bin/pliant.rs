@@ -1,0 +1,217 @@
+//! `pliant`: the headless scene runner.
+//!
+//! ```text
+//! pliant                                   run the main demo (drop_cube) and print its summary
+//! pliant run <scene.json|bundled name> [--out DIR] [--frames N] [--threads K] [--export obj]
+//! pliant scenes                            list the bundled scenes
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use pliant::io::bundled::{BUNDLED_SCENES, bundled_scene};
+use pliant::io::{LoadedScene, RunOptions, RunResult, SceneError, expand_sweep, run_scene};
+
+#[derive(Parser)]
+#[command(name = "pliant", version, about = "Run Pliant soft-body scenes headless: metrics, probes, OBJ frames.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Export {
+    /// One Wavefront OBJ per exported frame: `<out>/frames/frame_NNNNN.obj`.
+    Obj,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scene file, or a bundled scene by name.
+    Run {
+        /// Path to a scene JSON, or a bundled scene name (`pliant scenes`).
+        scene: String,
+        /// Output directory for metrics.json and frames (default: out/<scene name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Number of frames (overrides the scene).
+        #[arg(long)]
+        frames: Option<u32>,
+        /// Worker threads (overrides the scene; 0 = all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Export frames in this format.
+        #[arg(long, value_enum)]
+        export: Option<Export>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// List the bundled scenes.
+    Scenes,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => {
+            println!("Pliant demo: a soft cube dropped on the ground (bundled scene `drop_cube`).");
+            println!("Run `pliant --help` for the scene runner; outputs go to out/drop_cube.\n");
+            run("drop_cube", None, None, None, Some(Export::Obj), false)
+        }
+        Some(Command::Run { scene, out, frames, threads, export, quiet }) => {
+            run(&scene, out, frames, threads, export, quiet)
+        }
+        Some(Command::Scenes) => {
+            list_scenes();
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn list_scenes() {
+    println!("{:<20} description", "scene");
+    for (name, json) in BUNDLED_SCENES {
+        let desc = pliant::io::parse_scene(json).map(|s| s.description).unwrap_or_else(|e| format!("(invalid: {e})"));
+        let short: String = desc.split(". ").next().unwrap_or("").chars().take(96).collect();
+        println!("{name:<20} {short}");
+    }
+}
+
+fn run(
+    scene: &str,
+    out: Option<PathBuf>,
+    frames: Option<u32>,
+    threads: Option<usize>,
+    export: Option<Export>,
+    quiet: bool,
+) -> Result<(), SceneError> {
+    let (json, base) = match bundled_scene(scene) {
+        Some(j) if !Path::new(scene).exists() => (j.to_owned(), PathBuf::from("examples/scenes")),
+        _ => {
+            let p = Path::new(scene);
+            let j = std::fs::read_to_string(p)
+                .map_err(|e| SceneError::Io { path: p.to_owned(), message: e.to_string() })?;
+            (j, p.parent().map(Path::to_owned).unwrap_or_default())
+        }
+    };
+    let variants = expand_sweep(&json)?;
+    let name = variants[0].scene.name.clone();
+    let out = out.unwrap_or_else(|| PathBuf::from("out").join(&name));
+    let mut rows = Vec::with_capacity(variants.len());
+    for (k, v) in variants.iter().enumerate() {
+        let mut scene = v.scene.clone();
+        if let Some(t) = threads {
+            scene.solver.threads = t;
+        }
+        let mut loaded = scene.build(&base)?;
+        let dir = if variants.len() > 1 { out.join(format!("variant_{k:02}")) } else { out.clone() };
+        if variants.len() > 1 {
+            println!("[{}/{}] {}", k + 1, variants.len(), v.label);
+        }
+        let result = run_one(&mut loaded, &dir, frames, export, quiet)?;
+        if variants.len() == 1 {
+            print_summary(&loaded, &result, &dir);
+        }
+        rows.push((v.label.clone(), result));
+    }
+    if rows.len() > 1 {
+        print_sweep(&rows, &out);
+    }
+    Ok(())
+}
+
+fn run_one(
+    loaded: &mut LoadedScene,
+    dir: &Path,
+    frames: Option<u32>,
+    export: Option<Export>,
+    quiet: bool,
+) -> Result<RunResult, SceneError> {
+    let total = frames.unwrap_or(loaded.scene.frames) as u64;
+    let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(total) };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {bar:40} {pos}/{len} frames  {msg}  ETA {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut on_frame = |m: &pliant::io::FrameMetrics| {
+        bar.set_message(format!("{:.2} ms/step", m.step_ms));
+        bar.inc(1);
+    };
+    let result = run_scene(
+        loaded,
+        RunOptions {
+            frames,
+            out_dir: Some(dir.to_owned()),
+            export_obj: export == Some(Export::Obj),
+            on_frame: Some(&mut on_frame),
+        },
+    )?;
+    bar.finish_and_clear();
+    Ok(result)
+}
+
+fn print_summary(loaded: &LoadedScene, r: &RunResult, dir: &Path) {
+    let s = &r.summary;
+    println!("scene        {}", s.scene);
+    for b in &loaded.bodies {
+        let body = &loaded.world.bodies[b.handle];
+        println!(
+            "  body       {:<12} {:>7} vertices {:>8} elements",
+            b.name,
+            body.shared().vertex_count(),
+            body.shared().element_count()
+        );
+    }
+    println!(
+        "frames       {} x {:.4} s, {} substep(s) x {} sweeps, {} thread(s)",
+        s.frames, loaded.scene.dt, s.substeps, s.iterations, s.threads
+    );
+    println!(
+        "step time    mean {:.3} ms   p50 {:.3}   p95 {:.3}   p99 {:.3}",
+        s.ms_per_step, s.step_ms_p50, s.step_ms_p95, s.step_ms_p99
+    );
+    println!(
+        "throughput   {:.0} ns per vertex-iteration ({} vertices, {} elements)",
+        s.ns_per_vertex_iteration, s.vertices, s.elements
+    );
+    println!("max speed    {:.3} m/s", s.max_speed);
+    match s.min_obstacle_distance {
+        Some(d) => println!("obstacles    closest vertex {:+.5} m (negative = penetration)", d),
+        None => println!("obstacles    none"),
+    }
+    println!(
+        "rest         final kinetic energy {:.3e} J, largest energy gain in one frame {:.3e} J",
+        s.final_kinetic_energy, s.energy_gain_max
+    );
+    println!("NaN          {} frame(s) rolled back", s.nan_frames);
+    for (name, v) in &s.final_probes {
+        let vals: Vec<String> = v.iter().map(|x| format!("{x:.6}")).collect();
+        println!("probe        {name} = [{}]", vals.join(", "));
+    }
+    println!("outputs      {}", dir.join("metrics.json").display());
+}
+
+fn print_sweep(rows: &[(String, RunResult)], out: &Path) {
+    println!("\n{:<72} {:>9} {:>9} {:>10} {:>5}", "variant", "ms/step", "max m/s", "min dist", "NaN");
+    for (label, r) in rows {
+        let s = &r.summary;
+        println!(
+            "{label:<72} {:>9.3} {:>9.3} {:>10.5} {:>5}",
+            s.ms_per_step,
+            s.max_speed,
+            s.min_obstacle_distance.unwrap_or(f32::NAN),
+            s.nan_frames
+        );
+    }
+    println!("outputs under {}", out.display());
+}

@@ -1,0 +1,138 @@
+//! A soft body: shared immutable topology and rest data, plus per-instance settings.
+
+use std::sync::Arc;
+
+use glam::Vec3;
+
+use super::Pin;
+use crate::material::{ClothMaterial, SolidMaterial};
+use crate::mesh::{Coloring, Hinge, TetMesh, TriMesh};
+
+/// Solid (tet) or cloth (triangles + hinges).
+#[derive(Clone, Debug)]
+pub enum BodyShape {
+    /// A volumetric body.
+    Solid {
+        /// Rest mesh (world coordinates at creation).
+        mesh: TetMesh,
+        /// Constitutive model.
+        material: SolidMaterial,
+    },
+    /// A cloth.
+    Cloth {
+        /// Rest mesh (world coordinates at creation).
+        mesh: TriMesh,
+        /// Membrane and bending parameters.
+        material: ClothMaterial,
+        /// Bending hinges (interior edges).
+        hinges: Vec<Hinge>,
+    },
+}
+
+/// Immutable per-topology data, shareable between instances (`Arc`).
+#[derive(Debug)]
+pub struct BodyShared {
+    /// Geometry and material.
+    pub shape: BodyShape,
+    /// Density [kg/m³] (cloth: of the fabric; areal density = ρ·thickness).
+    pub density: f64,
+    /// Lumped vertex masses [kg].
+    pub masses: Vec<f32>,
+    /// Vertex coloring over all elements (tets, or triangles and hinges).
+    pub coloring: Coloring,
+    /// Outward surface triangles for export and rendering (cloth: all triangles).
+    pub surface: Vec<[u32; 3]>,
+}
+
+impl BodyShared {
+    /// Rest positions [m].
+    pub fn rest_positions(&self) -> &[Vec3] {
+        match &self.shape {
+            BodyShape::Solid { mesh, .. } => mesh.positions(),
+            BodyShape::Cloth { mesh, .. } => mesh.positions(),
+        }
+    }
+
+    /// Number of vertices.
+    pub fn vertex_count(&self) -> usize {
+        self.rest_positions().len()
+    }
+
+    /// Number of elements (tets, or triangles + hinges).
+    pub fn element_count(&self) -> usize {
+        match &self.shape {
+            BodyShape::Solid { mesh, .. } => mesh.tet_count(),
+            BodyShape::Cloth { mesh, hinges, .. } => mesh.triangles().len() + hinges.len(),
+        }
+    }
+
+    /// Total mass [kg].
+    pub fn mass(&self) -> f64 {
+        self.masses.iter().map(|&m| m as f64).sum()
+    }
+}
+
+/// A deformable body in a [`super::BodySet`]. Build one with [`super::SoftBodyBuilder`] or
+/// [`super::ClothBuilder`].
+#[derive(Clone, Debug)]
+pub struct SoftBody {
+    pub(crate) name: String,
+    pub(crate) shared: Arc<BodyShared>,
+    pub(crate) pins: Vec<Pin>,
+    pub(crate) initial_velocities: Vec<Vec3>,
+    pub(crate) friction: f32,
+    pub(crate) damping: f32,
+    pub(crate) linear_damping: f32,
+    /// Bumped when pins change so the world re-derives kinematic flags.
+    pub(crate) pins_version: u64,
+}
+
+impl SoftBody {
+    /// The body's name (used in errors, events and exports).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Shared topology and rest data.
+    pub fn shared(&self) -> &Arc<BodyShared> {
+        &self.shared
+    }
+
+    /// Pins.
+    pub fn pins(&self) -> &[Pin] {
+        &self.pins
+    }
+
+    /// Adds a pin at run time (e.g. a grasp). Out-of-range vertices are rejected.
+    pub fn add_pin(&mut self, pin: Pin) -> Result<usize, super::BodyError> {
+        let mut pins = self.pins.clone();
+        pins.push(pin);
+        super::soft_body_builder::validate_pins(&self.name, &pins, self.shared.vertex_count())?;
+        self.pins = pins;
+        self.pins_version += 1;
+        Ok(self.pins.len() - 1)
+    }
+
+    /// Removes pin `index` (e.g. a release); its vertices keep their velocity.
+    pub fn remove_pin(&mut self, index: usize) -> Option<Pin> {
+        (index < self.pins.len()).then(|| {
+            self.pins_version += 1;
+            self.pins.remove(index)
+        })
+    }
+
+    /// Coulomb friction coefficient against obstacles (combined with the obstacle's by mean).
+    pub fn friction(&self) -> f32 {
+        self.friction
+    }
+
+    /// Rayleigh damping coefficient `k_d` [s].
+    pub fn damping(&self) -> f32 {
+        self.damping
+    }
+
+    /// Linear damping α [1/s] (force `−α m v` per vertex).
+    pub fn linear_damping(&self) -> f32 {
+        self.linear_damping
+    }
+}

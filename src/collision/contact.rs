@@ -1,0 +1,139 @@
+//! The contact energy and friction of [VBD] §3.5–3.6 in Pliant's offset form (ALGORITHMS
+//! §2.4–2.5), written once for every contact kind: analytic obstacles now, vertex–triangle and
+//! edge–edge pairs later, which supply their own distance, normal and barycentric weight.
+
+use crate::math::{Matrix3, Real, Vector3, outer};
+
+/// Contact model constants for one step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactParams<R> {
+    /// Penalty stiffness `k_c` [N/m].
+    pub stiffness: R,
+    /// Contact offset `δ` [m]: surfaces are pushed apart to this distance.
+    pub offset: R,
+    /// `ε_v h` [m]: tangential displacement per step below which friction is static.
+    pub static_slip: R,
+}
+
+/// One contact as seen from one of its vertices.
+#[derive(Clone, Copy, Debug)]
+pub struct ContactPoint<R: Real> {
+    /// Unsigned distance between the closest points (signed for obstacles) [m].
+    pub distance: R,
+    /// Unit normal from the other side towards this vertex.
+    pub normal: R::V3,
+    /// This vertex's closest-point weight (1 for a vertex against an obstacle).
+    pub weight: R,
+    /// Relative displacement of the contact points over the step `δx_c` [m].
+    pub relative_displacement: R::V3,
+    /// Friction coefficient μ.
+    pub friction: R,
+}
+
+/// IPC's smoothed friction magnitude divided by slip, `f1(u)/u` ([VBD] Eq. 15–16): finite at
+/// `u = 0`, `1/u` once sliding.
+#[inline(always)]
+pub fn friction_f1_over_u<R: Real>(u: R, static_slip: R) -> R {
+    if u < static_slip {
+        let inv = R::ONE / static_slip;
+        R::lit(2.0) * inv - u * inv * inv
+    } else {
+        R::ONE / u
+    }
+}
+
+/// Adds one contact's penalty and friction terms to a vertex's Newton system: force `f`
+/// (negative gradient) and Hessian block `h`. Returns whether the contact is active.
+///
+/// Penalty `E = ½ k_c d²`, `d = max(0, δ − dist)`, with the normal held fixed (Gauss–Newton
+/// block `k_c w² n̂ n̂ᵀ`, PSD). Friction uses the pair force `λ = k_c d` (ALGORITHMS E3) and the
+/// tangential slip of this step; its Hessian does not differentiate through `‖u‖` ([VBD] Eq. 16,
+/// sign per E4).
+#[inline(always)]
+pub fn add_contact<R: Real>(f: &mut R::V3, h: &mut R::M3, c: &ContactPoint<R>, p: &ContactParams<R>) -> bool {
+    let d = p.offset - c.distance;
+    if !(d > R::ZERO) {
+        return false;
+    }
+    let n = c.normal;
+    let lambda = p.stiffness * d;
+    let w = c.weight;
+    *f += n * (lambda * w);
+    let nn = outer::<R>(n, n);
+    *h += nn * (p.stiffness * w * w);
+    if c.friction > R::ZERO {
+        let dx = c.relative_displacement;
+        let u = dx - n * n.dot(dx);
+        let ul = u.length();
+        let k = c.friction * lambda * friction_f1_over_u(ul, p.static_slip);
+        *f -= u * (k * w);
+        *h += (R::M3::IDENTITY - nn) * (k * w * w);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::{DMat3, DVec3};
+
+    fn params() -> ContactParams<f64> {
+        ContactParams { stiffness: 1e6, offset: 1e-3, static_slip: 1e-5 }
+    }
+
+    #[test]
+    fn inactive_beyond_offset() {
+        let c = ContactPoint::<f64> {
+            distance: 2e-3,
+            normal: DVec3::Y,
+            weight: 1.0,
+            relative_displacement: DVec3::X,
+            friction: 0.5,
+        };
+        let (mut f, mut h) = (DVec3::ZERO, DMat3::ZERO);
+        assert!(!add_contact(&mut f, &mut h, &c, &params()));
+        assert_eq!(f, DVec3::ZERO);
+    }
+
+    #[test]
+    fn penalty_force_is_minus_gradient() {
+        // E(y) = ½ k (δ − y)² for a vertex at height y over a plane.
+        let p = params();
+        let energy = |y: f64| 0.5 * p.stiffness * (p.offset - y).max(0.0).powi(2);
+        let y = 4e-4;
+        let c = ContactPoint::<f64> {
+            distance: y,
+            normal: DVec3::Y,
+            weight: 1.0,
+            relative_displacement: DVec3::ZERO,
+            friction: 0.0,
+        };
+        let (mut f, mut h) = (DVec3::ZERO, DMat3::ZERO);
+        assert!(add_contact(&mut f, &mut h, &c, &p));
+        let eps = 1e-8;
+        let fd = -(energy(y + eps) - energy(y - eps)) / (2.0 * eps);
+        assert!((f.y - fd).abs() < 1e-4 * fd.abs());
+        assert!((h.col(1).y - p.stiffness).abs() < 1e-9);
+    }
+
+    #[test]
+    fn friction_is_coulomb_when_sliding_and_linear_when_sticking() {
+        let p = params();
+        let lambda = p.stiffness * (p.offset - 0.0);
+        for (slip, expect) in [(1.0, 0.5 * lambda), (5e-6, 0.5 * lambda * (2.0 * 0.5 - 0.25))] {
+            let c = ContactPoint::<f64> {
+                distance: 0.0,
+                normal: DVec3::Y,
+                weight: 1.0,
+                relative_displacement: DVec3::new(slip, 0.3, 0.0),
+                friction: 0.5,
+            };
+            let (mut f, mut h) = (DVec3::ZERO, DMat3::ZERO);
+            add_contact(&mut f, &mut h, &c, &p);
+            assert!(f.x < 0.0, "friction opposes slip");
+            assert!((-f.x - expect).abs() < 1e-6 * expect, "slip {slip}: {} vs {expect}", -f.x);
+            // The normal component of the displacement does not create friction.
+            assert!(f.z.abs() < 1e-12);
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Collision: analytic obstacles and the contact/friction model shared by every contact kind.
+//! Body–body and self contact (vertex–triangle, edge–edge, CCD, broadphase) plug in here by
+//! producing [`ContactPoint`]s for the same [`add_contact`].
+
+mod contact;
+mod obstacle;
+
+pub use contact::{ContactParams, ContactPoint, add_contact, friction_f1_over_u};
+pub use obstacle::{Obstacle, ObstacleError, ObstacleShape};

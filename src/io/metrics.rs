@@ -1,0 +1,122 @@
+//! Per-frame metrics and the run summary, as written to `metrics.json`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::runtime::Energies;
+
+/// One frame's measurements.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FrameMetrics {
+    /// Frame number (1 = after the first step).
+    pub frame: u64,
+    /// Simulated time [s].
+    pub time: f64,
+    /// Wall time of the step [ms].
+    pub step_ms: f64,
+    /// VBD sweeps per substep.
+    pub iterations: u32,
+    /// Substeps.
+    pub substeps: u32,
+    /// Force residual of the last sweep [N].
+    pub residual: f32,
+    /// Energies [J].
+    pub energy: Energies,
+    /// Total energy [J].
+    pub energy_total: f64,
+    /// Largest vertex speed [m/s].
+    pub max_speed: f32,
+    /// Smallest signed vertex–obstacle distance [m] (`null` without obstacles).
+    pub min_obstacle_distance: Option<f32>,
+    /// Deepest vertex penetration into any obstacle [m] (0 if none).
+    pub ground_penetration_max: f32,
+    /// Vertices in contact.
+    pub contact_vertices: u32,
+    /// A non-finite value was detected and rolled back this frame.
+    pub nan: bool,
+    /// Bodies rolled back this frame.
+    pub rolled_back: Vec<String>,
+    /// Probe values by name.
+    pub probes: BTreeMap<String, Vec<f64>>,
+}
+
+/// Percentiles and totals of a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RunSummary {
+    /// Scene name.
+    pub scene: String,
+    /// Frames run.
+    pub frames: u64,
+    /// Vertices.
+    pub vertices: usize,
+    /// Elements (tets + triangles + hinges).
+    pub elements: usize,
+    /// Sweeps per substep.
+    pub iterations: u32,
+    /// Substeps per frame.
+    pub substeps: u32,
+    /// Worker threads.
+    pub threads: usize,
+    /// Mean step time [ms].
+    pub ms_per_step: f64,
+    /// Median step time [ms].
+    pub step_ms_p50: f64,
+    /// 95th percentile [ms].
+    pub step_ms_p95: f64,
+    /// 99th percentile [ms].
+    pub step_ms_p99: f64,
+    /// Mean ns per vertex per sweep.
+    pub ns_per_vertex_iteration: f64,
+    /// Frames with a rollback.
+    pub nan_frames: u64,
+    /// Largest speed over the run [m/s].
+    pub max_speed: f32,
+    /// Smallest obstacle distance over the run [m].
+    pub min_obstacle_distance: Option<f32>,
+    /// Largest single-frame total-energy increase over the run [J].
+    pub energy_gain_max: f64,
+    /// Kinetic energy at the last frame [J].
+    pub final_kinetic_energy: f64,
+    /// Probe values at the last frame.
+    pub final_probes: BTreeMap<String, Vec<f64>>,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let k = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[k]
+}
+
+impl RunSummary {
+    /// Summarises frames.
+    pub fn from_frames(scene: &str, vertices: usize, elements: usize, threads: usize, frames: &[FrameMetrics]) -> Self {
+        let mut ms: Vec<f64> = frames.iter().map(|f| f.step_ms).collect();
+        ms.sort_by(f64::total_cmp);
+        let mean = if ms.is_empty() { 0.0 } else { ms.iter().sum::<f64>() / ms.len() as f64 };
+        let (iterations, substeps) = frames.last().map_or((0, 0), |f| (f.iterations, f.substeps));
+        let sweeps = vertices as f64 * iterations as f64 * substeps as f64;
+        Self {
+            scene: scene.to_owned(),
+            frames: frames.len() as u64,
+            vertices,
+            elements,
+            iterations,
+            substeps,
+            threads,
+            ms_per_step: mean,
+            step_ms_p50: percentile(&ms, 0.5),
+            step_ms_p95: percentile(&ms, 0.95),
+            step_ms_p99: percentile(&ms, 0.99),
+            ns_per_vertex_iteration: if sweeps > 0.0 { mean * 1e6 / sweeps } else { 0.0 },
+            nan_frames: frames.iter().filter(|f| f.nan).count() as u64,
+            max_speed: frames.iter().map(|f| f.max_speed).fold(0.0, f32::max),
+            min_obstacle_distance: frames.iter().filter_map(|f| f.min_obstacle_distance).reduce(f32::min),
+            energy_gain_max: frames.windows(2).map(|w| w[1].energy_total - w[0].energy_total).fold(0.0, f64::max),
+            final_kinetic_energy: frames.last().map_or(0.0, |f| f.energy.kinetic),
+            final_probes: frames.last().map(|f| f.probes.clone()).unwrap_or_default(),
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! File formats and the scene runner: scene files (serde JSON), TetGen import, per-frame OBJ
+//! export, metrics.
+
+pub mod bundled;
+mod metrics;
+mod obj;
+mod probe;
+mod runner;
+pub mod scene;
+mod scene_build;
+mod scene_error;
+mod sweep;
+pub mod tetgen;
+
+pub use metrics::{FrameMetrics, RunSummary};
+pub use obj::frame_obj;
+pub use probe::evaluate as evaluate_probe;
+pub use runner::{RunOptions, RunResult, run_scene};
+pub use scene::{SCENE_VERSION, Scene};
+pub use scene_build::{LoadedScene, ResolvedProbe, SceneBody, load_scene_file, parse_scene};
+pub use scene_error::SceneError;
+pub use sweep::{SweepVariant, expand_sweep};

@@ -1,0 +1,52 @@
+//! Probe evaluation.
+
+use glam::{Vec3, Vec4};
+
+use super::scene::ProbeKind;
+use super::scene_build::{LoadedScene, ResolvedProbe};
+
+/// Values of one probe now.
+pub fn evaluate(loaded: &LoadedScene, p: &ResolvedProbe) -> Vec<f64> {
+    let body = &loaded.bodies[p.body];
+    let w = &loaded.world;
+    let (Some(x), Some(v)) = (w.body_positions(body.handle), w.body_velocities(body.handle)) else {
+        return Vec::new();
+    };
+    let masses = &w.bodies[body.handle].shared().masses;
+    let sel = || p.vertices.iter().map(|&i| i as usize);
+    let n = p.vertices.len() as f64;
+    let mean = |f: &dyn Fn(usize) -> Vec3| {
+        let s = sel().fold([0.0f64; 3], |a, i| {
+            let q = f(i);
+            [a[0] + q.x as f64, a[1] + q.y as f64, a[2] + q.z as f64]
+        });
+        s.map(|c| c / n).to_vec()
+    };
+    let pos = |i: usize| x[i].truncate();
+    match p.kind {
+        ProbeKind::MeanPosition => mean(&pos),
+        ProbeKind::MeanDisplacement => mean(&|i| pos(i) - body.rest[i]),
+        ProbeKind::Com => {
+            let (mut s, mut m) = ([0.0f64; 3], 0.0f64);
+            for i in sel() {
+                let q = pos(i);
+                let mi = masses[i] as f64;
+                s = [s[0] + mi * q.x as f64, s[1] + mi * q.y as f64, s[2] + mi * q.z as f64];
+                m += mi;
+            }
+            s.map(|c| c / m).to_vec()
+        }
+        ProbeKind::MaxSpeed => vec![sel().map(|i| speed(v[i])).fold(0.0, f64::max)],
+        ProbeKind::KineticEnergy => vec![sel().map(|i| 0.5 * masses[i] as f64 * speed(v[i]).powi(2)).sum()],
+        ProbeKind::Bbox => {
+            let (lo, hi) = sel().fold((Vec3::splat(f32::INFINITY), Vec3::splat(f32::NEG_INFINITY)), |(a, b), i| {
+                (a.min(pos(i)), b.max(pos(i)))
+            });
+            [lo.x, lo.y, lo.z, hi.x, hi.y, hi.z].map(|c| c as f64).to_vec()
+        }
+    }
+}
+
+fn speed(v: Vec4) -> f64 {
+    v.truncate().length() as f64
+}

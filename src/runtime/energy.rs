@@ -1,0 +1,89 @@
+//! End-of-step measurements: energies, speeds, obstacle distances, finiteness per body.
+
+use glam::{Vec3A, Vec4};
+
+use super::report::Energies;
+use crate::collision::Obstacle;
+use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
+use crate::state::{MODEL_STABLE_NEO_HOOKEAN, SimState};
+
+#[inline]
+fn p(st: &SimState, i: u32) -> Vec3A {
+    Vec3A::from_vec4(st.positions[i as usize])
+}
+
+/// Energies of the state (fixed summation order).
+pub(crate) fn energies(
+    st: &SimState,
+    gravity: Vec3A,
+    obstacles: &[Obstacle],
+    contact_stiffness: f32,
+    offset: f32,
+) -> Energies {
+    let mut e = Energies::default();
+    for (i, (&x, &v)) in st.positions.iter().zip(&st.velocities).enumerate() {
+        let m = st.masses[i] as f64;
+        e.kinetic += 0.5 * m * Vec3A::from_vec4(v).length_squared() as f64;
+        e.gravitational -= m * gravity.dot(Vec3A::from_vec4(x)) as f64;
+        for o in obstacles {
+            let d = offset - o.signed_distance(Vec3A::from_vec4(x)).0;
+            if d > 0.0 {
+                e.contact += 0.5 * contact_stiffness as f64 * (d as f64) * (d as f64);
+            }
+        }
+    }
+    for t in &st.tets {
+        let x = t.vertices.map(|i| p(st, i));
+        let f = tet::deformation_gradient::<f32>(&x, &t.dm_inv());
+        let m = &st.materials[t.material as usize];
+        let psi = if m.model == MODEL_STABLE_NEO_HOOKEAN {
+            stable_neo_hookean::energy_density::<f32>(&f, m.mu, m.lambda)
+        } else {
+            stvk::energy_density::<f32>(&f, m.mu, m.lambda)
+        };
+        e.elastic += (t.volume * psi) as f64;
+    }
+    for t in &st.tris {
+        let x = [p(st, t.vertices[0]), p(st, t.vertices[1]), p(st, t.vertices[2])];
+        let m = &st.materials[t.material as usize];
+        let dm = [[t.dm_inv[0], t.dm_inv[1]], [t.dm_inv[2], t.dm_inv[3]]];
+        e.elastic += membrane::element_energy::<f32>(&x, &dm, t.measure, m.mu, m.lambda) as f64;
+    }
+    for h in &st.hinges {
+        let x = h.vertices.map(|i| p(st, i));
+        e.elastic += bending::element_energy::<f32>(&x, h.rest_angle, h.stiffness) as f64;
+    }
+    e
+}
+
+/// Largest vertex speed [m/s].
+pub(crate) fn max_speed(velocities: &[Vec4]) -> f32 {
+    velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max)
+}
+
+/// Smallest signed vertex–obstacle distance [m].
+pub(crate) fn min_obstacle_distance(positions: &[Vec4], obstacles: &[Obstacle]) -> Option<f32> {
+    if obstacles.is_empty() || positions.is_empty() {
+        return None;
+    }
+    let mut m = f32::INFINITY;
+    for &x in positions {
+        for o in obstacles {
+            m = m.min(o.signed_distance(Vec3A::from_vec4(x)).0);
+        }
+    }
+    Some(m)
+}
+
+/// First vertex in `range` with a non-finite position or velocity.
+pub(crate) fn first_non_finite(st: &SimState, range: std::ops::Range<usize>) -> Option<(usize, &'static str)> {
+    for i in range {
+        if !st.positions[i].is_finite() {
+            return Some((i, "position"));
+        }
+        if !st.velocities[i].is_finite() {
+            return Some((i, "velocity"));
+        }
+    }
+    None
+}

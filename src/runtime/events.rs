@@ -1,0 +1,33 @@
+//! Events the world reports to the caller.
+
+use crate::body::SoftBodyHandle;
+
+/// Something the caller should know about.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PliantEvent {
+    /// A body's step produced NaN or infinity: the step was rolled back for that body, its
+    /// velocity zeroed, and the simulation continued. The caller never sees the bad values.
+    NonFiniteState {
+        /// The body.
+        body: SoftBodyHandle,
+        /// Its name.
+        name: String,
+        /// Simulated time of the failed substep's start [s].
+        time: f64,
+        /// First offending vertex (body-local) and what was non-finite.
+        vertex: u32,
+        /// `"position"` or `"velocity"`.
+        field: &'static str,
+    },
+}
+
+impl std::fmt::Display for PliantEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NonFiniteState { name, time, vertex, field, .. } => write!(
+                f,
+                "body `{name}`: non-finite {field} at vertex {vertex} in the step starting at t = {time:.4} s; step rolled back, velocity zeroed"
+            ),
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! The runtime: `World`, step configuration, reports and events.
+
+mod assemble;
+mod config;
+mod energy;
+mod events;
+mod kinematics;
+mod report;
+mod transaction;
+mod world;
+
+pub use config::{ConfigError, StepConfig};
+pub use events::PliantEvent;
+pub use report::{Energies, StepReport};
+pub use world::World;

@@ -1,0 +1,55 @@
+//! What a step reports.
+
+use crate::body::SoftBodyHandle;
+
+/// Energies of the whole world at the end of a step [J].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Energies {
+    /// `½ Σ m |v|²`.
+    pub kinetic: f64,
+    /// Elastic energy Ψ (membrane and bending included).
+    pub elastic: f64,
+    /// Gravitational potential `−Σ m g·x` (zero at the origin).
+    pub gravitational: f64,
+    /// Contact penalty energy.
+    pub contact: f64,
+}
+
+impl Energies {
+    /// Sum of all terms.
+    pub fn total(&self) -> f64 {
+        self.kinetic + self.elastic + self.gravitational + self.contact
+    }
+}
+
+/// What happened in one `World::step`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepReport {
+    /// Frame number after the step (1 for the first step).
+    pub frame: u64,
+    /// Simulated time after the step [s].
+    pub time: f64,
+    /// Substeps taken.
+    pub substeps: u32,
+    /// VBD sweeps per substep.
+    pub iterations: u32,
+    /// Worker threads used.
+    pub threads: usize,
+    /// Wall-clock time of the step [ms].
+    pub wall_ms: f64,
+    /// Force residual `‖f‖` of the last sweep of the last substep [N].
+    pub residual: f32,
+    /// Energies after the step.
+    pub energy: Energies,
+    /// Largest vertex speed [m/s].
+    pub max_speed: f32,
+    /// Smallest signed distance of any vertex to any obstacle [m] (`None` without obstacles).
+    pub min_obstacle_distance: Option<f32>,
+    /// Vertices that touched an obstacle in the last substep.
+    pub contact_vertices: u32,
+    /// A non-finite value appeared and was rolled back.
+    pub nan_detected: bool,
+    /// Bodies whose substep was rolled back (their velocity zeroed); see the world's events.
+    pub rolled_back: Vec<SoftBodyHandle>,
+}

@@ -1,0 +1,259 @@
+//! `World`: the bodies, obstacles and configuration, and `step()`.
+
+use std::time::Instant;
+
+use glam::{Vec3, Vec3A, Vec4};
+
+use super::assemble::{BodySlot, assemble, rebuild_color_lists};
+use super::config::{ConfigError, StepConfig};
+use super::energy;
+use super::events::PliantEvent;
+use super::kinematics::{update_pin_flags, write_targets};
+use super::report::StepReport;
+use super::transaction::Snapshot;
+use crate::body::{BodySet, PinMotion, SoftBodyHandle};
+use crate::collision::{ContactParams, Obstacle};
+use crate::error::PliantError;
+use crate::solver::{VbdScratch, VbdSettings, vbd_step};
+use crate::state::{SimState, VERTEX_NO_HISTORY};
+
+/// A simulation world: soft bodies, analytic obstacles and the step configuration.
+///
+/// ```
+/// use pliant::prelude::*;
+/// let mut world = World::new(StepConfig::default()).unwrap();
+/// let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [3, 3, 3], TetSplit::Six).unwrap();
+/// let cube = world.bodies.insert(SoftBodyBuilder::tetrahedral(mesh).translation(Vec3::Y).build().unwrap());
+/// world.obstacles.push(Obstacle::ground(0.0, 0.5));
+/// let report = world.step();
+/// assert!(!report.nan_detected);
+/// assert!(world.body_positions(cube).unwrap()[0].y < 1.0);
+/// ```
+#[derive(Debug)]
+pub struct World {
+    /// The soft bodies. Insert and remove freely; the world repacks its state on the next step.
+    pub bodies: BodySet,
+    /// Static analytic obstacles.
+    pub obstacles: Vec<Obstacle>,
+    config: StepConfig,
+    time: f64,
+    frame: u64,
+    state: SimState,
+    slots: Vec<BodySlot>,
+    built_version: Option<u64>,
+    scratch: VbdScratch,
+    snapshot: Snapshot,
+    events: Vec<PliantEvent>,
+}
+
+impl World {
+    /// An empty world.
+    pub fn new(config: StepConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Self {
+            bodies: BodySet::new(),
+            obstacles: Vec::new(),
+            config,
+            time: 0.0,
+            frame: 0,
+            state: SimState::default(),
+            slots: Vec::new(),
+            built_version: None,
+            scratch: VbdScratch::default(),
+            snapshot: Snapshot::default(),
+            events: Vec::new(),
+        })
+    }
+
+    /// The step configuration.
+    pub fn config(&self) -> &StepConfig {
+        &self.config
+    }
+
+    /// Replaces the step configuration (validated).
+    pub fn set_config(&mut self, config: StepConfig) -> Result<(), ConfigError> {
+        config.validate()?;
+        self.config = config;
+        Ok(())
+    }
+
+    /// Simulated time [s].
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    /// Steps taken.
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// The packed simulation state (read-only).
+    pub fn state(&self) -> &SimState {
+        &self.state
+    }
+
+    /// Events since the last call (non-finite rollbacks, …).
+    pub fn drain_events(&mut self) -> Vec<PliantEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Packs newly inserted or removed bodies into the state. `step()` does this itself; call
+    /// it to read positions of new bodies before their first step.
+    pub fn sync(&mut self) {
+        if self.built_version == Some(self.bodies.topology_version) {
+            return;
+        }
+        let (state, slots) = assemble(&self.bodies, &self.state, &self.slots);
+        self.state = state;
+        self.slots = slots;
+        update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, self.time);
+        rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
+        self.built_version = Some(self.bodies.topology_version);
+    }
+
+    fn slot(&self, h: SoftBodyHandle) -> Option<&BodySlot> {
+        self.bodies.get(h)?;
+        self.slots.iter().find(|s| s.handle == h)
+    }
+
+    /// Current positions of a body's vertices [m] (`w` = 0), or `None` if the handle is invalid
+    /// or the body was inserted after the last `step()`/`sync()`.
+    pub fn body_positions(&self, h: SoftBodyHandle) -> Option<&[Vec4]> {
+        self.slot(h).map(|s| &self.state.positions[s.range()])
+    }
+
+    /// Current velocities of a body's vertices [m/s]; see [`World::body_positions`].
+    pub fn body_velocities(&self, h: SoftBodyHandle) -> Option<&[Vec4]> {
+        self.slot(h).map(|s| &self.state.velocities[s.range()])
+    }
+
+    fn checked_slot(&mut self, h: SoftBodyHandle) -> Result<BodySlot, PliantError> {
+        self.sync();
+        self.slot(h).copied().ok_or(PliantError::InvalidHandle(h))
+    }
+
+    /// Sets every vertex of a body to velocity `v` [m/s].
+    pub fn set_body_velocity(&mut self, h: SoftBodyHandle, v: Vec3) -> Result<(), PliantError> {
+        let s = self.checked_slot(h)?;
+        if !v.is_finite() {
+            return Err(PliantError::NonFiniteInput {
+                body: self.bodies[h].name().to_owned(),
+                field: "velocity",
+                index: 0,
+            });
+        }
+        for i in s.range() {
+            self.state.velocities[i] = v.extend(0.0);
+            self.state.flags[i] |= VERTEX_NO_HISTORY;
+        }
+        Ok(())
+    }
+
+    /// Teleports a body's vertices (one position per vertex) [m].
+    pub fn set_body_positions(&mut self, h: SoftBodyHandle, positions: &[Vec3]) -> Result<(), PliantError> {
+        let s = self.checked_slot(h)?;
+        let name = self.bodies[h].name().to_owned();
+        if positions.len() != s.vertex_count as usize {
+            return Err(PliantError::LengthMismatch {
+                body: name,
+                expected: s.vertex_count as usize,
+                got: positions.len(),
+            });
+        }
+        if let Some(i) = positions.iter().position(|p| !p.is_finite()) {
+            return Err(PliantError::NonFiniteInput { body: name, field: "position", index: i });
+        }
+        for (i, p) in s.range().zip(positions) {
+            self.state.positions[i] = p.extend(0.0);
+            self.state.flags[i] |= VERTEX_NO_HISTORY;
+        }
+        Ok(())
+    }
+
+    /// Sets the targets of a scripted pin for the coming steps [m].
+    pub fn set_pin_targets(&mut self, h: SoftBodyHandle, pin: usize, targets: &[Vec3]) -> Result<(), PliantError> {
+        let body = self.bodies.get_mut(h).ok_or(PliantError::InvalidHandle(h))?;
+        let name = body.name().to_owned();
+        let p = body.pins.get_mut(pin).ok_or_else(|| PliantError::NoSuchPin { body: name.clone(), pin })?;
+        match &mut p.motion {
+            PinMotion::Scripted(goal) if goal.len() == targets.len() => {
+                if let Some(i) = targets.iter().position(|t| !t.is_finite()) {
+                    return Err(PliantError::NonFiniteInput { body: name, field: "pin target", index: i });
+                }
+                goal.copy_from_slice(targets);
+                Ok(())
+            }
+            PinMotion::Scripted(goal) => {
+                Err(PliantError::LengthMismatch { body: name, expected: goal.len(), got: targets.len() })
+            }
+            _ => Err(PliantError::NoSuchPin { body: name, pin }),
+        }
+    }
+
+    /// Contact stiffness for substep `h`: configured, or `max(1e7, 50 max m/w)`.
+    fn contact_stiffness(&self, h: f32) -> f32 {
+        self.config.contact_stiffness.unwrap_or_else(|| {
+            let m = self.state.masses.iter().copied().fold(0.0f32, f32::max);
+            (50.0 * m / (4.0 / 9.0 * h * h)).max(1e7)
+        })
+    }
+
+    /// Advances the world by one frame (`config.dt`, in `config.substeps` substeps).
+    pub fn step(&mut self) -> StepReport {
+        let wall = Instant::now();
+        self.sync();
+        let c = &self.config;
+        let h = c.substep_dt();
+        let threads = c.resolved_threads();
+        let k_c = self.contact_stiffness(h);
+        let settings = VbdSettings {
+            iterations: c.iterations,
+            chebyshev_rho: c.chebyshev_rho,
+            initialization: c.initialization,
+            integrator: c.integrator,
+            gravity: Vec3A::from(c.gravity),
+            contact: ContactParams { stiffness: k_c, offset: c.contact_offset, static_slip: c.friction_eps_v * h },
+            threads,
+        };
+        let mut report =
+            StepReport { substeps: c.substeps, iterations: c.iterations, threads, ..StepReport::default() };
+        for _ in 0..c.substeps {
+            let t0 = self.time;
+            if update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, t0) {
+                rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
+            }
+            self.scratch.resize(self.state.vertex_count(), self.state.color_vertices.len());
+            write_targets(&self.bodies, &self.slots, t0 + h as f64, &mut self.scratch.targets);
+            self.snapshot.save(&self.state);
+            let stats = vbd_step(&mut self.state, &mut self.scratch, &self.obstacles, h, &settings);
+            report.residual = stats.residual;
+            report.contact_vertices = stats.contact_vertices;
+            for s in &self.slots {
+                if let Some((i, field)) = energy::first_non_finite(&self.state, s.range()) {
+                    self.snapshot.restore_at_rest(&mut self.state, s.range());
+                    report.nan_detected = true;
+                    if !report.rolled_back.contains(&s.handle) {
+                        report.rolled_back.push(s.handle);
+                    }
+                    self.events.push(PliantEvent::NonFiniteState {
+                        body: s.handle,
+                        name: self.bodies[s.handle].name().to_owned(),
+                        time: t0,
+                        vertex: (i - s.vertex_start as usize) as u32,
+                        field,
+                    });
+                }
+            }
+            self.time = t0 + h as f64;
+        }
+        self.frame += 1;
+        report.frame = self.frame;
+        report.time = self.time;
+        report.energy =
+            energy::energies(&self.state, settings.gravity, &self.obstacles, k_c, self.config.contact_offset);
+        report.max_speed = energy::max_speed(&self.state.velocities);
+        report.min_obstacle_distance = energy::min_obstacle_distance(&self.state.positions, &self.obstacles);
+        report.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+        report
+    }
+}

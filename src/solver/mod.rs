@@ -1,0 +1,13 @@
+//! Solvers. Today: Vertex Block Descent on the CPU (the reference the GPU path will be tested
+//! against), its integrators, initialisation and Chebyshev acceleration.
+
+pub mod chebyshev;
+pub mod init;
+pub mod integrator;
+pub(crate) mod parallel;
+pub mod vbd;
+mod vbd_vertex;
+
+pub use init::Initialization;
+pub use integrator::Integrator;
+pub use vbd::{VbdScratch, VbdSettings, VbdStats, vbd_step};

@@ -1,0 +1,344 @@
+//! Vertex Block Descent, the fast path ([VBD]; ALGORITHMS §2.11): adaptive initialisation,
+//! a fixed number of sweeps over the colors (vertices of one color in parallel), Chebyshev
+//! acceleration, then the velocity update of the chosen integrator.
+//!
+//! ```text
+//! prepare     x^n, predictor, inertia, x^(0) (path-clamped against obstacles)
+//! iterate ×N  for each color: update_vertex → commit;   then Chebyshev mix
+//! finish      v^{n+1} = c1 (x − x^n) + c0, a^{n+1}
+//! ```
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use glam::{Vec3A, Vec4};
+
+use super::chebyshev::{ChebyshevSchedule, mix};
+use super::init::Initialization;
+use super::integrator::{Integrator, realised_acceleration};
+use super::parallel::{SharedSlice, chunk, run_workers};
+use super::vbd_vertex::{VertexInputs, update_vertex};
+use crate::collision::{ContactParams, Obstacle};
+use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
+
+/// Chebyshev stops for the rest of a step when a sweep's squared residual exceeds this multiple
+/// of the smallest one seen in the step (the residual norm grew tenfold): a within-step blow-up.
+/// Gauss–Seidel residuals fluctuate by far less while converging.
+const CHEBYSHEV_GROWTH_LIMIT: f64 = 100.0;
+
+/// Solver settings for one VBD step.
+#[derive(Clone, Copy, Debug)]
+pub struct VbdSettings {
+    /// Sweeps over all colors.
+    pub iterations: u32,
+    /// Chebyshev spectral-radius estimate ρ; `None` disables acceleration.
+    pub chebyshev_rho: Option<f32>,
+    /// Initial guess.
+    pub initialization: Initialization,
+    /// Time integrator.
+    pub integrator: Integrator,
+    /// Gravity [m/s²].
+    pub gravity: Vec3A,
+    /// Contact constants.
+    pub contact: ContactParams<f32>,
+    /// Worker threads (1 = run on the caller).
+    pub threads: usize,
+}
+
+/// Scratch arrays of the CPU VBD solver; grown on demand, never per step.
+#[derive(Clone, Debug, Default)]
+pub struct VbdScratch {
+    /// `x^n` of the current step.
+    pub start: Vec<Vec4>,
+    inertia: Vec<Vec4>,
+    velocity: Vec<Vec4>,
+    predictor: Vec<Vec4>,
+    prev1: Vec<Vec4>,
+    prev2: Vec<Vec4>,
+    color_new: Vec<Vec4>,
+    in_contact: Vec<u32>,
+    residual2: Vec<f32>,
+    /// End-of-step targets of kinematic vertices, filled by the caller before [`vbd_step`].
+    pub targets: Vec<Vec4>,
+}
+
+impl VbdScratch {
+    /// Sizes every array for `n` vertices and `c` colored vertices.
+    pub fn resize(&mut self, n: usize, colored: usize) {
+        for v in [
+            &mut self.start,
+            &mut self.inertia,
+            &mut self.velocity,
+            &mut self.predictor,
+            &mut self.prev1,
+            &mut self.prev2,
+            &mut self.targets,
+        ] {
+            v.resize(n, Vec4::ZERO);
+        }
+        self.in_contact.resize(n, 0);
+        self.residual2.resize(n, 0.0);
+        self.color_new.resize(colored, Vec4::ZERO);
+    }
+}
+
+/// What one VBD step measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct VbdStats {
+    /// `‖f‖` over free vertices in the last sweep, before each vertex's final update [N]:
+    /// the force residual the step ended with.
+    pub residual: f32,
+    /// Vertices that touched a contact during the step.
+    pub contact_vertices: u32,
+    /// Chebyshev acceleration was switched off mid-step because the sweeps stopped
+    /// contracting.
+    pub chebyshev_stopped: bool,
+}
+
+/// Advances the state by one step of length `h` [s] with VBD.
+pub fn vbd_step(
+    state: &mut SimState,
+    scratch: &mut VbdScratch,
+    obstacles: &[Obstacle],
+    h: f32,
+    s: &VbdSettings,
+) -> VbdStats {
+    let n = state.vertex_count();
+    scratch.resize(n, state.color_vertices.len());
+    let threads = s.threads.max(1).min(n.max(1));
+    // Chebyshev needs a few sweeps to pay off ([VBD] §3.8; ALGORITHMS §2.8).
+    let chebyshev = s.chebyshev_rho.filter(|_| s.iterations >= 4);
+    let chebyshev_stopped = AtomicBool::new(false);
+
+    // Split the state into what the parallel region reads and what it writes.
+    let mut positions = std::mem::take(&mut state.positions);
+    {
+        let VbdScratch { start, inertia, velocity, predictor, prev1, prev2, color_new, in_contact, residual2, targets } =
+            scratch;
+        let pos = SharedSlice::new(&mut positions);
+        let start_sh = SharedSlice::new(start);
+        let inertia_sh = SharedSlice::new(inertia);
+        let velocity_sh = SharedSlice::new(velocity);
+        let predictor_sh = SharedSlice::new(predictor);
+        let prev1_sh = SharedSlice::new(prev1);
+        let prev2_sh = SharedSlice::new(prev2);
+        let new_sh = SharedSlice::new(color_new);
+        let contact_sh = SharedSlice::new(in_contact);
+        let res_sh = SharedSlice::new(residual2);
+        let mut velocities = std::mem::take(&mut state.velocities);
+        let mut accelerations = std::mem::take(&mut state.accelerations);
+        let mut flags = std::mem::take(&mut state.flags);
+        let vel_sh = SharedSlice::new(&mut velocities);
+        let acc_sh = SharedSlice::new(&mut accelerations);
+        let flags_sh = SharedSlice::new(&mut flags);
+        let st: &SimState = state;
+        let targets: &[Vec4] = targets;
+        let abort = AtomicBool::new(false);
+        let mut body_toi = vec![1.0f32; st.bodies.len()];
+        let body_toi_sh = SharedSlice::new(&mut body_toi);
+
+        run_workers(threads, |t, barrier| {
+            // ---- prepare: one thread per contiguous vertex range ----
+            for v in chunk(n, threads, t) {
+                // SAFETY: each thread touches only vertices of its own range in this phase.
+                unsafe {
+                    let x4 = pos.get(v);
+                    let x = Vec3A::from_vec4(x4);
+                    let flag = flags_sh.get(v);
+                    let vel = Vec3A::from_vec4(vel_sh.get(v));
+                    // Without history (first step, after a rollback or a user edit) assume
+                    // free flight: exact for a released body; for one resting on an obstacle
+                    // the path clamp stops it and the next step's history is real.
+                    let accel = if flag & VERTEX_NO_HISTORY != 0 { s.gravity } else { Vec3A::from_vec4(acc_sh.get(v)) };
+                    let step = s.integrator.vertex_step(h, vel, accel);
+                    start_sh.set(v, x4);
+                    predictor_sh.set(v, step.predictor.extend(step.weight));
+                    let m_over_w = st.masses[v] / step.weight;
+                    inertia_sh.set(v, (step.predictor + s.gravity * step.weight).extend(m_over_w));
+                    velocity_sh.set(v, step.c0.extend(step.c1));
+                    // Candidate x^(0) (kept in prev1 until the body's advance is known) and
+                    // this vertex's time of first obstacle contact along x^n → candidate.
+                    let (x0, toi) = if flag & VERTEX_KINEMATIC != 0 {
+                        (Vec3A::from_vec4(targets[v]), 1.0)
+                    } else {
+                        let x0 = x + s.initialization.offset(step.predictor, step.weight, s.gravity, accel);
+                        let toi = obstacles.iter().filter_map(|o| o.first_entry(x, x0)).fold(1.0f32, f32::min);
+                        (x0, toi)
+                    };
+                    prev1_sh.set(v, x0.extend(0.0));
+                    res_sh.set(v, toi);
+                    contact_sh.set(v, 0);
+                }
+            }
+            barrier.wait();
+            // Each body advances its initial guess rigidly only up to its first obstacle
+            // contact. Clamping vertices one by one would start an impact step with the bottom
+            // layers crushed flat (J ≈ 0), an elastic energy far above the fall's kinetic
+            // energy that a fixed number of sweeps cannot remove; a uniform advance starts
+            // undeformed and lets the sweeps build the impact deformation.
+            if t == 0 {
+                // SAFETY: only thread 0 runs this phase; `res_sh` is read-only here.
+                unsafe {
+                    for v in 0..n {
+                        let b = st.vertex_body[v] as usize;
+                        body_toi_sh.set(b, body_toi_sh.get(b).min(res_sh.get(v)));
+                    }
+                }
+            }
+            barrier.wait();
+            for v in chunk(n, threads, t) {
+                // SAFETY: own range only; `body_toi_sh` is read-only in this phase.
+                unsafe {
+                    let x = Vec3A::from_vec4(pos.get(v));
+                    let cand = Vec3A::from_vec4(prev1_sh.get(v));
+                    let x0 = if flags_sh.get(v) & VERTEX_KINEMATIC != 0 {
+                        cand
+                    } else {
+                        let toi = body_toi_sh.get(st.vertex_body[v] as usize);
+                        let mut x0 = if toi < 1.0 { x + (cand - x) * (toi * (1.0 - 1e-4)) } else { cand };
+                        // Vertices already inside an obstacle may not start deeper.
+                        for o in obstacles {
+                            if let Some(p) = o.clamp_path(x, x0) {
+                                x0 = p;
+                            }
+                        }
+                        x0
+                    };
+                    let x0 = x0.extend(0.0);
+                    pos.set(v, x0);
+                    prev1_sh.set(v, x0);
+                    prev2_sh.set(v, x0);
+                    res_sh.set(v, 0.0);
+                }
+            }
+            barrier.wait();
+
+            // SAFETY: `start`, `inertia` and `velocity` are written only in the prepare phase,
+            // which ended at the barrier above; from here on every thread only reads them.
+            let inputs = unsafe {
+                VertexInputs {
+                    state: st,
+                    start: start_sh.as_slice(),
+                    inertia: inertia_sh.as_slice(),
+                    velocity: velocity_sh.as_slice(),
+                    obstacles,
+                    contact: s.contact,
+                }
+            };
+
+            let mut schedule = chebyshev.map(ChebyshevSchedule::new);
+            let colored = st.color_vertices.len();
+            let mut min_residual2 = f64::INFINITY;
+            for iteration in 0..s.iterations {
+                for c in 0..st.color_count() {
+                    let (c0, c1) = (st.color_offsets[c] as usize, st.color_offsets[c + 1] as usize);
+                    let range = chunk(c1 - c0, threads, t);
+                    for k in range.clone() {
+                        let v = st.color_vertices[c0 + k] as usize;
+                        let u = update_vertex(v, &pos, &inputs);
+                        // SAFETY: index c0 + k and vertex v belong to this thread's chunk of
+                        // this color only.
+                        unsafe {
+                            new_sh.set(c0 + k, u.position.extend(0.0));
+                            res_sh.set(v, u.residual2);
+                            if u.in_contact {
+                                contact_sh.set(v, 1);
+                            }
+                        }
+                    }
+                    barrier.wait();
+                    for k in range {
+                        let v = st.color_vertices[c0 + k] as usize;
+                        // SAFETY: commit phase: each vertex of this color is written by exactly
+                        // one thread and read by none until the barrier.
+                        unsafe { pos.set(v, new_sh.get(c0 + k)) };
+                    }
+                    barrier.wait();
+                }
+                if schedule.is_some() {
+                    // Divergence guard (ALGORITHMS §2.8): Chebyshev over-relaxation is only
+                    // safe while the sweeps contract. Thread 0 sums the residual of this sweep
+                    // in a fixed order; if it blew up, acceleration stops for the rest of the step.
+                    if t == 0 {
+                        let r2: f64 = st
+                            .color_vertices
+                            .iter()
+                            .map(|&v| {
+                                // SAFETY: written in the color passes, which ended at the barrier.
+                                unsafe { res_sh.get(v as usize) as f64 }
+                            })
+                            .sum();
+                        let grew = !(r2 <= CHEBYSHEV_GROWTH_LIMIT * min_residual2);
+                        min_residual2 = min_residual2.min(r2);
+                        if grew {
+                            abort.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    barrier.wait();
+                    if abort.load(Ordering::Relaxed) {
+                        schedule = None;
+                        chebyshev_stopped.store(true, Ordering::Relaxed);
+                    }
+                }
+                // The step ends on a plain Gauss–Seidel sweep: the last over-relaxation would
+                // hand amplified high-frequency error to the velocity update.
+                let last = iteration + 1 == s.iterations;
+                if let Some(sch) = schedule.as_mut().filter(|_| !last) {
+                    let omega = sch.next_omega();
+                    for k in chunk(colored, threads, t) {
+                        let v = st.color_vertices[k] as usize;
+                        // SAFETY: one writer per vertex (disjoint chunks of the free-vertex
+                        // list); no thread reads another vertex in this phase.
+                        unsafe {
+                            let x_bar = Vec3A::from_vec4(pos.get(v));
+                            let x_nm2 = Vec3A::from_vec4(prev2_sh.get(v));
+                            let mut x = x_bar;
+                            // Accelerating a vertex in contact overshoots the stiff contact
+                            // ([VBD] §3.8): those stay at the Gauss–Seidel result.
+                            if contact_sh.get(v) == 0 {
+                                x = mix(omega, x_bar, x_nm2);
+                                for o in obstacles {
+                                    if let Some(p) = o.clamp_path(x_bar, x) {
+                                        x = p;
+                                    }
+                                }
+                            }
+                            let x = x.extend(0.0);
+                            pos.set(v, x);
+                            prev2_sh.set(v, prev1_sh.get(v));
+                            prev1_sh.set(v, x);
+                        }
+                    }
+                    barrier.wait();
+                }
+            }
+
+            // ---- finish: velocities and accelerations ----
+            for v in chunk(n, threads, t) {
+                // SAFETY: per-vertex, own range only.
+                unsafe {
+                    let x = Vec3A::from_vec4(pos.get(v));
+                    let dx = x - Vec3A::from_vec4(start_sh.get(v));
+                    let c = velocity_sh.get(v);
+                    let v_new = dx * c.w + Vec3A::from_vec4(c);
+                    let p = predictor_sh.get(v);
+                    let a_new = realised_acceleration(dx, Vec3A::from_vec4(p), p.w);
+                    vel_sh.set(v, v_new.extend(0.0));
+                    acc_sh.set(v, a_new.extend(0.0));
+                    flags_sh.set(v, flags_sh.get(v) & !VERTEX_NO_HISTORY);
+                }
+            }
+        });
+        // End the shared borrows before the vectors move back into the state.
+        let _ = (vel_sh, acc_sh, flags_sh);
+        state.velocities = velocities;
+        state.accelerations = accelerations;
+        state.flags = flags;
+    }
+    state.positions = positions;
+
+    // Fixed-order reductions (thread-count independent).
+    let residual =
+        state.color_vertices.iter().map(|&v| scratch.residual2[v as usize] as f64).sum::<f64>().sqrt() as f32;
+    let contact_vertices = scratch.in_contact.iter().filter(|&&c| c != 0).count() as u32;
+    VbdStats { residual, contact_vertices, chebyshev_stopped: chebyshev_stopped.into_inner() }
+}

@@ -1,0 +1,170 @@
+//! One VBD vertex update ([VBD] §3.1–3.6, Eq. 4–16): gather the vertex's inertia, element,
+//! damping, contact and friction terms into a 3×3 Newton system and take its step. This is the
+//! CPU twin of the future `vbd_color` kernel: it reads neighbours and writes only its result.
+
+use glam::{Mat3A, Vec3A, Vec4};
+
+use super::parallel::SharedSlice;
+use crate::collision::{ContactParams, ContactPoint, Obstacle, add_contact};
+use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
+use crate::math::solve_sym3;
+use crate::mesh::unpack_entry;
+use crate::state::{MODEL_STABLE_NEO_HOOKEAN, SimState};
+
+/// Read-only per-step inputs of the vertex update.
+pub(crate) struct VertexInputs<'a> {
+    pub state: &'a SimState,
+    /// `x^n`.
+    pub start: &'a [Vec4],
+    /// xyz: `y − x^n`; w: inertia stiffness `m/w`.
+    pub inertia: &'a [Vec4],
+    /// xyz: `c0`; w: `c1` of `v = c1 Δx + c0`.
+    pub velocity: &'a [Vec4],
+    pub obstacles: &'a [Obstacle],
+    pub contact: ContactParams<f32>,
+}
+
+/// Result of one vertex update.
+pub(crate) struct VertexUpdate {
+    pub position: Vec3A,
+    /// `‖f‖²` of the Newton system before the step [N²].
+    pub residual2: f32,
+    pub in_contact: bool,
+}
+
+#[inline(always)]
+fn load(pos: &SharedSlice<'_, Vec4>, i: u32) -> Vec3A {
+    // SAFETY: called during a color pass; neighbours belong to other colors and are not
+    // written in this phase, and the vertex itself is only written in the commit phase.
+    Vec3A::from_vec4(unsafe { pos.get(i as usize) })
+}
+
+/// The VBD update of free vertex `v` with the current positions `pos`.
+#[inline]
+pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) -> VertexUpdate {
+    let st = inp.state;
+    let x = load(pos, v as u32);
+    let dx = x - Vec3A::from_vec4(inp.start[v]);
+    let inertia = inp.inertia[v];
+    let m_over_w = inertia.w;
+    // Inertia with gravity: −m/w (x − y), written with displacements (f32 rule 2).
+    let mut f = (Vec3A::from_vec4(inertia) - dx) * m_over_w;
+    let mut h = Mat3A::from_diagonal(glam::Vec3::splat(m_over_w));
+    // d(velocity)/d(position) of this vertex: damping's contribution to the Hessian.
+    let c1 = inp.velocity[v].w;
+
+    for &entry in st.tet_adjacency.row(v) {
+        let (e, slot) = unpack_entry(entry);
+        let t = &st.tets[e as usize];
+        let xs =
+            [load(pos, t.vertices[0]), load(pos, t.vertices[1]), load(pos, t.vertices[2]), load(pos, t.vertices[3])];
+        let dm_inv = t.dm_inv();
+        let f_def = tet::deformation_gradient::<f32>(&xs, &dm_inv);
+        let g_a = tet::shape_gradients::<f32>(&dm_inv)[slot as usize];
+        let m = &st.materials[t.material as usize];
+        let snh = m.model == MODEL_STABLE_NEO_HOOKEAN;
+        let (grad, hb) = if snh {
+            stable_neo_hookean::vertex_gradient_hessian::<f32>(&f_def, g_a, t.volume, m.mu, m.lambda)
+        } else {
+            stvk::vertex_gradient_hessian_psd::<f32>(&f_def, g_a, t.volume, m.mu, m.lambda)
+        };
+        f -= grad;
+        h += hb;
+        if m.damping > 0.0 {
+            let vs = t.vertices.map(|i| velocity_estimate(pos, inp, i));
+            let f_dot = tet::deformation_gradient::<f32>(&vs, &dm_inv);
+            let d = if snh {
+                stable_neo_hookean::damping_term::<f32>(&f_def, &f_dot, g_a, t.volume, m.mu, m.lambda)
+            } else {
+                stvk::damping_term::<f32>(&f_def, &f_dot, g_a, t.volume, m.mu, m.lambda)
+            };
+            add_damping(&mut f, &mut h, d, hb, m.damping, c1);
+        }
+    }
+    for &entry in st.tri_adjacency.row(v) {
+        let (e, slot) = unpack_entry(entry);
+        let t = &st.tris[e as usize];
+        let xs = [load(pos, t.vertices[0]), load(pos, t.vertices[1]), load(pos, t.vertices[2])];
+        let dm_inv = [[t.dm_inv[0], t.dm_inv[1]], [t.dm_inv[2], t.dm_inv[3]]];
+        let f_def = membrane::deformation_gradient::<f32>(&xs, &dm_inv);
+        let g_a = membrane::shape_gradients(&dm_inv)[slot as usize];
+        let m = &st.materials[t.material as usize];
+        let (grad, hb) = membrane::vertex_gradient_hessian_psd::<f32>(&f_def, g_a, t.measure, m.mu, m.lambda);
+        f -= grad;
+        h += hb;
+        if m.damping > 0.0 {
+            let vs = [0, 1, 2].map(|k| velocity_estimate(pos, inp, t.vertices[k]));
+            let f_dot = membrane::deformation_gradient::<f32>(&vs, &dm_inv);
+            let d = membrane::damping_term::<f32>(&f_def, &f_dot, g_a, t.measure, m.mu, m.lambda);
+            add_damping(&mut f, &mut h, d, hb, m.damping, c1);
+        }
+    }
+    for &entry in st.hinge_adjacency.row(v) {
+        let (e, slot) = unpack_entry(entry);
+        let b = &st.hinges[e as usize];
+        let xs =
+            [load(pos, b.vertices[0]), load(pos, b.vertices[1]), load(pos, b.vertices[2]), load(pos, b.vertices[3])];
+        let (grad, hb) = bending::vertex_gradient_hessian_psd::<f32>(&xs, slot as usize, b.rest_angle, b.stiffness);
+        f -= grad;
+        h += hb;
+        if b.damping > 0.0 {
+            let vs = b.vertices.map(|i| velocity_estimate(pos, inp, i));
+            let d = bending::damping_term::<f32>(&xs, &vs, slot as usize, b.stiffness);
+            add_damping(&mut f, &mut h, d, hb, b.damping, c1);
+        }
+    }
+
+    let body = &st.bodies[st.vertex_body[v] as usize];
+    if body.linear_damping > 0.0 {
+        // Drag −α m v through v = c1 Δx + c0.
+        let am = body.linear_damping * st.masses[v];
+        let vel = inp.velocity[v];
+        f -= (dx * c1 + Vec3A::from_vec4(vel)) * am;
+        h += Mat3A::from_diagonal(glam::Vec3::splat(am * c1));
+    }
+    let mut in_contact = false;
+    if !inp.obstacles.is_empty() {
+        let body_friction = body.friction;
+        for o in inp.obstacles {
+            let (distance, normal) = o.signed_distance(x);
+            let c = ContactPoint::<f32> {
+                distance,
+                normal,
+                weight: 1.0,
+                relative_displacement: dx, // obstacles are static
+                friction: 0.5 * (body_friction + o.friction),
+            };
+            in_contact |= add_contact::<f32>(&mut f, &mut h, &c, &inp.contact);
+        }
+    }
+
+    let residual2 = f.length_squared();
+    let mut position = match solve_sym3::<f32>(&h, f) {
+        Some(step) => x + step,
+        None => x,
+    };
+    // Exact CCD against the static convex obstacles: the step may end on a surface, never
+    // inside (the contact force then pushes the vertex out to the offset).
+    for o in inp.obstacles {
+        if let Some(p) = o.clamp_path(x, position) {
+            position = p;
+        }
+    }
+    VertexUpdate { position, residual2, in_contact }
+}
+
+/// Velocity of vertex `i` implied by the current iterate, `v = c1 (x − x^n) + c0`.
+#[inline(always)]
+fn velocity_estimate(pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>, i: u32) -> Vec3A {
+    let c = inp.velocity[i as usize];
+    (load(pos, i) - Vec3A::from_vec4(inp.start[i as usize])) * c.w + Vec3A::from_vec4(c)
+}
+
+/// Rayleigh damping ([VBD] §3.3, applied per element rather than per vertex block so that a
+/// rigid translation is not damped): force `−k_d Σ_b K_ab v_b` (the `term`), Hessian
+/// `+k_d c1 K_aa` through `v_a = c1 Δx_a + c0`.
+#[inline(always)]
+fn add_damping(f: &mut Vec3A, h: &mut Mat3A, term: Vec3A, hb: Mat3A, damping: f32, c1: f32) {
+    *f -= term * damping;
+    *h += hb * (damping * c1);
+}
