@@ -15,6 +15,58 @@ pub struct ContactParams<R> {
     pub static_slip: R,
 }
 
+/// How stiff the contact penalty is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ContactStiffness {
+    /// A fixed stiffness [N/m] for every vertex.
+    Absolute(f32),
+    /// Proportional to the vertex mass [N/m per kg]: the vertex's own weight compresses the
+    /// contact layer by the same fraction of δ whatever its mass.
+    PerMass(f32),
+}
+
+impl ContactStiffness {
+    /// The default: a vertex's own weight compresses the contact layer by 1 % of `offset`.
+    ///
+    /// A fixed 1e7 N/m (the VBD paper's value) is unusable in f32: near 2 m from the origin a
+    /// position resolves 2.4e-7 m, i.e. ±2.4 N of contact-force noise per vertex, more than
+    /// a vertex of a 1 kg block weighs (0.16 N), and friction (∝ λ) becomes noise. Mass-
+    /// proportional stiffness keeps the noise near 2 % of each vertex's weight. Impacts do not
+    /// rely on stiffness: obstacle paths are clamped exactly.
+    pub fn default_for(gravity: f32, offset: f32) -> Self {
+        Self::PerMass(gravity.max(9.81) / (0.01 * offset))
+    }
+
+    /// Stiffness [N/m] for a vertex of mass `m` [kg].
+    #[inline(always)]
+    pub fn for_mass(&self, m: f32) -> f32 {
+        match *self {
+            Self::Absolute(k) => k,
+            Self::PerMass(k) => k * m,
+        }
+    }
+}
+
+/// Contact constants shared by all vertices of a step; [`ContactModel::params`] gives one
+/// vertex's [`ContactParams`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ContactModel {
+    /// Penalty stiffness rule.
+    pub stiffness: ContactStiffness,
+    /// Contact offset δ [m].
+    pub offset: f32,
+    /// `ε_v h` [m].
+    pub static_slip: f32,
+}
+
+impl ContactModel {
+    /// Constants for a vertex of mass `m`.
+    #[inline(always)]
+    pub fn params(&self, m: f32) -> ContactParams<f32> {
+        ContactParams { stiffness: self.stiffness.for_mass(m), offset: self.offset, static_slip: self.static_slip }
+    }
+}
+
 /// One contact as seen from one of its vertices.
 #[derive(Clone, Copy, Debug)]
 pub struct ContactPoint<R: Real> {
@@ -28,6 +80,10 @@ pub struct ContactPoint<R: Real> {
     pub relative_displacement: R::V3,
     /// Friction coefficient μ.
     pub friction: R,
+    /// Normal force `λ` that scales friction [N], lagged from the step's start (IPC's
+    /// semi-implicit friction): with the current penetration instead, an initial guess pushed
+    /// into the contact layer by gravity inflates friction and a block cannot start to slide.
+    pub friction_normal_force: R,
 }
 
 /// IPC's smoothed friction magnitude divided by slip, `f1(u)/u` ([VBD] Eq. 15–16): finite at
@@ -61,11 +117,11 @@ pub fn add_contact<R: Real>(f: &mut R::V3, h: &mut R::M3, c: &ContactPoint<R>, p
     *f += n * (lambda * w);
     let nn = outer::<R>(n, n);
     *h += nn * (p.stiffness * w * w);
-    if c.friction > R::ZERO {
+    if c.friction > R::ZERO && c.friction_normal_force > R::ZERO {
         let dx = c.relative_displacement;
         let u = dx - n * n.dot(dx);
         let ul = u.length();
-        let k = c.friction * lambda * friction_f1_over_u(ul, p.static_slip);
+        let k = c.friction * c.friction_normal_force * friction_f1_over_u(ul, p.static_slip);
         *f -= u * (k * w);
         *h += (R::M3::IDENTITY - nn) * (k * w * w);
     }
@@ -89,6 +145,7 @@ mod tests {
             weight: 1.0,
             relative_displacement: DVec3::X,
             friction: 0.5,
+            friction_normal_force: 1.0,
         };
         let (mut f, mut h) = (DVec3::ZERO, DMat3::ZERO);
         assert!(!add_contact(&mut f, &mut h, &c, &params()));
@@ -107,6 +164,7 @@ mod tests {
             weight: 1.0,
             relative_displacement: DVec3::ZERO,
             friction: 0.0,
+            friction_normal_force: 0.0,
         };
         let (mut f, mut h) = (DVec3::ZERO, DMat3::ZERO);
         assert!(add_contact(&mut f, &mut h, &c, &p));
@@ -127,6 +185,7 @@ mod tests {
                 weight: 1.0,
                 relative_displacement: DVec3::new(slip, 0.3, 0.0),
                 friction: 0.5,
+                friction_normal_force: lambda,
             };
             let (mut f, mut h) = (DVec3::ZERO, DMat3::ZERO);
             add_contact(&mut f, &mut h, &c, &p);

@@ -5,5 +5,5 @@
 mod contact;
 mod obstacle;
 
-pub use contact::{ContactParams, ContactPoint, add_contact, friction_f1_over_u};
+pub use contact::{ContactModel, ContactParams, ContactPoint, ContactStiffness, add_contact, friction_f1_over_u};
 pub use obstacle::{Obstacle, ObstacleError, ObstacleShape};

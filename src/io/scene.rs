@@ -111,6 +111,13 @@ pub struct SolverSpec {
     /// Contact settings.
     #[serde(default)]
     pub contact: ContactSpec,
+    /// Per-body rigid-translation correction (default `true`).
+    #[serde(default = "default_true")]
+    pub translation_correction: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl Default for SolverSpec {
@@ -123,6 +130,7 @@ impl Default for SolverSpec {
             initialization: Initialization::default(),
             threads: 0,
             contact: ContactSpec::default(),
+            translation_correction: true,
         }
     }
 }

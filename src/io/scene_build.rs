@@ -121,6 +121,7 @@ impl Scene {
             contact_stiffness: self.solver.contact.stiffness,
             contact_offset: self.solver.contact.offset,
             friction_eps_v: self.solver.contact.friction_eps_v,
+            translation_correction: self.solver.translation_correction,
         }
     }
 

@@ -5,7 +5,7 @@
 //! ([`super::ClothMaterial::membrane_lame`]). Same structure as the tet StVK Hessian with
 //! 2-vectors `g_a`.
 
-use crate::math::{Matrix3, Real, Vector3, outer, project_abs3};
+use crate::math::{Matrix3, Real, Vector3, outer};
 
 /// Rest data of one triangle: `D_m⁻¹` in the triangle's own 2-D frame and its rest area.
 #[derive(Clone, Copy, Debug)]
@@ -122,8 +122,20 @@ pub fn element_hessian<R: Real>(x: &[R::V3; 3], dm_inv: &[[R; 2]; 2], measure: R
     h
 }
 
-/// VBD's per-vertex term `(∂E/∂x_a, ∂²E/∂x_a²)` given the element's `F`, the block made
-/// positive semi-definite by mirroring negative eigenvalues ([`crate::math::project_abs3`]).
+/// `(∂E/∂x_a, g_aᵀ S g_a · A t, PSD part · A t)` (see [`super::stvk`]).
+#[inline(always)]
+fn vertex_parts<R: Real>(f: &[R::V3; 2], g_a: [R; 2], measure: R, mu: R, lambda: R) -> (R::V3, R, R::M3) {
+    let s = pk2::<R>(f, mu, lambda);
+    let sg = apply(&s, g_a);
+    let u = mul_f::<R>(f, g_a);
+    let gg = g_a[0] * g_a[0] + g_a[1] * g_a[1];
+    let f_ft = outer::<R>(f[0], f[0]) + outer::<R>(f[1], f[1]);
+    let psd = outer::<R>(u, u) * (mu + lambda) + f_ft * (mu * gg);
+    (mul_f::<R>(f, sg) * measure, (g_a[0] * sg[0] + g_a[1] * sg[1]) * measure, psd * measure)
+}
+
+/// VBD's per-vertex term given the element's `F`, the stress term taken by magnitude so the
+/// block is positive semi-definite (see [`super::stvk::vertex_gradient_hessian_psd`]).
 #[inline(always)]
 pub fn vertex_gradient_hessian_psd<R: Real>(
     f: &[R::V3; 2],
@@ -132,24 +144,15 @@ pub fn vertex_gradient_hessian_psd<R: Real>(
     mu: R,
     lambda: R,
 ) -> (R::V3, R::M3) {
-    let (g, h) = vertex_gradient_hessian::<R>(f, g_a, measure, mu, lambda);
-    (g, project_abs3::<R>(&h))
+    let (g, s, p) = vertex_parts::<R>(f, g_a, measure, mu, lambda);
+    (g, R::M3::from_diagonal_scalar(s.abs()) + p)
 }
 
 /// VBD's per-vertex term with the exact (unprojected) block.
 #[inline(always)]
 pub fn vertex_gradient_hessian<R: Real>(f: &[R::V3; 2], g_a: [R; 2], measure: R, mu: R, lambda: R) -> (R::V3, R::M3) {
-    let s = pk2::<R>(f, mu, lambda);
-    let sg = apply(&s, g_a);
-    let u = mul_f::<R>(f, g_a);
-    let grad = mul_f::<R>(f, sg) * measure;
-    let gg = g_a[0] * g_a[0] + g_a[1] * g_a[1];
-    let f_ft = outer::<R>(f[0], f[0]) + outer::<R>(f[1], f[1]);
-    let hess = (R::M3::from_diagonal_scalar(g_a[0] * sg[0] + g_a[1] * sg[1])
-        + outer::<R>(u, u) * (mu + lambda)
-        + f_ft * (mu * gg))
-        * measure;
-    (grad, hess)
+    let (g, s, p) = vertex_parts::<R>(f, g_a, measure, mu, lambda);
+    (g, R::M3::from_diagonal_scalar(s) + p)
 }
 
 /// Rayleigh damping force term `A t F dS g_a` [N] with `dS = 2μ Ė + λ tr(Ė) I₂`,

@@ -6,7 +6,7 @@
 //! ([`super::membrane`]).
 
 use super::tet::{TetRest, deformation_gradient};
-use crate::math::{Matrix3, Real, Vector3, outer, project_abs3};
+use crate::math::{Matrix3, Real, Vector3, outer};
 
 /// Green strain `E = ½(FᵀF − I)`.
 #[inline(always)]
@@ -63,27 +63,33 @@ pub fn element_hessian<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda
     h
 }
 
-/// VBD's per-vertex term: `(∂E/∂x_a, ∂²E/∂x_a²)`, the block exact (not projected).
+/// The vertex block splits into a stress term `(g_aᵀ S g_a) I`, negative under compression, and
+/// a positive semi-definite rest `(μ+λ) u uᵀ + μ |g_a|² F Fᵀ`; returns
+/// `(∂E/∂x_a, g_aᵀ S g_a · V, PSD part · V)`.
 #[inline(always)]
-pub fn vertex_gradient_hessian<R: Real>(f: &R::M3, g_a: R::V3, volume: R, mu: R, lambda: R) -> (R::V3, R::M3) {
+fn vertex_parts<R: Real>(f: &R::M3, g_a: R::V3, volume: R, mu: R, lambda: R) -> (R::V3, R, R::M3) {
     let s = pk2::<R>(&green::<R>(f), mu, lambda);
     let u = f.mul_vec(g_a);
     let sg = s.mul_vec(g_a);
-    let grad = f.mul_vec(sg) * volume;
-    let hess = (R::M3::from_diagonal_scalar(g_a.dot(sg))
-        + outer::<R>(u, u) * (mu + lambda)
-        + f.mul_mat(&f.transpose()) * (mu * g_a.length_squared()))
-        * volume;
-    (grad, hess)
+    let psd = outer::<R>(u, u) * (mu + lambda) + f.mul_mat(&f.transpose()) * (mu * g_a.length_squared());
+    (f.mul_vec(sg) * volume, g_a.dot(sg) * volume, psd * volume)
 }
 
-/// As [`vertex_gradient_hessian`], with negative eigenvalues of the block mirrored
-/// ([`crate::math::project_abs3`]). Only the `(g_aᵀ S g_a) I` term can be negative (under
-/// compression); the rest is PSD.
+/// VBD's per-vertex term: `(∂E/∂x_a, ∂²E/∂x_a²)`, the block exact (not projected).
+#[inline(always)]
+pub fn vertex_gradient_hessian<R: Real>(f: &R::M3, g_a: R::V3, volume: R, mu: R, lambda: R) -> (R::V3, R::M3) {
+    let (g, s, p) = vertex_parts::<R>(f, g_a, volume, mu, lambda);
+    (g, R::M3::from_diagonal_scalar(s) + p)
+}
+
+/// As [`vertex_gradient_hessian`], made positive semi-definite by taking the magnitude of the
+/// stress term, `|g_aᵀ S g_a| I`: the same curvature scale as mirroring the block's negative
+/// eigenvalues ([`crate::math::project_abs3`]), without an eigen-decomposition on the hot path.
+/// Clamping instead left compressed elements without stiffness and VBD's local step exploded.
 #[inline(always)]
 pub fn vertex_gradient_hessian_psd<R: Real>(f: &R::M3, g_a: R::V3, volume: R, mu: R, lambda: R) -> (R::V3, R::M3) {
-    let (g, h) = vertex_gradient_hessian::<R>(f, g_a, volume, mu, lambda);
-    (g, project_abs3::<R>(&h))
+    let (g, s, p) = vertex_parts::<R>(f, g_a, volume, mu, lambda);
+    (g, R::M3::from_diagonal_scalar(s.abs()) + p)
 }
 
 /// Rayleigh damping force term `V F dS g_a` [N] with `dS = 2μ Ė + λ tr(Ė) I`,

@@ -40,13 +40,18 @@ pub struct StepConfig {
     /// Worker threads; 0 = all available cores. Results are bit-identical for any fixed
     /// count and also across counts.
     pub threads: usize,
-    /// Contact penalty stiffness [N/m]; `None` = `max(1e7, 50 max m_i/w)` (ALGORITHMS §2.10).
+    /// Contact penalty stiffness [N/m] for every vertex; `None` (default) = mass-proportional,
+    /// so a vertex's own weight compresses the contact layer by 1 % of the offset (see
+    /// `ContactStiffness::default_for` for why a fixed 1e7 N/m fails in f32).
     pub contact_stiffness: Option<f32>,
     /// Contact offset δ [m]: bodies rest this far from obstacles. Default 1 mm.
     pub contact_offset: f32,
     /// Static-friction velocity threshold ε_v [m/s]; slip below `ε_v h` per step is static.
     /// Default 1e-4 m/s (creep ≤ 0.1 mm per second of sticking).
     pub friction_eps_v: f32,
+    /// Correct each unpinned body's rigid translation before every sweep (default on): VBD
+    /// alone moves whole bodies only slowly (see `solver::translation`).
+    pub translation_correction: bool,
 }
 
 impl Default for StepConfig {
@@ -63,6 +68,7 @@ impl Default for StepConfig {
             contact_stiffness: None,
             contact_offset: 1e-3,
             friction_eps_v: 1e-4,
+            translation_correction: true,
         }
     }
 }

@@ -3,7 +3,7 @@
 use glam::{Vec3A, Vec4};
 
 use super::report::Energies;
-use crate::collision::Obstacle;
+use crate::collision::{ContactModel, Obstacle};
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
 use crate::state::{MODEL_STABLE_NEO_HOOKEAN, SimState};
 
@@ -13,22 +13,17 @@ fn p(st: &SimState, i: u32) -> Vec3A {
 }
 
 /// Energies of the state (fixed summation order).
-pub(crate) fn energies(
-    st: &SimState,
-    gravity: Vec3A,
-    obstacles: &[Obstacle],
-    contact_stiffness: f32,
-    offset: f32,
-) -> Energies {
+pub(crate) fn energies(st: &SimState, gravity: Vec3A, obstacles: &[Obstacle], contact: &ContactModel) -> Energies {
     let mut e = Energies::default();
     for (i, (&x, &v)) in st.positions.iter().zip(&st.velocities).enumerate() {
         let m = st.masses[i] as f64;
         e.kinetic += 0.5 * m * Vec3A::from_vec4(v).length_squared() as f64;
         e.gravitational -= m * gravity.dot(Vec3A::from_vec4(x)) as f64;
+        let k_c = contact.stiffness.for_mass(st.masses[i]) as f64;
         for o in obstacles {
-            let d = offset - o.signed_distance(Vec3A::from_vec4(x)).0;
+            let d = contact.offset - o.signed_distance(Vec3A::from_vec4(x)).0;
             if d > 0.0 {
-                e.contact += 0.5 * contact_stiffness as f64 * (d as f64) * (d as f64);
+                e.contact += 0.5 * k_c * (d as f64) * (d as f64);
             }
         }
     }

@@ -12,7 +12,7 @@ use super::kinematics::{update_pin_flags, write_targets};
 use super::report::StepReport;
 use super::transaction::Snapshot;
 use crate::body::{BodySet, PinMotion, SoftBodyHandle};
-use crate::collision::{ContactParams, Obstacle};
+use crate::collision::{ContactModel, ContactStiffness, Obstacle};
 use crate::error::PliantError;
 use crate::solver::{VbdScratch, VbdSettings, vbd_step};
 use crate::state::{SimState, VERTEX_NO_HISTORY};
@@ -190,12 +190,17 @@ impl World {
         }
     }
 
-    /// Contact stiffness for substep `h`: configured, or `max(1e7, 50 max m/w)`.
-    fn contact_stiffness(&self, h: f32) -> f32 {
-        self.config.contact_stiffness.unwrap_or_else(|| {
-            let m = self.state.masses.iter().copied().fold(0.0f32, f32::max);
-            (50.0 * m / (4.0 / 9.0 * h * h)).max(1e7)
-        })
+    /// The contact model for substep `h`.
+    fn contact_model(&self, h: f32) -> ContactModel {
+        let c = &self.config;
+        ContactModel {
+            stiffness: c.contact_stiffness.map_or_else(
+                || ContactStiffness::default_for(c.gravity.length(), c.contact_offset),
+                ContactStiffness::Absolute,
+            ),
+            offset: c.contact_offset,
+            static_slip: c.friction_eps_v * h,
+        }
     }
 
     /// Advances the world by one frame (`config.dt`, in `config.substeps` substeps).
@@ -205,15 +210,16 @@ impl World {
         let c = &self.config;
         let h = c.substep_dt();
         let threads = c.resolved_threads();
-        let k_c = self.contact_stiffness(h);
+        let contact = self.contact_model(h);
         let settings = VbdSettings {
             iterations: c.iterations,
             chebyshev_rho: c.chebyshev_rho,
             initialization: c.initialization,
             integrator: c.integrator,
             gravity: Vec3A::from(c.gravity),
-            contact: ContactParams { stiffness: k_c, offset: c.contact_offset, static_slip: c.friction_eps_v * h },
+            contact,
             threads,
+            translation_correction: c.translation_correction,
         };
         let mut report =
             StepReport { substeps: c.substeps, iterations: c.iterations, threads, ..StepReport::default() };
@@ -249,8 +255,7 @@ impl World {
         self.frame += 1;
         report.frame = self.frame;
         report.time = self.time;
-        report.energy =
-            energy::energies(&self.state, settings.gravity, &self.obstacles, k_c, self.config.contact_offset);
+        report.energy = energy::energies(&self.state, settings.gravity, &self.obstacles, &contact);
         report.max_speed = energy::max_speed(&self.state.velocities);
         report.min_obstacle_distance = energy::min_obstacle_distance(&self.state.positions, &self.obstacles);
         report.wall_ms = wall.elapsed().as_secs_f64() * 1e3;

@@ -5,6 +5,7 @@ pub mod chebyshev;
 pub mod init;
 pub mod integrator;
 pub(crate) mod parallel;
+mod translation;
 pub mod vbd;
 mod vbd_vertex;
 

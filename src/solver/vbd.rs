@@ -16,8 +16,9 @@ use super::chebyshev::{ChebyshevSchedule, mix};
 use super::init::Initialization;
 use super::integrator::{Integrator, realised_acceleration};
 use super::parallel::{SharedSlice, chunk, run_workers};
+use super::translation::{Candidate, TranslationBuffers, correct_translation};
 use super::vbd_vertex::{VertexInputs, update_vertex};
-use crate::collision::{ContactParams, Obstacle};
+use crate::collision::{ContactModel, Obstacle};
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
 /// Chebyshev stops for the rest of a step when a sweep's squared residual exceeds this multiple
@@ -39,9 +40,11 @@ pub struct VbdSettings {
     /// Gravity [m/s²].
     pub gravity: Vec3A,
     /// Contact constants.
-    pub contact: ContactParams<f32>,
+    pub contact: ContactModel,
     /// Worker threads (1 = run on the caller).
     pub threads: usize,
+    /// Per-body rigid-translation correction before every sweep ([`super::translation`]).
+    pub translation_correction: bool,
 }
 
 /// Scratch arrays of the CPU VBD solver; grown on demand, never per step.
@@ -57,6 +60,7 @@ pub struct VbdScratch {
     color_new: Vec<Vec4>,
     in_contact: Vec<u32>,
     residual2: Vec<f32>,
+    candidates: Vec<Candidate>,
     /// End-of-step targets of kinematic vertices, filled by the caller before [`vbd_step`].
     pub targets: Vec<Vec4>,
 }
@@ -112,8 +116,19 @@ pub fn vbd_step(
     // Split the state into what the parallel region reads and what it writes.
     let mut positions = std::mem::take(&mut state.positions);
     {
-        let VbdScratch { start, inertia, velocity, predictor, prev1, prev2, color_new, in_contact, residual2, targets } =
-            scratch;
+        let VbdScratch {
+            start,
+            inertia,
+            velocity,
+            predictor,
+            prev1,
+            prev2,
+            color_new,
+            in_contact,
+            residual2,
+            candidates: candidate_buf,
+            targets,
+        } = scratch;
         let pos = SharedSlice::new(&mut positions);
         let start_sh = SharedSlice::new(start);
         let inertia_sh = SharedSlice::new(inertia);
@@ -135,6 +150,20 @@ pub fn vbd_step(
         let abort = AtomicBool::new(false);
         let mut body_toi = vec![1.0f32; st.bodies.len()];
         let body_toi_sh = SharedSlice::new(&mut body_toi);
+        // Bodies without kinematic vertices get the rigid-translation correction.
+        let mut eligible = vec![s.translation_correction; st.bodies.len()];
+        for v in 0..n {
+            if flags_sh_get(&flags_sh, v) & VERTEX_KINEMATIC != 0 {
+                eligible[st.vertex_body[v] as usize] = false;
+            }
+        }
+        let any_eligible = eligible.iter().any(|&e| e);
+        let mut body_contact = vec![0u32; st.bodies.len()];
+        let body_contact_sh = SharedSlice::new(&mut body_contact);
+        let mut shifts = vec![Vec4::ZERO; st.bodies.len()];
+        let shifts_sh = SharedSlice::new(&mut shifts);
+        let candidates = parking_lot::Mutex::new(std::mem::take(candidate_buf));
+        let translation = TranslationBuffers { shifts: &shifts_sh, eligible: &eligible, candidates: &candidates };
 
         run_workers(threads, |t, barrier| {
             // ---- prepare: one thread per contiguous vertex range ----
@@ -229,6 +258,9 @@ pub fn vbd_step(
             let colored = st.color_vertices.len();
             let mut min_residual2 = f64::INFINITY;
             for iteration in 0..s.iterations {
+                if any_eligible {
+                    correct_translation(t, threads, barrier, &pos, &flags_sh, &inputs, &translation);
+                }
                 for c in 0..st.color_count() {
                     let (c0, c1) = (st.color_offsets[c] as usize, st.color_offsets[c + 1] as usize);
                     let range = chunk(c1 - c0, threads, t);
@@ -272,6 +304,19 @@ pub fn vbd_step(
                         if grew {
                             abort.store(true, Ordering::Relaxed);
                         }
+                        // A body touching anything this step is not accelerated at all: mixing
+                        // only its free vertices would shear it against the ones in contact
+                        // and undo the rigid-translation correction ([VBD] §3.8 skips contact
+                        // vertices; ALGORITHMS §2.8 turns acceleration off for islands in
+                        // contact).
+                        for &v in &st.color_vertices {
+                            // SAFETY: thread 0 alone in this phase; flags set in the color passes.
+                            unsafe {
+                                if contact_sh.get(v as usize) != 0 {
+                                    body_contact_sh.set(st.vertex_body[v as usize] as usize, 1);
+                                }
+                            }
+                        }
                     }
                     barrier.wait();
                     if abort.load(Ordering::Relaxed) {
@@ -292,9 +337,8 @@ pub fn vbd_step(
                             let x_bar = Vec3A::from_vec4(pos.get(v));
                             let x_nm2 = Vec3A::from_vec4(prev2_sh.get(v));
                             let mut x = x_bar;
-                            // Accelerating a vertex in contact overshoots the stiff contact
-                            // ([VBD] §3.8): those stay at the Gauss–Seidel result.
-                            if contact_sh.get(v) == 0 {
+                            // Bodies in contact stay at the Gauss–Seidel result (see above).
+                            if body_contact_sh.get(st.vertex_body[v] as usize) == 0 {
                                 x = mix(omega, x_bar, x_nm2);
                                 for o in obstacles {
                                     if let Some(p) = o.clamp_path(x_bar, x) {
@@ -328,6 +372,7 @@ pub fn vbd_step(
                 }
             }
         });
+        *candidate_buf = candidates.into_inner();
         // End the shared borrows before the vectors move back into the state.
         let _ = (vel_sh, acc_sh, flags_sh);
         state.velocities = velocities;
@@ -341,4 +386,10 @@ pub fn vbd_step(
         state.color_vertices.iter().map(|&v| scratch.residual2[v as usize] as f64).sum::<f64>().sqrt() as f32;
     let contact_vertices = scratch.in_contact.iter().filter(|&&c| c != 0).count() as u32;
     VbdStats { residual, contact_vertices, chebyshev_stopped: chebyshev_stopped.into_inner() }
+}
+
+/// Reads a flag outside the parallel region.
+fn flags_sh_get(flags: &SharedSlice<'_, u32>, v: usize) -> u32 {
+    // SAFETY: called before the workers start; nobody writes.
+    unsafe { flags.get(v) }
 }

@@ -5,7 +5,7 @@
 use glam::{Mat3A, Vec3A, Vec4};
 
 use super::parallel::SharedSlice;
-use crate::collision::{ContactParams, ContactPoint, Obstacle, add_contact};
+use crate::collision::{ContactModel, ContactPoint, Obstacle, add_contact};
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
 use crate::math::solve_sym3;
 use crate::mesh::unpack_entry;
@@ -21,7 +21,7 @@ pub(crate) struct VertexInputs<'a> {
     /// xyz: `c0`; w: `c1` of `v = c1 Δx + c0`.
     pub velocity: &'a [Vec4],
     pub obstacles: &'a [Obstacle],
-    pub contact: ContactParams<f32>,
+    pub contact: ContactModel,
 }
 
 /// Result of one vertex update.
@@ -44,12 +44,8 @@ fn load(pos: &SharedSlice<'_, Vec4>, i: u32) -> Vec3A {
 pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) -> VertexUpdate {
     let st = inp.state;
     let x = load(pos, v as u32);
-    let dx = x - Vec3A::from_vec4(inp.start[v]);
-    let inertia = inp.inertia[v];
-    let m_over_w = inertia.w;
-    // Inertia with gravity: −m/w (x − y), written with displacements (f32 rule 2).
-    let mut f = (Vec3A::from_vec4(inertia) - dx) * m_over_w;
-    let mut h = Mat3A::from_diagonal(glam::Vec3::splat(m_over_w));
+    let ext = external_terms(v, x, inp);
+    let (mut f, mut h) = (ext.force, ext.hessian);
     // d(velocity)/d(position) of this vertex: damping's contribution to the Hessian.
     let c1 = inp.velocity[v].w;
 
@@ -104,37 +100,12 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
         let b = &st.hinges[e as usize];
         let xs =
             [load(pos, b.vertices[0]), load(pos, b.vertices[1]), load(pos, b.vertices[2]), load(pos, b.vertices[3])];
-        let (grad, hb) = bending::vertex_gradient_hessian_psd::<f32>(&xs, slot as usize, b.rest_angle, b.stiffness);
-        f -= grad;
-        h += hb;
+        let vs = (b.damping > 0.0).then(|| b.vertices.map(|i| velocity_estimate(pos, inp, i)));
+        let terms = bending::vertex_terms::<f32>(&xs, vs.as_ref(), slot as usize, b.rest_angle, b.stiffness);
+        f -= terms.gradient;
+        h += terms.hessian;
         if b.damping > 0.0 {
-            let vs = b.vertices.map(|i| velocity_estimate(pos, inp, i));
-            let d = bending::damping_term::<f32>(&xs, &vs, slot as usize, b.stiffness);
-            add_damping(&mut f, &mut h, d, hb, b.damping, c1);
-        }
-    }
-
-    let body = &st.bodies[st.vertex_body[v] as usize];
-    if body.linear_damping > 0.0 {
-        // Drag −α m v through v = c1 Δx + c0.
-        let am = body.linear_damping * st.masses[v];
-        let vel = inp.velocity[v];
-        f -= (dx * c1 + Vec3A::from_vec4(vel)) * am;
-        h += Mat3A::from_diagonal(glam::Vec3::splat(am * c1));
-    }
-    let mut in_contact = false;
-    if !inp.obstacles.is_empty() {
-        let body_friction = body.friction;
-        for o in inp.obstacles {
-            let (distance, normal) = o.signed_distance(x);
-            let c = ContactPoint::<f32> {
-                distance,
-                normal,
-                weight: 1.0,
-                relative_displacement: dx, // obstacles are static
-                friction: 0.5 * (body_friction + o.friction),
-            };
-            in_contact |= add_contact::<f32>(&mut f, &mut h, &c, &inp.contact);
+            add_damping(&mut f, &mut h, terms.damping, terms.hessian, b.damping, c1);
         }
     }
 
@@ -150,7 +121,54 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
             position = p;
         }
     }
-    VertexUpdate { position, residual2, in_contact }
+    VertexUpdate { position, residual2, in_contact: ext.in_contact }
+}
+
+/// The terms of vertex `v`'s local problem that depend on its own position only: inertia with
+/// gravity, linear damping, obstacle contact and friction.
+pub(crate) struct ExternalTerms {
+    pub force: Vec3A,
+    pub hessian: Mat3A,
+    pub in_contact: bool,
+}
+
+/// Inertia, linear damping and obstacle terms of vertex `v` at position `x`. Elastic and
+/// Rayleigh terms are translation invariant and left out, which is what lets
+/// [`super::translation`] sum these over a body to get its rigid-translation problem.
+#[inline]
+pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>) -> ExternalTerms {
+    let st = inp.state;
+    let dx = x - Vec3A::from_vec4(inp.start[v]);
+    let inertia = inp.inertia[v];
+    let m_over_w = inertia.w;
+    // Inertia with gravity: −m/w (x − y), written with displacements (f32 rule 2).
+    let mut f = (Vec3A::from_vec4(inertia) - dx) * m_over_w;
+    let mut h = Mat3A::from_diagonal(glam::Vec3::splat(m_over_w));
+    let body = &st.bodies[st.vertex_body[v] as usize];
+    if body.linear_damping > 0.0 {
+        // Drag −α m v through v = c1 Δx + c0.
+        let vel = inp.velocity[v];
+        let am = body.linear_damping * st.masses[v];
+        f -= (dx * vel.w + Vec3A::from_vec4(vel)) * am;
+        h += Mat3A::from_diagonal(glam::Vec3::splat(am * vel.w));
+    }
+    let mut in_contact = false;
+    let contact = inp.contact.params(st.masses[v]);
+    let start = Vec3A::from_vec4(inp.start[v]);
+    for o in inp.obstacles {
+        let (distance, normal) = o.signed_distance(x);
+        let lagged_gap = contact.offset - o.signed_distance(start).0;
+        let c = ContactPoint::<f32> {
+            distance,
+            normal,
+            weight: 1.0,
+            relative_displacement: dx, // obstacles are static
+            friction: 0.5 * (body.friction + o.friction),
+            friction_normal_force: contact.stiffness * lagged_gap.max(0.0),
+        };
+        in_contact |= add_contact::<f32>(&mut f, &mut h, &c, &contact);
+    }
+    ExternalTerms { force: f, hessian: h, in_contact }
 }
 
 /// Velocity of vertex `i` implied by the current iterate, `v = c1 (x − x^n) + c0`.
