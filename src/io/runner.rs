@@ -97,7 +97,7 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
         &loaded.scene.name,
         st.vertex_count(),
         st.element_count(),
-        loaded.world.config().resolved_threads(),
+        records.last().map_or(1, |_| loaded.world.config().resolved_threads(st.color_vertices.len())),
         &records,
     );
     let result = RunResult { frames: records, summary };

@@ -39,6 +39,16 @@ pub fn shape_gradients<R: Real>(dm_inv: &R::M3) -> [R::V3; 4] {
     [-(g1 + g2 + g3), g1, g2, g3]
 }
 
+/// One shape-function gradient `g_a` (cheaper than [`shape_gradients`] when one slot is needed).
+#[inline(always)]
+pub fn shape_gradient<R: Real>(dm_inv: &R::M3, a: usize) -> R::V3 {
+    let row = |i: usize| R::V3::new(dm_inv.at(i, 0), dm_inv.at(i, 1), dm_inv.at(i, 2));
+    match a {
+        0 => -(row(0) + row(1) + row(2)),
+        _ => row(a - 1),
+    }
+}
+
 /// Deformation gradient `F = [x1−x0, x2−x0, x3−x0] D_m⁻¹`.
 #[inline(always)]
 pub fn deformation_gradient<R: Real>(x: &[R::V3; 4], dm_inv: &R::M3) -> R::M3 {

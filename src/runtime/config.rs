@@ -37,8 +37,9 @@ pub struct StepConfig {
     /// (ALGORITHMS §2.8: the paper uses 0.75–0.95). At most 0.98: on a stiff 2,600-vertex beam
     /// 0.99 diverged step after step, 0.98 still converged.
     pub chebyshev_rho: Option<f32>,
-    /// Worker threads; 0 = all available cores. Results are bit-identical for any fixed
-    /// count and also across counts.
+    /// Worker threads; 0 (default) = automatic: one per 1,000 free vertices, at most one per
+    /// core (below that, cache traffic between cores costs more than the second core gives).
+    /// Results are bit-identical for every thread count, so the choice never changes a run.
     pub threads: usize,
     /// Contact penalty stiffness [N/m] for every vertex; `None` (default) = mass-proportional,
     /// so a vertex's own weight compresses the contact layer by 1 % of the offset (see
@@ -49,7 +50,7 @@ pub struct StepConfig {
     /// Static-friction velocity threshold ε_v [m/s]; slip below `ε_v h` per step is static.
     /// Default 1e-4 m/s (creep ≤ 0.1 mm per second of sticking).
     pub friction_eps_v: f32,
-    /// Correct each unpinned body's rigid translation before every sweep (default on): VBD
+    /// Correct each unpinned body's rigid translation in the initial guess (default on): VBD
     /// alone moves whole bodies only slowly (see `solver::translation`).
     pub translation_correction: bool,
 }
@@ -117,8 +118,13 @@ impl StepConfig {
         self.dt / self.substeps as f32
     }
 
-    /// The thread count actually used.
-    pub fn resolved_threads(&self) -> usize {
-        if self.threads == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { self.threads }
+    /// The thread count used for `free_vertices` solved vertices.
+    pub fn resolved_threads(&self, free_vertices: usize) -> usize {
+        if self.threads == 0 {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (free_vertices / 1000).clamp(1, cores)
+        } else {
+            self.threads
+        }
     }
 }

