@@ -242,20 +242,39 @@ impl Obstacle {
         }
     }
 
-    /// Limits a vertex step `a → b` so the vertex does not enter the solid: a path from
-    /// outside stops at the first contact with the surface; a vertex already inside (it was put
-    /// there, or rounding left it a hair under the surface) may move but not deeper. Returns
-    /// the limited end point, or `None` if `b` is acceptable.
+    /// Limits a vertex step `a → b` so the vertex ends outside the solid; returns the limited
+    /// end point, or `None` if `b` is acceptable.
+    ///
+    /// * A step ending inside is projected onto the surface: its tangential motion survives, so
+    ///   a vertex resting on a plane or wrapped on a sphere can slide (stopping it at the entry
+    ///   point would freeze it, since a chord between two surface points of a convex solid
+    ///   dips inside).
+    /// * A step ending outside after passing through the solid (tunnelling) stops at the entry.
+    /// * A vertex already inside (placed there, or left a hair under by rounding) may move but
+    ///   not deeper; the contact force pushes it out.
+    ///
+    /// The contact energy then pushes vertices on the surface out to the contact offset.
     #[inline]
     pub fn clamp_path(&self, a: Vec3A, b: Vec3A) -> Option<Vec3A> {
         let (da, _) = self.signed_distance(a);
-        if da >= 0.0 {
-            // Stop a little short of the surface so f32 rounding of `a + t (b − a)` cannot land
-            // inside; the contact force then pushes the vertex out to the offset.
-            return self.first_entry(a, b).map(|t| a + (b - a) * (t * (1.0 - 1e-4)));
+        let (db, nb) = self.signed_distance(b);
+        if da < 0.0 {
+            return (db < da).then(|| b + nb * (da - db));
         }
-        let (db, n) = self.signed_distance(b);
-        (db < da).then(|| b + n * (da - db))
+        let outside = |p: Vec3A| self.signed_distance(p).0 >= 0.0;
+        if db < 0.0 {
+            // Onto the surface, then one more nudge if rounding left it inside.
+            let mut p = b - nb * db;
+            let (dp, np) = self.signed_distance(p);
+            if dp < 0.0 {
+                p -= np * (dp * 2.0);
+            }
+            return Some(if outside(p) { p } else { a });
+        }
+        self.first_entry(a, b).map(|t| {
+            let p = a + (b - a) * (t * (1.0 - 1e-4));
+            if outside(p) { p } else { a }
+        })
     }
 }
 
@@ -317,6 +336,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn limited_steps_end_outside_and_keep_tangential_motion() {
+        let ground = Obstacle::ground(0.0, 0.5);
+        // Sliding down into the ground: the tangential part survives.
+        let p = ground.clamp_path(Vec3A::new(0.0, 0.001, 0.0), Vec3A::new(0.3, -0.2, 0.1)).unwrap();
+        assert!((p - Vec3A::new(0.3, 0.0, 0.1)).length() < 1e-6, "{p}");
+        // Tunnelling through a thin box stops at the entry.
+        let slab = Obstacle::cuboid(Vec3::ZERO, Vec3::new(1.0, 0.01, 1.0), Quat::IDENTITY, 0.5).unwrap();
+        let p = slab.clamp_path(Vec3A::new(0.0, 0.5, 0.0), Vec3A::new(0.0, -0.5, 0.0)).unwrap();
+        assert!(p.y >= 0.01 && p.y < 0.011, "{p}");
+        // Around a sphere: every limited end point is outside.
+        let ball = Obstacle::sphere(Vec3::ZERO, 0.25, 0.3).unwrap();
+        let mut seed = 7u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        for _ in 0..2000 {
+            let dir = Vec3A::new(rnd(), rnd(), rnd()).normalize();
+            let a = dir * (0.25 + 1e-3 * (rnd() + 1.0));
+            let b = a + Vec3A::new(rnd(), rnd(), rnd()) * 0.05;
+            let end = ball.clamp_path(a, b).unwrap_or(b);
+            assert!(ball.signed_distance(end).0 >= 0.0, "{a} → {b} ended at {end}");
+        }
+        // Already inside: may not go deeper.
+        let p = ground.clamp_path(Vec3A::new(0.0, -0.01, 0.0), Vec3A::new(0.0, -0.02, 0.0)).unwrap();
+        assert!((p.y + 0.01).abs() < 1e-6);
     }
 
     #[test]

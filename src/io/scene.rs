@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 
 use crate::mesh::TetSplit;
 use crate::solver::{Initialization, Integrator};
@@ -156,63 +158,69 @@ impl Default for ContactSpec {
     }
 }
 
-/// A material; `model` selects the kind.
+/// Parameters of a solid material.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "model", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
+pub struct SolidSpec {
+    /// Young's modulus [Pa].
+    #[serde(rename = "E")]
+    pub young_modulus: f64,
+    /// Poisson's ratio.
+    pub nu: f64,
+    /// Density [kg/m³].
+    pub rho: f64,
+    /// Rayleigh damping k_d [s].
+    #[serde(default = "default_damping")]
+    pub damping: f32,
+    /// Linear damping α [1/s].
+    #[serde(default)]
+    pub linear_damping: f32,
+}
+
+/// Parameters of a cloth material.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClothSpec {
+    /// Young's modulus [Pa].
+    #[serde(rename = "E")]
+    pub young_modulus: f64,
+    /// Poisson's ratio.
+    pub nu: f64,
+    /// Density [kg/m³] (areal density = ρ × thickness).
+    pub rho: f64,
+    /// Thickness [m].
+    pub thickness: f64,
+    /// Bending stiffness D [N·m]; omitted = plate value.
+    #[serde(default)]
+    pub bending_stiffness: Option<f64>,
+    /// Rayleigh damping k_d [s].
+    #[serde(default = "default_damping")]
+    pub damping: f32,
+    /// Linear damping α [1/s].
+    #[serde(default)]
+    pub linear_damping: f32,
+}
+
+/// A material; `model` selects the kind.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "model", rename_all = "snake_case")]
 pub enum MaterialSpec {
     /// Stable neo-Hookean solid.
-    StableNeoHookean {
-        /// Young's modulus [Pa].
-        #[serde(rename = "E")]
-        young_modulus: f64,
-        /// Poisson's ratio.
-        nu: f64,
-        /// Density [kg/m³].
-        rho: f64,
-        /// Rayleigh damping k_d [s].
-        #[serde(default = "default_damping")]
-        damping: f32,
-        /// Linear damping α [1/s].
-        #[serde(default)]
-        linear_damping: f32,
-    },
+    StableNeoHookean(SolidSpec),
     /// Saint Venant–Kirchhoff solid.
-    Stvk {
-        /// Young's modulus [Pa].
-        #[serde(rename = "E")]
-        young_modulus: f64,
-        /// Poisson's ratio.
-        nu: f64,
-        /// Density [kg/m³].
-        rho: f64,
-        /// Rayleigh damping k_d [s].
-        #[serde(default = "default_damping")]
-        damping: f32,
-        /// Linear damping α [1/s].
-        #[serde(default)]
-        linear_damping: f32,
-    },
+    Stvk(SolidSpec),
     /// Cloth (StVK membrane + dihedral bending).
-    Cloth {
-        /// Young's modulus [Pa].
-        #[serde(rename = "E")]
-        young_modulus: f64,
-        /// Poisson's ratio.
-        nu: f64,
-        /// Density [kg/m³] (areal density = ρ × thickness).
-        rho: f64,
-        /// Thickness [m].
-        thickness: f64,
-        /// Bending stiffness D [N·m]; omitted = plate value.
-        #[serde(default)]
-        bending_stiffness: Option<f64>,
-        /// Rayleigh damping k_d [s].
-        #[serde(default = "default_damping")]
-        damping: f32,
-        /// Linear damping α [1/s].
-        #[serde(default)]
-        linear_damping: f32,
-    },
+    Cloth(ClothSpec),
+}
+
+impl<'de> Deserialize<'de> for MaterialSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged(d, "model", &["stable_neo_hookean", "stvk", "cloth"], |tag, v| match tag {
+            "stable_neo_hookean" => payload(v).map(Self::StableNeoHookean),
+            "stvk" => payload(v).map(Self::Stvk),
+            _ => payload(v).map(Self::Cloth),
+        })
+    }
 }
 
 /// A body.
@@ -246,68 +254,103 @@ pub struct BodySpec {
     pub pins: Vec<PinSpec>,
 }
 
-/// Procedural meshes.
+/// A box or beam generator.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum GeneratorSpec {
-    /// Box centred at the origin.
-    Box {
-        /// Size [m].
-        size: [f32; 3],
-        /// Cells along x, y, z.
-        cells: [u32; 3],
-        /// `five` or `six` (default) tets per cell.
-        #[serde(default)]
-        split: TetSplit,
-    },
-    /// Beam along +x from x = 0, centred on the x axis.
-    Beam {
-        /// Length, height, width [m].
-        size: [f32; 3],
-        /// Cells along x, y, z.
-        cells: [u32; 3],
-        /// Tets per cell.
-        #[serde(default)]
-        split: TetSplit,
-    },
-    /// Solid sphere centred at the origin.
-    Sphere {
-        /// Radius [m].
-        radius: f32,
-        /// Cells across.
-        cells: u32,
-        /// Tets per cell.
-        #[serde(default)]
-        split: TetSplit,
-    },
-    /// Solid ellipsoid centred at the origin.
-    Ellipsoid {
-        /// Semi-axes [m].
-        radii: [f32; 3],
-        /// Cells across.
-        cells: u32,
-        /// Tets per cell.
-        #[serde(default)]
-        split: TetSplit,
-    },
-    /// Cloth in the y = 0 plane, centred.
-    ClothGrid {
-        /// Size along x and z [m].
-        size: [f32; 2],
-        /// Quads along x and z.
-        cells: [u32; 2],
-    },
+#[serde(deny_unknown_fields)]
+pub struct BoxSpec {
+    /// Size [m] (beam: length, height, width).
+    pub size: [f32; 3],
+    /// Cells along x, y, z.
+    pub cells: [u32; 3],
+    /// `five` or `six` (default) tets per cell.
+    #[serde(default)]
+    pub split: TetSplit,
 }
 
-/// A mesh file, relative to the scene file.
+/// A sphere generator.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "format", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
+pub struct SphereSpec {
+    /// Radius [m].
+    pub radius: f32,
+    /// Cells across.
+    pub cells: u32,
+    /// Tets per cell.
+    #[serde(default)]
+    pub split: TetSplit,
+}
+
+/// An ellipsoid generator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EllipsoidSpec {
+    /// Semi-axes [m].
+    pub radii: [f32; 3],
+    /// Cells across.
+    pub cells: u32,
+    /// Tets per cell.
+    #[serde(default)]
+    pub split: TetSplit,
+}
+
+/// A cloth grid generator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClothGridSpec {
+    /// Size along x and z [m].
+    pub size: [f32; 2],
+    /// Quads along x and z.
+    pub cells: [u32; 2],
+}
+
+/// Procedural meshes; `type` selects the kind.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum GeneratorSpec {
+    /// Box centred at the origin.
+    Box(BoxSpec),
+    /// Beam along +x from x = 0, centred on the x axis.
+    Beam(BoxSpec),
+    /// Solid sphere centred at the origin.
+    Sphere(SphereSpec),
+    /// Solid ellipsoid centred at the origin.
+    Ellipsoid(EllipsoidSpec),
+    /// Cloth in the y = 0 plane, centred.
+    ClothGrid(ClothGridSpec),
+}
+
+impl<'de> Deserialize<'de> for GeneratorSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged(d, "type", &["box", "beam", "sphere", "ellipsoid", "cloth_grid"], |tag, v| match tag {
+            "box" => payload(v).map(Self::Box),
+            "beam" => payload(v).map(Self::Beam),
+            "sphere" => payload(v).map(Self::Sphere),
+            "ellipsoid" => payload(v).map(Self::Ellipsoid),
+            _ => payload(v).map(Self::ClothGrid),
+        })
+    }
+}
+
+/// A TetGen mesh file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TetgenSpec {
+    /// Path to the `.node` file (the `.ele` sits beside it), relative to the scene file.
+    pub path: String,
+}
+
+/// A mesh file; `format` selects the kind.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "format", rename_all = "snake_case")]
 pub enum MeshFileSpec {
-    /// TetGen `.node` + `.ele` pair, given by the `.node` path (the `.ele` sits beside it).
-    Tetgen {
-        /// Path to the `.node` file.
-        path: String,
-    },
+    /// TetGen `.node` + `.ele` pair.
+    Tetgen(TetgenSpec),
+}
+
+impl<'de> Deserialize<'de> for MeshFileSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged(d, "format", &["tetgen"], |_, v| payload(v).map(Self::Tetgen))
+    }
 }
 
 /// Which vertices of a body.
@@ -356,44 +399,69 @@ fn default_target() -> String {
     "static".into()
 }
 
-/// An analytic obstacle.
+/// A half-space obstacle.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
+pub struct PlaneSpec {
+    /// Outward normal (normalised on load).
+    pub normal: [f32; 3],
+    /// Plane offset along the normal [m]: the plane is `n·x = offset`.
+    #[serde(default)]
+    pub offset: f32,
+    /// Friction coefficient.
+    #[serde(default = "default_friction")]
+    pub friction: f32,
+}
+
+/// A solid sphere obstacle.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SphereObstacleSpec {
+    /// Centre [m].
+    pub center: [f32; 3],
+    /// Radius [m].
+    pub radius: f32,
+    /// Friction coefficient.
+    #[serde(default = "default_friction")]
+    pub friction: f32,
+}
+
+/// A solid box obstacle.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoxObstacleSpec {
+    /// Centre [m].
+    pub center: [f32; 3],
+    /// Half extents [m].
+    pub half_extents: [f32; 3],
+    /// XYZ Euler angles [degrees].
+    #[serde(default)]
+    pub rotation_deg: [f32; 3],
+    /// Friction coefficient.
+    #[serde(default = "default_friction")]
+    pub friction: f32,
+}
+
+/// An analytic obstacle; `type` selects the kind.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum ObstacleSpec {
     /// Half-space below a plane.
-    Plane {
-        /// Outward normal (normalised on load).
-        normal: [f32; 3],
-        /// Plane offset along the normal [m]: the plane is `n·x = offset`.
-        #[serde(default)]
-        offset: f32,
-        /// Friction coefficient.
-        #[serde(default = "default_friction")]
-        friction: f32,
-    },
+    Plane(PlaneSpec),
     /// Solid sphere.
-    Sphere {
-        /// Centre [m].
-        center: [f32; 3],
-        /// Radius [m].
-        radius: f32,
-        /// Friction coefficient.
-        #[serde(default = "default_friction")]
-        friction: f32,
-    },
+    Sphere(SphereObstacleSpec),
     /// Solid box.
-    Box {
-        /// Centre [m].
-        center: [f32; 3],
-        /// Half extents [m].
-        half_extents: [f32; 3],
-        /// XYZ Euler angles [degrees].
-        #[serde(default)]
-        rotation_deg: [f32; 3],
-        /// Friction coefficient.
-        #[serde(default = "default_friction")]
-        friction: f32,
-    },
+    Box(BoxObstacleSpec),
+}
+
+impl<'de> Deserialize<'de> for ObstacleSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        tagged(d, "type", &["plane", "sphere", "box"], |tag, v| match tag {
+            "plane" => payload(v).map(Self::Plane),
+            "sphere" => payload(v).map(Self::Sphere),
+            _ => payload(v).map(Self::Box),
+        })
+    }
 }
 
 /// A rigid path.
@@ -465,4 +533,41 @@ pub struct OutputSpec {
     /// Write an OBJ every this many frames when exporting (0 = every frame).
     #[serde(default)]
     pub obj_every: u32,
+}
+
+/// Separates the inner field path from the message in errors of tagged payloads, so
+/// `parse_scene` can report `materials.m.E` rather than `materials.m`.
+pub(crate) const PATH_MARK: char = '\u{1f}';
+
+/// Deserialises an internally tagged enum by hand: serde's own buffering loses the field path
+/// inside the variant, which the scene errors must name.
+fn tagged<'de, D: Deserializer<'de>, T>(
+    d: D,
+    tag: &'static str,
+    variants: &'static [&'static str],
+    build: impl FnOnce(&str, Value) -> Result<T, String>,
+) -> Result<T, D::Error> {
+    let mut v = Value::deserialize(d)?;
+    let obj = v.as_object_mut().ok_or_else(|| D::Error::custom("expected an object"))?;
+    let name = match obj.remove(tag) {
+        Some(Value::String(s)) => s,
+        Some(other) => {
+            return Err(D::Error::custom(format!("{PATH_MARK}{tag}{PATH_MARK}expected a string, found {other}")));
+        }
+        None => return Err(D::Error::missing_field(tag)),
+    };
+    if !variants.contains(&name.as_str()) {
+        return Err(D::Error::custom(format!(
+            "{PATH_MARK}{tag}{PATH_MARK}unknown {tag} `{name}`, expected one of {variants:?}"
+        )));
+    }
+    build(&name, v).map_err(D::Error::custom)
+}
+
+/// Deserialises a variant's payload, keeping the inner path for the error.
+fn payload<T: DeserializeOwned>(v: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        format!("{PATH_MARK}{path}{PATH_MARK}{}", e.into_inner())
+    })
 }

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use glam::{EulerRot, Quat, Vec2, Vec3};
 
+use super::scene::PATH_MARK;
 use super::scene::*;
 use super::{SceneError, tetgen};
 use crate::body::{ClothBuilder, Keyframe, KinematicPath, Pin, SoftBodyBuilder, SoftBodyHandle};
@@ -54,8 +55,18 @@ pub fn parse_scene(json: &str) -> Result<Scene, SceneError> {
     let de = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        let field = if path == "." { "(top level)".to_owned() } else { path };
-        SceneError::Parse { field, message: e.into_inner().to_string() }
+        let mut field = if path == "." { "(top level)".to_owned() } else { path };
+        let mut message = e.into_inner().to_string();
+        // Tagged payloads carry their inner path: `\u{1f}E\u{1f}invalid type …`.
+        if let Some(rest) = message.strip_prefix(PATH_MARK) {
+            if let Some((inner, msg)) = rest.split_once(PATH_MARK) {
+                if inner != "." {
+                    field = format!("{field}.{inner}");
+                }
+                message = msg.to_owned();
+            }
+        }
+        SceneError::Parse { field, message }
     })
 }
 
@@ -181,23 +192,13 @@ impl Scene {
     fn check_material(&self, name: &str, m: &MaterialSpec) -> Result<(), SceneError> {
         let field = |k: &str| format!("materials.{name}.{k}");
         let (rho, damping, linear) = match m {
-            MaterialSpec::StableNeoHookean { young_modulus, nu, rho, damping, linear_damping } => {
-                StableNeoHookean::from_young_poisson(*young_modulus, *nu).validate().map_err(|e| mat_err(name, e))?;
-                (*rho, *damping, *linear_damping)
+            MaterialSpec::StableNeoHookean(p) | MaterialSpec::Stvk(p) => {
+                solid_material(m, p).validate().map_err(|e| mat_err(name, e))?;
+                (p.rho, p.damping, p.linear_damping)
             }
-            MaterialSpec::Stvk { young_modulus, nu, rho, damping, linear_damping } => {
-                StVK::from_young_poisson(*young_modulus, *nu).validate().map_err(|e| mat_err(name, e))?;
-                (*rho, *damping, *linear_damping)
-            }
-            MaterialSpec::Cloth { young_modulus, nu, rho, thickness, bending_stiffness, damping, linear_damping } => {
-                let c = ClothMaterial {
-                    young_modulus: *young_modulus,
-                    poisson_ratio: *nu,
-                    thickness: *thickness,
-                    bending_stiffness: *bending_stiffness,
-                };
-                c.validate().map_err(|e| mat_err(name, e))?;
-                (*rho, *damping, *linear_damping)
+            MaterialSpec::Cloth(p) => {
+                cloth_material(p).validate().map_err(|e| mat_err(name, e))?;
+                (p.rho, p.damping, p.linear_damping)
             }
         };
         if !(rho.is_finite() && rho > 0.0) {
@@ -241,25 +242,26 @@ impl Scene {
                 let gf = format!("{field}.generator");
                 let v3 = |a: [f32; 3]| Vec3::from(a);
                 match g {
-                    GeneratorSpec::Box { size, cells, split } => {
-                        Geometry::Solid(TetMesh::box_mesh(v3(*size), *cells, *split).map_err(|e| mesh_error(&gf, e))?)
-                    }
-                    GeneratorSpec::Beam { size, cells, split } => Geometry::Solid(
-                        TetMesh::beam(size[0], size[1], size[2], *cells, *split).map_err(|e| mesh_error(&gf, e))?,
+                    GeneratorSpec::Box(p) => Geometry::Solid(
+                        TetMesh::box_mesh(v3(p.size), p.cells, p.split).map_err(|e| mesh_error(&gf, e))?,
                     ),
-                    GeneratorSpec::Sphere { radius, cells, split } => {
-                        Geometry::Solid(TetMesh::sphere(*radius, *cells, *split).map_err(|e| mesh_error(&gf, e))?)
+                    GeneratorSpec::Beam(p) => Geometry::Solid(
+                        TetMesh::beam(p.size[0], p.size[1], p.size[2], p.cells, p.split)
+                            .map_err(|e| mesh_error(&gf, e))?,
+                    ),
+                    GeneratorSpec::Sphere(p) => {
+                        Geometry::Solid(TetMesh::sphere(p.radius, p.cells, p.split).map_err(|e| mesh_error(&gf, e))?)
                     }
-                    GeneratorSpec::Ellipsoid { radii, cells, split } => {
-                        Geometry::Solid(TetMesh::ellipsoid(v3(*radii), *cells, *split).map_err(|e| mesh_error(&gf, e))?)
-                    }
-                    GeneratorSpec::ClothGrid { size, cells } => {
-                        Geometry::Cloth(TriMesh::cloth_grid(Vec2::from(*size), *cells).map_err(|e| mesh_error(&gf, e))?)
-                    }
+                    GeneratorSpec::Ellipsoid(p) => Geometry::Solid(
+                        TetMesh::ellipsoid(v3(p.radii), p.cells, p.split).map_err(|e| mesh_error(&gf, e))?,
+                    ),
+                    GeneratorSpec::ClothGrid(p) => Geometry::Cloth(
+                        TriMesh::cloth_grid(Vec2::from(p.size), p.cells).map_err(|e| mesh_error(&gf, e))?,
+                    ),
                 }
             }
-            (None, Some(MeshFileSpec::Tetgen { path })) => {
-                let node = base.join(path);
+            (None, Some(MeshFileSpec::Tetgen(spec))) => {
+                let node = base.join(&spec.path);
                 Geometry::Solid(tetgen::read_tetgen(&node).map_err(|e| match e {
                     MeshError::Io { path, message } => {
                         SceneError::MissingFile { field: format!("{field}.mesh.path"), path, message }
@@ -308,22 +310,13 @@ impl Scene {
         }
         let body_err = |e: crate::body::BodyError| SceneError::invalid(&field, &b.name, e.to_string());
         let body = match (geometry, material) {
-            (
-                Geometry::Solid(mesh),
-                MaterialSpec::StableNeoHookean { young_modulus, nu, rho, damping, linear_damping },
-            )
-            | (Geometry::Solid(mesh), MaterialSpec::Stvk { young_modulus, nu, rho, damping, linear_damping }) => {
-                let m: SolidMaterial = if matches!(material, MaterialSpec::Stvk { .. }) {
-                    StVK::from_young_poisson(*young_modulus, *nu).into()
-                } else {
-                    StableNeoHookean::from_young_poisson(*young_modulus, *nu).into()
-                };
+            (Geometry::Solid(mesh), MaterialSpec::StableNeoHookean(p) | MaterialSpec::Stvk(p)) => {
                 let mut bb = SoftBodyBuilder::tetrahedral(mesh)
                     .name(&b.name)
-                    .material(m)
-                    .density(*rho)
-                    .damping(*damping)
-                    .linear_damping(*linear_damping)
+                    .material(solid_material(material, p))
+                    .density(p.rho)
+                    .damping(p.damping)
+                    .linear_damping(p.linear_damping)
                     .friction(b.friction)
                     .rotation(rotation)
                     .translation(translation)
@@ -333,22 +326,13 @@ impl Scene {
                 }
                 bb.build().map_err(body_err)?
             }
-            (
-                Geometry::Cloth(mesh),
-                MaterialSpec::Cloth { young_modulus, nu, rho, thickness, bending_stiffness, damping, linear_damping },
-            ) => {
-                let m = ClothMaterial {
-                    young_modulus: *young_modulus,
-                    poisson_ratio: *nu,
-                    thickness: *thickness,
-                    bending_stiffness: *bending_stiffness,
-                };
+            (Geometry::Cloth(mesh), MaterialSpec::Cloth(p)) => {
                 let mut bb = ClothBuilder::new(mesh)
                     .name(&b.name)
-                    .material(m)
-                    .density(*rho)
-                    .damping(*damping)
-                    .linear_damping(*linear_damping)
+                    .material(cloth_material(p))
+                    .density(p.rho)
+                    .damping(p.damping)
+                    .linear_damping(p.linear_damping)
                     .friction(b.friction)
                     .rotation(rotation)
                     .translation(translation)
@@ -365,7 +349,7 @@ impl Scene {
                     "a cloth mesh needs a `cloth` material",
                 ));
             }
-            (Geometry::Solid(_), MaterialSpec::Cloth { .. }) => {
+            (Geometry::Solid(_), MaterialSpec::Cloth(_)) => {
                 return Err(SceneError::invalid(
                     format!("{field}.material"),
                     &b.material,
@@ -374,6 +358,22 @@ impl Scene {
             }
         };
         Ok((body, rest))
+    }
+}
+
+fn solid_material(m: &MaterialSpec, p: &SolidSpec) -> SolidMaterial {
+    match m {
+        MaterialSpec::Stvk(_) => StVK::from_young_poisson(p.young_modulus, p.nu).into(),
+        _ => StableNeoHookean::from_young_poisson(p.young_modulus, p.nu).into(),
+    }
+}
+
+fn cloth_material(p: &ClothSpec) -> ClothMaterial {
+    ClothMaterial {
+        young_modulus: p.young_modulus,
+        poisson_ratio: p.nu,
+        thickness: p.thickness,
+        bending_stiffness: p.bending_stiffness,
     }
 }
 
@@ -410,18 +410,16 @@ fn obstacle_from_spec(i: usize, o: &ObstacleSpec) -> Result<Obstacle, SceneError
     let err =
         |e: crate::collision::ObstacleError| SceneError::invalid(format!("{field}.{}", e.field), e.value, e.reason);
     match o {
-        ObstacleSpec::Plane { normal, offset, friction } => {
-            let n = Vec3::from(*normal);
+        ObstacleSpec::Plane(p) => {
+            let n = Vec3::from(p.normal);
             let unit = n.try_normalize().ok_or_else(|| {
                 SceneError::invalid(format!("{field}.normal"), format!("{n}"), "must be non-zero and finite")
             })?;
-            Obstacle::plane(unit, unit * *offset, *friction).map_err(err)
+            Obstacle::plane(unit, unit * p.offset, p.friction).map_err(err)
         }
-        ObstacleSpec::Sphere { center, radius, friction } => {
-            Obstacle::sphere(Vec3::from(*center), *radius, *friction).map_err(err)
-        }
-        ObstacleSpec::Box { center, half_extents, rotation_deg, friction } => {
-            Obstacle::cuboid(Vec3::from(*center), Vec3::from(*half_extents), euler(*rotation_deg), *friction)
+        ObstacleSpec::Sphere(p) => Obstacle::sphere(Vec3::from(p.center), p.radius, p.friction).map_err(err),
+        ObstacleSpec::Box(p) => {
+            Obstacle::cuboid(Vec3::from(p.center), Vec3::from(p.half_extents), euler(p.rotation_deg), p.friction)
                 .map_err(err)
         }
     }

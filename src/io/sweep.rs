@@ -126,7 +126,7 @@ mod tests {
         assert!(v[3].label.contains("materials.m.model=\"stvk\""), "{}", v[3].label);
         assert_eq!(v[3].scene.bodies[0].velocity, [0.0, 1.0, 0.0]);
         match &v[3].scene.materials["m"] {
-            crate::io::scene::MaterialSpec::Stvk { young_modulus, .. } => assert_eq!(*young_modulus, 1e6),
+            crate::io::scene::MaterialSpec::Stvk(p) => assert_eq!(p.young_modulus, 1e6),
             other => panic!("{other:?}"),
         }
     }

@@ -188,18 +188,3 @@ mod tests {
         });
     }
 }
-#[cfg(test)]
-mod barrier_cost {
-    #[test]
-    #[ignore = "timing probe, run by hand"]
-    fn barrier_round_trip() {
-        let n = 100_000;
-        let t = std::time::Instant::now();
-        super::run_workers(2, |_, b| {
-            for _ in 0..n {
-                b.wait();
-            }
-        });
-        eprintln!("barrier: {:.2} us per wait", t.elapsed().as_secs_f64() * 1e6 / n as f64);
-    }
-}

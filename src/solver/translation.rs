@@ -90,7 +90,17 @@ pub(crate) fn correct_translation(
         let b = st.vertex_body[v] as usize;
         if buf.eligible[b] && free(v) {
             // SAFETY: each thread moves only its own vertices; shifts are read-only here.
-            unsafe { pos.set(v, pos.get(v) + buf.shifts.get(b)) };
+            unsafe {
+                let x = Vec3A::from_vec4(pos.get(v));
+                let mut p = x + Vec3A::from_vec4(buf.shifts.get(b));
+                // The shift was scaled to the earliest obstacle contact; this catches rounding.
+                for o in inp.obstacles {
+                    if let Some(q) = o.clamp_path(x, p) {
+                        p = q;
+                    }
+                }
+                pos.set(v, p.extend(0.0));
+            }
         }
     }
     barrier.wait();
