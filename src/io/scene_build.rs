@@ -58,13 +58,11 @@ pub fn parse_scene(json: &str) -> Result<Scene, SceneError> {
         let mut field = if path == "." { "(top level)".to_owned() } else { path };
         let mut message = e.into_inner().to_string();
         // Tagged payloads carry their inner path: `\u{1f}E\u{1f}invalid type …`.
-        if let Some(rest) = message.strip_prefix(PATH_MARK) {
-            if let Some((inner, msg)) = rest.split_once(PATH_MARK) {
-                if inner != "." {
-                    field = format!("{field}.{inner}");
-                }
-                message = msg.to_owned();
+        if let Some((inner, msg)) = message.strip_prefix(PATH_MARK).and_then(|rest| rest.split_once(PATH_MARK)) {
+            if inner != "." {
+                field = format!("{field}.{inner}");
             }
+            message = msg.to_owned();
         }
         SceneError::Parse { field, message }
     })

@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests.
 
 #![allow(dead_code)]
+#![allow(clippy::needless_range_loop)]
 
 pub mod static_solve;
 
