@@ -45,6 +45,11 @@ pub mod state;
 
 pub use error::PliantError;
 
+// The README's example is compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// The types most programs need.
 pub mod prelude {
     pub use crate::body::{
