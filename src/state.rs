@@ -28,11 +28,11 @@ pub const VERTEX_NO_HISTORY: u32 = 2;
 pub struct MaterialRecord {
     /// `MODEL_*`.
     pub model: u32,
-    /// μ [Pa].
+    /// μ \[Pa\].
     pub mu: f32,
-    /// λ [Pa] (for stable neo-Hookean the energy's λ, i.e. `λ_L + μ`).
+    /// λ \[Pa\] (for stable neo-Hookean the energy's λ, i.e. `λ_L + μ`).
     pub lambda: f32,
-    /// Rayleigh stiffness-damping coefficient `k_d` [s] ([VBD] §3.3).
+    /// Rayleigh stiffness-damping coefficient `k_d` \[s\] (\[VBD\] §3.3).
     pub damping: f32,
 }
 
@@ -44,7 +44,7 @@ pub struct TetElement {
     pub vertices: [u32; 4],
     /// Columns of `D_m⁻¹`, each padded to 16 bytes (WGSL `mat3x3<f32>` layout).
     pub dm_inv: [[f32; 4]; 3],
-    /// Rest volume [m³].
+    /// Rest volume \[m³\].
     pub volume: f32,
     /// Index into [`SimState::materials`].
     pub material: u32,
@@ -69,7 +69,7 @@ pub struct TriElement {
     pub vertices: [u32; 4],
     /// Row-major 2×2 `D_m⁻¹` in the triangle's rest frame.
     pub dm_inv: [f32; 4],
-    /// Rest area × thickness [m³].
+    /// Rest area × thickness \[m³\].
     pub measure: f32,
     /// Index into [`SimState::materials`].
     pub material: u32,
@@ -83,11 +83,11 @@ pub struct TriElement {
 pub struct HingeElement {
     /// Global vertex indices `[e0, e1, w0, w1]`.
     pub vertices: [u32; 4],
-    /// Rest dihedral angle θ̄ [rad].
+    /// Rest dihedral angle θ̄ \[rad\].
     pub rest_angle: f32,
-    /// Hinge stiffness `k = D |ē|²/(Ā_A + Ā_B)` [N·m].
+    /// Hinge stiffness `k = D |ē|²/(Ā_A + Ā_B)` \[N·m\].
     pub stiffness: f32,
-    /// Rayleigh damping `k_d` [s].
+    /// Rayleigh damping `k_d` \[s\].
     pub damping: f32,
     /// Padding to a 16-byte multiple.
     pub _pad: u32,
@@ -103,21 +103,21 @@ pub struct BodyRecord {
     pub vertex_count: u32,
     /// Coulomb friction coefficient against obstacles (combined with the obstacle's).
     pub friction: f32,
-    /// Linear (mass-proportional) damping α [1/s]: force `−α m v` on every vertex.
+    /// Linear (mass-proportional) damping α \[1/s\]: force `−α m v` on every vertex.
     pub linear_damping: f32,
 }
 
 /// The simulation state of every body in a world.
 #[derive(Clone, Debug, Default)]
 pub struct SimState {
-    /// Positions `x` [m]; `w` is 0.
+    /// Positions `x` \[m\]; `w` is 0.
     pub positions: Vec<Vec4>,
-    /// Velocities `v` [m/s]; `w` is 0.
+    /// Velocities `v` \[m/s\]; `w` is 0.
     pub velocities: Vec<Vec4>,
-    /// Accelerations the last step realised `a^n` [m/s²] (Newmark history, adaptive
+    /// Accelerations the last step realised `a^n` \[m/s²\] (Newmark history, adaptive
     /// initialisation).
     pub accelerations: Vec<Vec4>,
-    /// Lumped masses [kg].
+    /// Lumped masses \[kg\].
     pub masses: Vec<f32>,
     /// `VERTEX_*` flags.
     pub flags: Vec<u32>,

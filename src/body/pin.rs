@@ -8,9 +8,9 @@ use glam::{Quat, Vec3};
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Keyframe {
-    /// Time [s].
+    /// Time \[s\].
     pub time: f64,
-    /// Translation at that time [m].
+    /// Translation at that time \[m\].
     pub translation: Vec3,
     /// Rotation at that time (about the path's pivot).
     pub rotation: Quat,
@@ -23,12 +23,12 @@ pub struct Keyframe {
 pub struct KinematicPath {
     /// Keyframes in increasing time.
     pub keyframes: Vec<Keyframe>,
-    /// Rotation centre [m]; `None` means the centroid of the pinned vertices when pinned.
+    /// Rotation centre \[m\]; `None` means the centroid of the pinned vertices when pinned.
     pub pivot: Option<Vec3>,
 }
 
 impl KinematicPath {
-    /// `(translation, rotation)` at time `t` [s].
+    /// `(translation, rotation)` at time `t` \[s\].
     pub fn pose(&self, t: f64) -> (Vec3, Quat) {
         let k = &self.keyframes;
         match k.iter().position(|f| f.time > t) {
@@ -61,9 +61,9 @@ pub struct Pin {
     pub vertices: Vec<u32>,
     /// Their motion.
     pub motion: PinMotion,
-    /// Time [s] at which the pin lets go (the vertices keep their velocity); `None` = never.
+    /// Time \[s\] at which the pin lets go (the vertices keep their velocity); `None` = never.
     pub release_at: Option<f64>,
-    /// Positions of the vertices when the pin took hold [m]: `Fixed` holds them there and
+    /// Positions of the vertices when the pin took hold \[m\]: `Fixed` holds them there and
     /// `Path` moves them rigidly from there. Captured by the world on the pin's first step.
     pub(crate) anchors: Vec<Vec3>,
 }
@@ -85,7 +85,7 @@ impl Pin {
         Self { vertices, motion: PinMotion::Scripted(targets), release_at: None, anchors: Vec::new() }
     }
 
-    /// Releases the pin at time `t` [s].
+    /// Releases the pin at time `t` \[s\].
     pub fn released_at(mut self, t: f64) -> Self {
         self.release_at = Some(t);
         self

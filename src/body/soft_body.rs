@@ -34,9 +34,9 @@ pub enum BodyShape {
 pub struct BodyShared {
     /// Geometry and material.
     pub shape: BodyShape,
-    /// Density [kg/m³] (cloth: of the fabric; areal density = ρ·thickness).
+    /// Density \[kg/m³\] (cloth: of the fabric; areal density = ρ·thickness).
     pub density: f64,
-    /// Lumped vertex masses [kg].
+    /// Lumped vertex masses \[kg\].
     pub masses: Vec<f32>,
     /// Vertex coloring over all elements (tets, or triangles and hinges).
     pub coloring: Coloring,
@@ -45,7 +45,7 @@ pub struct BodyShared {
 }
 
 impl BodyShared {
-    /// Rest positions [m].
+    /// Rest positions \[m\].
     pub fn rest_positions(&self) -> &[Vec3] {
         match &self.shape {
             BodyShape::Solid { mesh, .. } => mesh.positions(),
@@ -66,7 +66,7 @@ impl BodyShared {
         }
     }
 
-    /// Total mass [kg].
+    /// Total mass \[kg\].
     pub fn mass(&self) -> f64 {
         self.masses.iter().map(|&m| m as f64).sum()
     }
@@ -126,12 +126,12 @@ impl SoftBody {
         self.friction
     }
 
-    /// Rayleigh damping coefficient `k_d` [s].
+    /// Rayleigh damping coefficient `k_d` \[s\].
     pub fn damping(&self) -> f32 {
         self.damping
     }
 
-    /// Linear damping α [1/s] (force `−α m v` per vertex).
+    /// Linear damping α \[1/s\] (force `−α m v` per vertex).
     pub fn linear_damping(&self) -> f32 {
         self.linear_damping
     }

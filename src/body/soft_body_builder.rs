@@ -149,17 +149,17 @@ macro_rules! common_setters {
             self.common.name = name.to_owned();
             self
         }
-        /// Density [kg/m³].
+        /// Density \[kg/m³\].
         pub fn density(mut self, density: f64) -> Self {
             self.common.density = density;
             self
         }
-        /// Rayleigh stiffness-damping coefficient `k_d` [s] ([VBD] §3.3); default 1e-6 s.
+        /// Rayleigh stiffness-damping coefficient `k_d` \[s\] (\[VBD\] §3.3); default 1e-6 s.
         pub fn damping(mut self, damping: f32) -> Self {
             self.common.damping = damping;
             self
         }
-        /// Linear (mass-proportional) damping α [1/s], as rapier's `linear_damping`: a drag
+        /// Linear (mass-proportional) damping α \[1/s\], as rapier's `linear_damping`: a drag
         /// `−α m v` on every vertex. Default 0. Damps slow whole-body modes (a swinging beam)
         /// that stiffness damping barely touches; it also slows free fall, so keep it 0 for
         /// bodies in flight.
@@ -172,7 +172,7 @@ macro_rules! common_setters {
             self.common.friction = friction;
             self
         }
-        /// Moves the mesh by this translation [m] (after the rotation).
+        /// Moves the mesh by this translation \[m\] (after the rotation).
         pub fn translation(mut self, translation: Vec3) -> Self {
             self.common.translation = translation;
             self
@@ -182,7 +182,7 @@ macro_rules! common_setters {
             self.common.rotation = rotation;
             self
         }
-        /// Initial velocity of every vertex [m/s].
+        /// Initial velocity of every vertex \[m/s\].
         pub fn velocity(mut self, velocity: Vec3) -> Self {
             self.common.velocity = velocity;
             self

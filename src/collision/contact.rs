@@ -1,4 +1,4 @@
-//! The contact energy and friction of [VBD] §3.5–3.6 in Pliant's offset form (ALGORITHMS
+//! The contact energy and friction of \[VBD\] §3.5–3.6 in Pliant's offset form (ALGORITHMS
 //! §2.4–2.5), written once for every contact kind: analytic obstacles now, vertex–triangle and
 //! edge–edge pairs later, which supply their own distance, normal and barycentric weight.
 
@@ -7,20 +7,20 @@ use crate::math::{Matrix3, Real, Vector3, outer};
 /// Contact model constants for one step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ContactParams<R> {
-    /// Penalty stiffness `k_c` [N/m].
+    /// Penalty stiffness `k_c` \[N/m\].
     pub stiffness: R,
-    /// Contact offset `δ` [m]: surfaces are pushed apart to this distance.
+    /// Contact offset `δ` \[m\]: surfaces are pushed apart to this distance.
     pub offset: R,
-    /// `ε_v h` [m]: tangential displacement per step below which friction is static.
+    /// `ε_v h` \[m\]: tangential displacement per step below which friction is static.
     pub static_slip: R,
 }
 
 /// How stiff the contact penalty is.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ContactStiffness {
-    /// A fixed stiffness [N/m] for every vertex.
+    /// A fixed stiffness \[N/m\] for every vertex.
     Absolute(f32),
-    /// Proportional to the vertex mass [N/m per kg]: the vertex's own weight compresses the
+    /// Proportional to the vertex mass \[N/m per kg\]: the vertex's own weight compresses the
     /// contact layer by the same fraction of δ whatever its mass.
     PerMass(f32),
 }
@@ -37,7 +37,7 @@ impl ContactStiffness {
         Self::PerMass(gravity.max(9.81) / (0.01 * offset))
     }
 
-    /// Stiffness [N/m] for a vertex of mass `m` [kg].
+    /// Stiffness \[N/m\] for a vertex of mass `m` \[kg\].
     #[inline(always)]
     pub fn for_mass(&self, m: f32) -> f32 {
         match *self {
@@ -53,9 +53,9 @@ impl ContactStiffness {
 pub struct ContactModel {
     /// Penalty stiffness rule.
     pub stiffness: ContactStiffness,
-    /// Contact offset δ [m].
+    /// Contact offset δ \[m\].
     pub offset: f32,
-    /// `ε_v h` [m].
+    /// `ε_v h` \[m\].
     pub static_slip: f32,
 }
 
@@ -70,23 +70,23 @@ impl ContactModel {
 /// One contact as seen from one of its vertices.
 #[derive(Clone, Copy, Debug)]
 pub struct ContactPoint<R: Real> {
-    /// Unsigned distance between the closest points (signed for obstacles) [m].
+    /// Unsigned distance between the closest points (signed for obstacles) \[m\].
     pub distance: R,
     /// Unit normal from the other side towards this vertex.
     pub normal: R::V3,
     /// This vertex's closest-point weight (1 for a vertex against an obstacle).
     pub weight: R,
-    /// Relative displacement of the contact points over the step `δx_c` [m].
+    /// Relative displacement of the contact points over the step `δx_c` \[m\].
     pub relative_displacement: R::V3,
     /// Friction coefficient μ.
     pub friction: R,
-    /// Normal force `λ` that scales friction [N], lagged from the step's start (IPC's
+    /// Normal force `λ` that scales friction \[N\], lagged from the step's start (IPC's
     /// semi-implicit friction): with the current penetration instead, an initial guess pushed
     /// into the contact layer by gravity inflates friction and a block cannot start to slide.
     pub friction_normal_force: R,
 }
 
-/// IPC's smoothed friction magnitude divided by slip, `f1(u)/u` ([VBD] Eq. 15–16): finite at
+/// IPC's smoothed friction magnitude divided by slip, `f1(u)/u` (\[VBD\] Eq. 15–16): finite at
 /// `u = 0`, `1/u` once sliding.
 #[inline(always)]
 pub fn friction_f1_over_u<R: Real>(u: R, static_slip: R) -> R {
@@ -103,7 +103,7 @@ pub fn friction_f1_over_u<R: Real>(u: R, static_slip: R) -> R {
 ///
 /// Penalty `E = ½ k_c d²`, `d = max(0, δ − dist)`, with the normal held fixed (Gauss–Newton
 /// block `k_c w² n̂ n̂ᵀ`, PSD). Friction uses the pair force `λ = k_c d` (ALGORITHMS E3) and the
-/// tangential slip of this step; its Hessian does not differentiate through `‖u‖` ([VBD] Eq. 16,
+/// tangential slip of this step; its Hessian does not differentiate through `‖u‖` (\[VBD\] Eq. 16,
 /// sign per E4).
 #[inline(always)]
 pub fn add_contact<R: Real>(f: &mut R::V3, h: &mut R::M3, c: &ContactPoint<R>, p: &ContactParams<R>) -> bool {

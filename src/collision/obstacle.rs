@@ -11,23 +11,23 @@ pub enum ObstacleShape {
     Plane {
         /// Outward unit normal.
         normal: Vec3,
-        /// Plane offset along the normal [m].
+        /// Plane offset along the normal \[m\].
         offset: f32,
     },
     /// Solid oriented box.
     Cuboid {
-        /// Centre [m].
+        /// Centre \[m\].
         center: Vec3,
-        /// Half extents along the box's own axes [m].
+        /// Half extents along the box's own axes \[m\].
         half_extents: Vec3,
         /// Orientation of the box's axes.
         rotation: Quat,
     },
     /// Solid sphere.
     Sphere {
-        /// Centre [m].
+        /// Centre \[m\].
         center: Vec3,
-        /// Radius [m].
+        /// Radius \[m\].
         radius: f32,
     },
 }
@@ -137,7 +137,7 @@ impl Obstacle {
         Ok(self)
     }
 
-    /// Signed distance from `p` to the obstacle's surface (negative inside) [m] and the unit
+    /// Signed distance from `p` to the obstacle's surface (negative inside) \[m\] and the unit
     /// normal of the closest surface point, pointing out of the obstacle.
     #[inline]
     pub fn signed_distance(&self, p: Vec3A) -> (f32, Vec3A) {

@@ -11,25 +11,25 @@ use crate::runtime::Energies;
 pub struct FrameMetrics {
     /// Frame number (1 = after the first step).
     pub frame: u64,
-    /// Simulated time [s].
+    /// Simulated time \[s\].
     pub time: f64,
-    /// Wall time of the step [ms].
+    /// Wall time of the step \[ms\].
     pub step_ms: f64,
     /// VBD sweeps per substep.
     pub iterations: u32,
     /// Substeps.
     pub substeps: u32,
-    /// Force residual of the last sweep [N].
+    /// Force residual of the last sweep \[N\].
     pub residual: f32,
-    /// Energies [J].
+    /// Energies \[J\].
     pub energy: Energies,
-    /// Total energy [J].
+    /// Total energy \[J\].
     pub energy_total: f64,
-    /// Largest vertex speed [m/s].
+    /// Largest vertex speed \[m/s\].
     pub max_speed: f32,
-    /// Smallest signed vertex–obstacle distance [m] (`null` without obstacles).
+    /// Smallest signed vertex–obstacle distance \[m\] (`null` without obstacles).
     pub min_obstacle_distance: Option<f32>,
-    /// Deepest vertex penetration into any obstacle [m] (0 if none).
+    /// Deepest vertex penetration into any obstacle \[m\] (0 if none).
     pub ground_penetration_max: f32,
     /// Vertices in contact.
     pub contact_vertices: u32,
@@ -58,25 +58,25 @@ pub struct RunSummary {
     pub substeps: u32,
     /// Worker threads.
     pub threads: usize,
-    /// Mean step time [ms].
+    /// Mean step time \[ms\].
     pub ms_per_step: f64,
-    /// Median step time [ms].
+    /// Median step time \[ms\].
     pub step_ms_p50: f64,
-    /// 95th percentile [ms].
+    /// 95th percentile \[ms\].
     pub step_ms_p95: f64,
-    /// 99th percentile [ms].
+    /// 99th percentile \[ms\].
     pub step_ms_p99: f64,
     /// Mean ns per vertex per sweep.
     pub ns_per_vertex_iteration: f64,
     /// Frames with a rollback.
     pub nan_frames: u64,
-    /// Largest speed over the run [m/s].
+    /// Largest speed over the run \[m/s\].
     pub max_speed: f32,
-    /// Smallest obstacle distance over the run [m].
+    /// Smallest obstacle distance over the run \[m\].
     pub min_obstacle_distance: Option<f32>,
-    /// Largest single-frame total-energy increase over the run [J].
+    /// Largest single-frame total-energy increase over the run \[J\].
     pub energy_gain_max: f64,
-    /// Kinetic energy at the last frame [J].
+    /// Kinetic energy at the last frame \[J\].
     pub final_kinetic_energy: f64,
     /// Probe values at the last frame.
     pub final_probes: BTreeMap<String, Vec<f64>>,

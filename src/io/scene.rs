@@ -54,10 +54,10 @@ pub struct Scene {
     /// What the scene shows and what it is checked against.
     #[serde(default)]
     pub description: String,
-    /// Gravity [m/s²].
+    /// Gravity \[m/s²\].
     #[serde(default = "default_gravity")]
     pub gravity: [f32; 3],
-    /// Frame time step [s].
+    /// Frame time step \[s\].
     #[serde(default = "default_dt")]
     pub dt: f32,
     /// Frames to run.
@@ -141,13 +141,13 @@ impl Default for SolverSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContactSpec {
-    /// Penalty stiffness [N/m]; omitted = automatic.
+    /// Penalty stiffness \[N/m\]; omitted = automatic.
     #[serde(default)]
     pub stiffness: Option<f32>,
-    /// Contact offset δ [m].
+    /// Contact offset δ \[m\].
     #[serde(default = "default_offset")]
     pub offset: f32,
-    /// Static friction threshold ε_v [m/s].
+    /// Static friction threshold ε_v \[m/s\].
     #[serde(default = "default_eps_v")]
     pub friction_eps_v: f32,
 }
@@ -162,17 +162,17 @@ impl Default for ContactSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SolidSpec {
-    /// Young's modulus [Pa].
+    /// Young's modulus \[Pa\].
     #[serde(rename = "E")]
     pub young_modulus: f64,
     /// Poisson's ratio.
     pub nu: f64,
-    /// Density [kg/m³].
+    /// Density \[kg/m³\].
     pub rho: f64,
-    /// Rayleigh damping k_d [s].
+    /// Rayleigh damping k_d \[s\].
     #[serde(default = "default_damping")]
     pub damping: f32,
-    /// Linear damping α [1/s].
+    /// Linear damping α \[1/s\].
     #[serde(default)]
     pub linear_damping: f32,
 }
@@ -181,22 +181,22 @@ pub struct SolidSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClothSpec {
-    /// Young's modulus [Pa].
+    /// Young's modulus \[Pa\].
     #[serde(rename = "E")]
     pub young_modulus: f64,
     /// Poisson's ratio.
     pub nu: f64,
-    /// Density [kg/m³] (areal density = ρ × thickness).
+    /// Density \[kg/m³\] (areal density = ρ × thickness).
     pub rho: f64,
-    /// Thickness [m].
+    /// Thickness \[m\].
     pub thickness: f64,
-    /// Bending stiffness D [N·m]; omitted = plate value.
+    /// Bending stiffness D \[N·m\]; omitted = plate value.
     #[serde(default)]
     pub bending_stiffness: Option<f64>,
-    /// Rayleigh damping k_d [s].
+    /// Rayleigh damping k_d \[s\].
     #[serde(default = "default_damping")]
     pub damping: f32,
-    /// Linear damping α [1/s].
+    /// Linear damping α \[1/s\].
     #[serde(default)]
     pub linear_damping: f32,
 }
@@ -237,13 +237,13 @@ pub struct BodySpec {
     /// Mesh file.
     #[serde(default)]
     pub mesh: Option<MeshFileSpec>,
-    /// Translation [m], applied after the rotation.
+    /// Translation \[m\], applied after the rotation.
     #[serde(default)]
     pub translation: [f32; 3],
-    /// Rotation as XYZ Euler angles [degrees].
+    /// Rotation as XYZ Euler angles \[degrees\].
     #[serde(default)]
     pub rotation_deg: [f32; 3],
-    /// Initial velocity [m/s].
+    /// Initial velocity \[m/s\].
     #[serde(default)]
     pub velocity: [f32; 3],
     /// Friction coefficient against obstacles.
@@ -258,7 +258,7 @@ pub struct BodySpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BoxSpec {
-    /// Size [m] (beam: length, height, width).
+    /// Size \[m\] (beam: length, height, width).
     pub size: [f32; 3],
     /// Cells along x, y, z.
     pub cells: [u32; 3],
@@ -271,7 +271,7 @@ pub struct BoxSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SphereSpec {
-    /// Radius [m].
+    /// Radius \[m\].
     pub radius: f32,
     /// Cells across.
     pub cells: u32,
@@ -284,7 +284,7 @@ pub struct SphereSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EllipsoidSpec {
-    /// Semi-axes [m].
+    /// Semi-axes \[m\].
     pub radii: [f32; 3],
     /// Cells across.
     pub cells: u32,
@@ -297,7 +297,7 @@ pub struct EllipsoidSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClothGridSpec {
-    /// Size along x and z [m].
+    /// Size along x and z \[m\].
     pub size: [f32; 2],
     /// Quads along x and z.
     pub cells: [u32; 2],
@@ -361,18 +361,18 @@ pub enum Selection {
     Face(String),
     /// Inside an axis-aligned box (rest positions, world frame).
     Aabb {
-        /// Minimum corner [m].
+        /// Minimum corner \[m\].
         min: [f32; 3],
-        /// Maximum corner [m].
+        /// Maximum corner \[m\].
         max: [f32; 3],
     },
     /// Within `tolerance` of the plane `axis = value` (rest positions): "x ≈ L".
     Plane {
         /// `x`, `y` or `z`.
         axis: String,
-        /// Coordinate [m].
+        /// Coordinate \[m\].
         value: f32,
-        /// Half-width [m].
+        /// Half-width \[m\].
         tolerance: f32,
     },
     /// Explicit vertex indices.
@@ -390,7 +390,7 @@ pub struct PinSpec {
     /// `"static"` or the name of a kinematic path.
     #[serde(default = "default_target")]
     pub target: String,
-    /// Release time [s].
+    /// Release time \[s\].
     #[serde(default)]
     pub release_at: Option<f64>,
 }
@@ -405,7 +405,7 @@ fn default_target() -> String {
 pub struct PlaneSpec {
     /// Outward normal (normalised on load).
     pub normal: [f32; 3],
-    /// Plane offset along the normal [m]: the plane is `n·x = offset`.
+    /// Plane offset along the normal \[m\]: the plane is `n·x = offset`.
     #[serde(default)]
     pub offset: f32,
     /// Friction coefficient.
@@ -417,9 +417,9 @@ pub struct PlaneSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SphereObstacleSpec {
-    /// Centre [m].
+    /// Centre \[m\].
     pub center: [f32; 3],
-    /// Radius [m].
+    /// Radius \[m\].
     pub radius: f32,
     /// Friction coefficient.
     #[serde(default = "default_friction")]
@@ -430,11 +430,11 @@ pub struct SphereObstacleSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BoxObstacleSpec {
-    /// Centre [m].
+    /// Centre \[m\].
     pub center: [f32; 3],
-    /// Half extents [m].
+    /// Half extents \[m\].
     pub half_extents: [f32; 3],
-    /// XYZ Euler angles [degrees].
+    /// XYZ Euler angles \[degrees\].
     #[serde(default)]
     pub rotation_deg: [f32; 3],
     /// Friction coefficient.
@@ -470,7 +470,7 @@ impl<'de> Deserialize<'de> for ObstacleSpec {
 pub struct PathSpec {
     /// Keyframes in increasing time.
     pub keyframes: Vec<KeyframeSpec>,
-    /// Rotation centre [m]; omitted = centroid of the pinned vertices.
+    /// Rotation centre \[m\]; omitted = centroid of the pinned vertices.
     #[serde(default)]
     pub pivot: Option<[f32; 3]>,
 }
@@ -479,12 +479,12 @@ pub struct PathSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyframeSpec {
-    /// Time [s].
+    /// Time \[s\].
     pub t: f64,
-    /// Translation [m].
+    /// Translation \[m\].
     #[serde(default)]
     pub translation: [f32; 3],
-    /// XYZ Euler angles [degrees].
+    /// XYZ Euler angles \[degrees\].
     #[serde(default)]
     pub rotation_deg: [f32; 3],
 }
@@ -493,17 +493,17 @@ pub struct KeyframeSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProbeKind {
-    /// Mean position of the selection [m] (3 values).
+    /// Mean position of the selection \[m\] (3 values).
     MeanPosition,
-    /// Mean displacement from the rest position [m] (3 values).
+    /// Mean displacement from the rest position \[m\] (3 values).
     MeanDisplacement,
-    /// Mass-weighted centre of the selection [m] (3 values).
+    /// Mass-weighted centre of the selection \[m\] (3 values).
     Com,
-    /// Largest speed in the selection [m/s] (1 value).
+    /// Largest speed in the selection \[m/s\] (1 value).
     MaxSpeed,
-    /// Kinetic energy of the selection [J] (1 value).
+    /// Kinetic energy of the selection \[J\] (1 value).
     KineticEnergy,
-    /// Bounding box of the selection `[min x, min y, min z, max x, max y, max z]` [m].
+    /// Bounding box of the selection `[min x, min y, min z, max x, max y, max z]` \[m\].
     Bbox,
 }
 

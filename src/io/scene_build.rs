@@ -20,7 +20,7 @@ pub struct SceneBody {
     pub name: String,
     /// Handle in the world.
     pub handle: SoftBodyHandle,
-    /// Rest (initial) positions [m].
+    /// Rest (initial) positions \[m\].
     pub rest: Vec<Vec3>,
 }
 

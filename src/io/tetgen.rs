@@ -2,7 +2,7 @@
 //!
 //! `.node`: a header `<points> <dim = 3> <attributes> <boundary markers 0|1>`, then one line per
 //! point `<index> <x> <y> <z> [attributes] [marker]`. `.ele`: a header `<tets> <nodes per tet
-//! 4|10> <region attribute 0|1>`, then `<index> <n1> … <nk> [attribute]`. `#` starts a comment.
+//! 4|10> <region attribute 0|1>`, then `<index> <n1> … <nk> \[attribute\]`. `#` starts a comment.
 //! Indices may start at 0 or 1 (the first point's index decides). Quadratic (10-node) tets keep
 //! their four corners. A file whose tets are all negatively oriented (the other handedness) is
 //! flipped as a whole; a tet whose orientation disagrees with the rest is reported.

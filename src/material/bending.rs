@@ -50,7 +50,7 @@ fn wing<R: Real>(e: R::V3, p: R::V3) -> Option<Wing<R>> {
     Some(Wing { f, s, dfde, dfdp, dsde: (p - e * (R::lit(2.0) * s)) * (R::ONE / le2), dsdp: eh * (R::ONE / le) })
 }
 
-/// Signed dihedral angle θ [rad] of a hinge (0 when flat, positive when folding towards the
+/// Signed dihedral angle θ \[rad\] of a hinge (0 when flat, positive when folding towards the
 /// normal side of triangle A).
 pub fn dihedral_angle<R: Real>(x: &[R::V3; 4]) -> R {
     let e = x[1] - x[0];
@@ -74,8 +74,8 @@ fn angle_difference<R: Real>(theta: R, rest: R) -> R {
     d
 }
 
-/// Hinge stiffness `k = D |ē|²/(Ā_A + Ā_B)` [N·m] from rest positions and plate bending
-/// stiffness `D` [N·m].
+/// Hinge stiffness `k = D |ē|²/(Ā_A + Ā_B)` \[N·m\] from rest positions and plate bending
+/// stiffness `D` \[N·m\].
 pub fn hinge_stiffness<R: Real>(rest: &[R::V3; 4], bending_stiffness: R) -> R {
     let e = rest[1] - rest[0];
     let area_a = R::lit(0.5) * e.cross(rest[2] - rest[0]).length();
@@ -83,7 +83,7 @@ pub fn hinge_stiffness<R: Real>(rest: &[R::V3; 4], bending_stiffness: R) -> R {
     bending_stiffness * e.length_squared() / (area_a + area_b)
 }
 
-/// Bending energy of one hinge [J].
+/// Bending energy of one hinge \[J\].
 pub fn element_energy<R: Real>(x: &[R::V3; 4], rest_angle: R, k: R) -> R {
     let d = angle_difference(dihedral_angle::<R>(x), rest_angle);
     R::lit(0.5) * k * d * d
@@ -98,7 +98,7 @@ pub fn angle_gradient<R: Real>(x: &[R::V3; 4]) -> [R::V3; 4] {
     }
 }
 
-/// Gradient `k (θ − θ̄) ∂θ/∂x` [N].
+/// Gradient `k (θ − θ̄) ∂θ/∂x` \[N\].
 pub fn element_gradient<R: Real>(x: &[R::V3; 4], rest_angle: R, k: R) -> [R::V3; 4] {
     let d = angle_difference(dihedral_angle::<R>(x), rest_angle);
     angle_gradient::<R>(x).map(|g| g * (k * d))
@@ -140,14 +140,14 @@ pub fn vertex_gradient_hessian_psd<R: Real>(x: &[R::V3; 4], a: usize, rest_angle
 
 /// What VBD needs of one hinge at one of its vertices, from one evaluation of `∂θ/∂x`.
 pub struct HingeVertexTerms<R: Real> {
-    /// `∂E/∂x_a` [N].
+    /// `∂E/∂x_a` \[N\].
     pub gradient: R::V3,
-    /// Gauss–Newton block `k ∂θ/∂x_a ∂θ/∂x_aᵀ` [N/m]: positive semi-definite without an
+    /// Gauss–Newton block `k ∂θ/∂x_a ∂θ/∂x_aᵀ` \[N/m\]: positive semi-definite without an
     /// eigen-decomposition; it drops `k (θ − θ̄) ∂²θ/∂x_a²`, which vanishes at rest and is
     /// indefinite elsewhere (mirroring it cost an eigen-decomposition per hinge visit and made
     /// cloth 3× slower).
     pub hessian: R::M3,
-    /// Rayleigh damping term `k θ̇ ∂θ/∂x_a` [N] for vertex velocities `v` (see [`damping_term`]).
+    /// Rayleigh damping term `k θ̇ ∂θ/∂x_a` \[N\] for vertex velocities `v` (see [`damping_term`]).
     pub damping: R::V3,
 }
 
@@ -169,7 +169,7 @@ pub fn vertex_terms<R: Real>(
     HingeVertexTerms { gradient: g[a] * (k * d), hessian: outer::<R>(g[a], g[a]) * k, damping }
 }
 
-/// Rayleigh damping force term `k θ̇ ∂θ/∂x_a` [N] for hinge slot `a`, with
+/// Rayleigh damping force term `k θ̇ ∂θ/∂x_a` \[N\] for hinge slot `a`, with
 /// `θ̇ = Σ_b ∂θ/∂x_b · v_b`: the Gauss–Newton stiffness `k ∇θ ∇θᵀ` applied to the velocities.
 /// Zero for rigid motion (θ does not change), dissipative.
 #[inline]

@@ -12,7 +12,7 @@ use crate::math::{Matrix3, Real, Vector3, outer};
 pub struct TriRest<R: Real> {
     /// Row-major `D_m⁻¹`; its rows are `g_1` and `g_2`.
     pub dm_inv: [[R; 2]; 2],
-    /// Rest area [m²].
+    /// Rest area \[m²\].
     pub area: R,
 }
 
@@ -77,7 +77,7 @@ fn mul_f<R: Real>(f: &[R::V3; 2], g: [R; 2]) -> R::V3 {
     f[0] * g[0] + f[1] * g[1]
 }
 
-/// Energy density ψ(F) [J/m³].
+/// Energy density ψ(F) \[J/m³\].
 #[inline]
 pub fn energy_density<R: Real>(f: &[R::V3; 2], mu: R, lambda: R) -> R {
     let half = R::lit(0.5);
@@ -88,12 +88,12 @@ pub fn energy_density<R: Real>(f: &[R::V3; 2], mu: R, lambda: R) -> R {
     mu * (e11 * e11 + R::lit(2.0) * e12 * e12 + e22 * e22) + half * lambda * tr * tr
 }
 
-/// Membrane energy of one triangle [J]; `measure` = area × thickness [m³].
+/// Membrane energy of one triangle \[J\]; `measure` = area × thickness \[m³\].
 pub fn element_energy<R: Real>(x: &[R::V3; 3], dm_inv: &[[R; 2]; 2], measure: R, mu: R, lambda: R) -> R {
     measure * energy_density::<R>(&deformation_gradient::<R>(x, dm_inv), mu, lambda)
 }
 
-/// Gradient `∂E/∂x_a = A t F S g_a` [N].
+/// Gradient `∂E/∂x_a = A t F S g_a` \[N\].
 pub fn element_gradient<R: Real>(x: &[R::V3; 3], dm_inv: &[[R; 2]; 2], measure: R, mu: R, lambda: R) -> [R::V3; 3] {
     let f = deformation_gradient::<R>(x, dm_inv);
     let s = pk2::<R>(&f, mu, lambda);
@@ -155,7 +155,7 @@ pub fn vertex_gradient_hessian<R: Real>(f: &[R::V3; 2], g_a: [R; 2], measure: R,
     (g, R::M3::from_diagonal_scalar(s) + p)
 }
 
-/// Rayleigh damping force term `A t F dS g_a` [N] with `dS = 2μ Ė + λ tr(Ė) I₂`,
+/// Rayleigh damping force term `A t F dS g_a` \[N\] with `dS = 2μ Ė + λ tr(Ė) I₂`,
 /// `Ė = sym(FᵀḞ)`: zero for rigid motion, dissipative (see [`super::stvk::damping_term`]).
 #[inline(always)]
 pub fn damping_term<R: Real>(f: &[R::V3; 2], f_dot: &[R::V3; 2], g_a: [R; 2], measure: R, mu: R, lambda: R) -> R::V3 {

@@ -34,7 +34,7 @@ fn check_young_poisson(e: f64, nu: f64) -> Result<(), MaterialError> {
     check("poisson_ratio", nu, (0.0..0.5).contains(&nu), "must be in [0, 0.5)")
 }
 
-/// Lamé parameters `(μ, λ)` [Pa] of linear elasticity from Young's modulus and Poisson's ratio.
+/// Lamé parameters `(μ, λ)` \[Pa\] of linear elasticity from Young's modulus and Poisson's ratio.
 pub fn lame_from_young_poisson(young_modulus: f64, poisson_ratio: f64) -> (f64, f64) {
     let mu = young_modulus / (2.0 * (1.0 + poisson_ratio));
     let lambda = young_modulus * poisson_ratio / ((1.0 + poisson_ratio) * (1.0 - 2.0 * poisson_ratio));
@@ -45,14 +45,14 @@ pub fn lame_from_young_poisson(young_modulus: f64, poisson_ratio: f64) -> (f64, 
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StableNeoHookean {
-    /// Young's modulus [Pa].
+    /// Young's modulus \[Pa\].
     pub young_modulus: f64,
-    /// Poisson's ratio [-], in [0, 0.5).
+    /// Poisson's ratio \[-\], in [0, 0.5).
     pub poisson_ratio: f64,
 }
 
 impl StableNeoHookean {
-    /// From Young's modulus [Pa] and Poisson's ratio [-].
+    /// From Young's modulus \[Pa\] and Poisson's ratio \[-\].
     pub fn from_young_poisson(young_modulus: f64, poisson_ratio: f64) -> Self {
         Self { young_modulus, poisson_ratio }
     }
@@ -76,19 +76,19 @@ impl StableNeoHookean {
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StVK {
-    /// Young's modulus [Pa].
+    /// Young's modulus \[Pa\].
     pub young_modulus: f64,
-    /// Poisson's ratio [-], in [0, 0.5).
+    /// Poisson's ratio \[-\], in [0, 0.5).
     pub poisson_ratio: f64,
 }
 
 impl StVK {
-    /// From Young's modulus [Pa] and Poisson's ratio [-].
+    /// From Young's modulus \[Pa\] and Poisson's ratio \[-\].
     pub fn from_young_poisson(young_modulus: f64, poisson_ratio: f64) -> Self {
         Self { young_modulus, poisson_ratio }
     }
 
-    /// Lamé parameters `(μ, λ)` [Pa].
+    /// Lamé parameters `(μ, λ)` \[Pa\].
     pub fn lame(&self) -> (f64, f64) {
         lame_from_young_poisson(self.young_modulus, self.poisson_ratio)
     }
@@ -129,7 +129,7 @@ impl SolidMaterial {
         }
     }
 
-    /// `(μ, λ)` as the energy uses them [Pa].
+    /// `(μ, λ)` as the energy uses them \[Pa\].
     pub fn energy_parameters(&self) -> (f64, f64) {
         match self {
             Self::StableNeoHookean(m) => m.lame(),
@@ -137,7 +137,7 @@ impl SolidMaterial {
         }
     }
 
-    /// Young's modulus [Pa].
+    /// Young's modulus \[Pa\].
     pub fn young_modulus(&self) -> f64 {
         match self {
             Self::StableNeoHookean(m) => m.young_modulus,
@@ -158,35 +158,35 @@ impl SolidMaterial {
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ClothMaterial {
-    /// Young's modulus of the fabric [Pa].
+    /// Young's modulus of the fabric \[Pa\].
     pub young_modulus: f64,
-    /// Poisson's ratio [-], in [0, 0.5).
+    /// Poisson's ratio \[-\], in [0, 0.5).
     pub poisson_ratio: f64,
-    /// Thickness [m].
+    /// Thickness \[m\].
     pub thickness: f64,
-    /// Bending stiffness `D` [N·m]; `None` means the plate value `E t³ / (12 (1 − ν²))`.
+    /// Bending stiffness `D` \[N·m\]; `None` means the plate value `E t³ / (12 (1 − ν²))`.
     pub bending_stiffness: Option<f64>,
 }
 
 impl ClothMaterial {
-    /// From Young's modulus [Pa], Poisson's ratio [-] and thickness [m]; plate bending stiffness.
+    /// From Young's modulus \[Pa\], Poisson's ratio \[-\] and thickness \[m\]; plate bending stiffness.
     pub fn new(young_modulus: f64, poisson_ratio: f64, thickness: f64) -> Self {
         Self { young_modulus, poisson_ratio, thickness, bending_stiffness: None }
     }
 
-    /// Overrides the bending stiffness `D` [N·m].
+    /// Overrides the bending stiffness `D` \[N·m\].
     pub fn with_bending_stiffness(mut self, d: f64) -> Self {
         self.bending_stiffness = Some(d);
         self
     }
 
-    /// Membrane `(μ, λ)` [Pa] in plane stress: `λ = Eν/(1 − ν²)`.
+    /// Membrane `(μ, λ)` \[Pa\] in plane stress: `λ = Eν/(1 − ν²)`.
     pub fn membrane_lame(&self) -> (f64, f64) {
         let (e, nu) = (self.young_modulus, self.poisson_ratio);
         (e / (2.0 * (1.0 + nu)), e * nu / (1.0 - nu * nu))
     }
 
-    /// Bending stiffness `D` [N·m].
+    /// Bending stiffness `D` \[N·m\].
     pub fn bending(&self) -> f64 {
         let (e, nu, t) = (self.young_modulus, self.poisson_ratio, self.thickness);
         self.bending_stiffness.unwrap_or(e * t * t * t / (12.0 * (1.0 - nu * nu)))

@@ -1,4 +1,4 @@
-//! Stable neo-Hookean (Smith, de Goes, Kim 2018) without the log term, as used by [VBD]:
+//! Stable neo-Hookean (Smith, de Goes, Kim 2018) without the log term, as used by \[VBD\]:
 //!
 //! `ψ(F) = μ/2 (tr FᵀF − 3) + λ/2 (J − α)² − μ²/(2λ)`, `J = det F`, `α = 1 + μ/λ`.
 //!
@@ -15,7 +15,7 @@ fn alpha<R: Real>(mu: R, lambda: R) -> R {
     R::ONE + mu / lambda
 }
 
-/// Energy density ψ(F) [J/m³].
+/// Energy density ψ(F) \[J/m³\].
 #[inline]
 pub fn energy_density<R: Real>(f: &R::M3, mu: R, lambda: R) -> R {
     let ic = f.col(0).length_squared() + f.col(1).length_squared() + f.col(2).length_squared();
@@ -23,24 +23,24 @@ pub fn energy_density<R: Real>(f: &R::M3, mu: R, lambda: R) -> R {
     R::lit(0.5) * (mu * (ic - R::lit(3.0)) + lambda * dj * dj - mu * mu / lambda)
 }
 
-/// First Piola–Kirchhoff stress `P = μF + λ(J − α) cof(F)` [Pa].
+/// First Piola–Kirchhoff stress `P = μF + λ(J − α) cof(F)` \[Pa\].
 #[inline]
 pub fn pk1<R: Real>(f: &R::M3, mu: R, lambda: R) -> R::M3 {
     *f * mu + cofactor::<R>(f) * (lambda * (f.determinant() - alpha(mu, lambda)))
 }
 
-/// Elastic energy of one tet [J].
+/// Elastic energy of one tet \[J\].
 pub fn element_energy<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda: R) -> R {
     rest.volume * energy_density::<R>(&deformation_gradient::<R>(x, &rest.dm_inv), mu, lambda)
 }
 
-/// Gradient `∂E/∂x_a = V P g_a` for the four vertices [N].
+/// Gradient `∂E/∂x_a = V P g_a` for the four vertices \[N\].
 pub fn element_gradient<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda: R) -> [R::V3; 4] {
     let p = pk1::<R>(&deformation_gradient::<R>(x, &rest.dm_inv), mu, lambda);
     rest.shape_gradients().map(|g| p.mul_vec(g) * rest.volume)
 }
 
-/// Full 12×12 Hessian as 4×4 blocks `H[a][b] = ∂²E/∂x_a∂x_b` [N/m], not projected.
+/// Full 12×12 Hessian as 4×4 blocks `H[a][b] = ∂²E/∂x_a∂x_b` \[N/m\], not projected.
 ///
 /// `H_ab = V (μ (g_a·g_b) I + λ c_a c_bᵀ − λ(J−α) [F(g_a × g_b)]×)` with `c_a = cof(F) g_a`;
 /// the last term is `λ(J−α)` times the second derivative of `det`, which is trilinear in the
@@ -110,7 +110,7 @@ pub fn vertex_terms<R: Real>(
     (grad, hess, damping)
 }
 
-/// Rayleigh damping force term `V dP[Ḟ] g_a` [N] for vertex slot with shape gradient `g_a`,
+/// Rayleigh damping force term `V dP[Ḟ] g_a` \[N\] for vertex slot with shape gradient `g_a`,
 /// where `dP[Ḟ] = μḞ + λ (cof F : Ḟ) cof F` is the stress rate of the positive semi-definite
 /// (Gauss–Newton) part of the stiffness. Summed over elements this is `Σ_b K_ab v_b`: zero for a
 /// rigid translation, dissipative for every velocity, and its `v_a` block is exactly the vertex

@@ -21,7 +21,7 @@ fn pk2<R: Real>(e: &R::M3, mu: R, lambda: R) -> R::M3 {
     *e * (R::lit(2.0) * mu) + R::M3::from_diagonal_scalar(lambda * tr)
 }
 
-/// Energy density ψ(F) [J/m³].
+/// Energy density ψ(F) \[J/m³\].
 #[inline]
 pub fn energy_density<R: Real>(f: &R::M3, mu: R, lambda: R) -> R {
     let e = green::<R>(f);
@@ -30,12 +30,12 @@ pub fn energy_density<R: Real>(f: &R::M3, mu: R, lambda: R) -> R {
     mu * ee + R::lit(0.5) * lambda * tr * tr
 }
 
-/// Elastic energy of one tet [J].
+/// Elastic energy of one tet \[J\].
 pub fn element_energy<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda: R) -> R {
     rest.volume * energy_density::<R>(&deformation_gradient::<R>(x, &rest.dm_inv), mu, lambda)
 }
 
-/// Gradient `∂E/∂x_a = V F S g_a` [N].
+/// Gradient `∂E/∂x_a = V F S g_a` \[N\].
 pub fn element_gradient<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda: R) -> [R::V3; 4] {
     let f = deformation_gradient::<R>(x, &rest.dm_inv);
     let p = f.mul_mat(&pk2::<R>(&green::<R>(&f), mu, lambda));
@@ -92,7 +92,7 @@ pub fn vertex_gradient_hessian_psd<R: Real>(f: &R::M3, g_a: R::V3, volume: R, mu
     (g, R::M3::from_diagonal_scalar(s.abs()) + p)
 }
 
-/// Rayleigh damping force term `V F dS g_a` [N] with `dS = 2μ Ė + λ tr(Ė) I`,
+/// Rayleigh damping force term `V F dS g_a` \[N\] with `dS = 2μ Ė + λ tr(Ė) I`,
 /// `Ė = sym(FᵀḞ)`: the Green-strain-rate part of the stiffness (positive semi-definite), zero for
 /// any rigid motion. Its `v_a` block equals the vertex Hessian without the `(g_aᵀ S g_a) I` stress
 /// term.

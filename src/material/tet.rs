@@ -8,7 +8,7 @@ use crate::math::{Matrix3, Real, Vector3};
 pub struct TetRest<R: Real> {
     /// Inverse rest shape matrix `D_m⁻¹`, `D_m = [X1−X0, X2−X0, X3−X0]`.
     pub dm_inv: R::M3,
-    /// Rest volume [m³] (positive for positively oriented tets).
+    /// Rest volume \[m³\] (positive for positively oriented tets).
     pub volume: R,
 }
 

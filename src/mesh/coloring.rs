@@ -1,5 +1,5 @@
 //! Deterministic greedy vertex coloring: no two vertices of one color share an element, so all
-//! vertices of a color can take their VBD step at the same time ([VBD] §3.9).
+//! vertices of a color can take their VBD step at the same time (\[VBD\] §3.9).
 
 /// A vertex coloring.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

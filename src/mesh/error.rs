@@ -48,9 +48,9 @@ pub enum MeshError {
     DegenerateTet {
         /// Tet index.
         element: u32,
-        /// Signed rest volume [m³].
+        /// Signed rest volume \[m³\].
         volume: f64,
-        /// Longest edge [m], for scale.
+        /// Longest edge \[m\], for scale.
         longest_edge: f64,
     },
     /// A triangle with (near) zero rest area.
@@ -58,9 +58,9 @@ pub enum MeshError {
     DegenerateTriangle {
         /// Triangle index.
         element: u32,
-        /// Rest area [m²].
+        /// Rest area \[m²\].
         area: f64,
-        /// Longest edge [m], for scale.
+        /// Longest edge \[m\], for scale.
         longest_edge: f64,
     },
     /// A vertex no element uses: it would get no mass.

@@ -89,7 +89,7 @@ fn lattice(cells: [u32; 3], split: TetSplit, place: impl Fn(IVec3) -> Vec3) -> R
 }
 
 impl TetMesh {
-    /// A box of `size` [m] centred at the origin, with `cells` hexahedra along x, y, z, each
+    /// A box of `size` \[m\] centred at the origin, with `cells` hexahedra along x, y, z, each
     /// split into tets. Vertex count `(nx+1)(ny+1)(nz+1)`.
     pub fn box_mesh(size: Vec3, cells: [u32; 3], split: TetSplit) -> Result<Self, MeshError> {
         check_positive("size.x", size.x)?;
@@ -108,7 +108,7 @@ impl TetMesh {
         Ok(Self::box_mesh(size, cells, split)?.transformed(glam::Quat::IDENTITY, Vec3::new(0.5 * length, 0.0, 0.0)))
     }
 
-    /// A solid ellipsoid with semi-axes `radii` [m], centred at the origin, from a cube lattice
+    /// A solid ellipsoid with semi-axes `radii` \[m\], centred at the origin, from a cube lattice
     /// with `cells` cells across mapped shell by shell onto ellipsoidal shells.
     ///
     /// The map sends the cube shell `max(|x|,|y|,|z|) = s` to the sphere of radius `s` with the
@@ -143,14 +143,14 @@ impl TetMesh {
         })
     }
 
-    /// A solid sphere of `radius` [m] centred at the origin; see [`TetMesh::ellipsoid`].
+    /// A solid sphere of `radius` \[m\] centred at the origin; see [`TetMesh::ellipsoid`].
     pub fn sphere(radius: f32, cells: u32, split: TetSplit) -> Result<Self, MeshError> {
         Self::ellipsoid(Vec3::splat(radius), cells, split)
     }
 }
 
 impl TriMesh {
-    /// A flat cloth of `size` [m] (x, z) in the y = 0 plane, centred at the origin, with
+    /// A flat cloth of `size` \[m\] (x, z) in the y = 0 plane, centred at the origin, with
     /// `cells` quads along x and z, each split into two triangles. Triangle normals point +y.
     /// `(nx+1)(nz+1)` vertices, `2 nx nz` triangles.
     pub fn cloth_grid(size: Vec2, cells: [u32; 2]) -> Result<Self, MeshError> {

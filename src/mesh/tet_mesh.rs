@@ -41,7 +41,7 @@ impl TetMesh {
         Self::new(positions, tets)
     }
 
-    /// Rest positions [m], one per vertex.
+    /// Rest positions \[m\], one per vertex.
     pub fn positions(&self) -> &[Vec3] {
         &self.positions
     }
@@ -61,12 +61,12 @@ impl TetMesh {
         self.tets.len()
     }
 
-    /// Total rest volume [m³].
+    /// Total rest volume \[m³\].
     pub fn volume(&self) -> f64 {
         self.tets.iter().map(|t| validate::tet_volume(t.map(|i| self.positions[i as usize]))).sum()
     }
 
-    /// Axis-aligned bounds of the rest positions `(min, max)` [m].
+    /// Axis-aligned bounds of the rest positions `(min, max)` \[m\].
     pub fn bounds(&self) -> (Vec3, Vec3) {
         bounds(&self.positions)
     }

@@ -32,7 +32,7 @@ impl TriMesh {
         Ok(Self { positions, triangles })
     }
 
-    /// Rest positions [m].
+    /// Rest positions \[m\].
     pub fn positions(&self) -> &[Vec3] {
         &self.positions
     }
@@ -47,7 +47,7 @@ impl TriMesh {
         self.positions.len()
     }
 
-    /// Total rest area [m²].
+    /// Total rest area \[m²\].
     pub fn area(&self) -> f64 {
         self.triangles.iter().map(|t| validate::triangle_area(t.map(|i| self.positions[i as usize]))).sum()
     }

@@ -20,18 +20,18 @@ pub struct ConfigError {
 /// How a step is taken.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepConfig {
-    /// Frame time step [s]. Default 1/60 (one display frame).
+    /// Frame time step \[s\]. Default 1/60 (one display frame).
     pub dt: f32,
     /// Substeps per frame; each solves with `dt / substeps`. Default 1. For stiff or slender
-    /// bodies, more substeps converge better than more iterations ([VBD] §4).
+    /// bodies, more substeps converge better than more iterations (\[VBD\] §4).
     pub substeps: u32,
     /// VBD sweeps per substep (fixed, so a step has a fixed cost). Default 20.
     pub iterations: u32,
-    /// Gravity [m/s²]. Default (0, −9.81, 0): y up.
+    /// Gravity \[m/s²\]. Default (0, −9.81, 0): y up.
     pub gravity: Vec3,
     /// Time integrator. Default BDF2 (exact free flight, L-stable).
     pub integrator: Integrator,
-    /// Initial guess. Default adaptive ([VBD] §3.7).
+    /// Initial guess. Default adaptive (\[VBD\] §3.7).
     pub initialization: Initialization,
     /// Chebyshev spectral-radius estimate ρ; `None` turns acceleration off. Default 0.9
     /// (ALGORITHMS §2.8: the paper uses 0.75–0.95). At most 0.98: on a stiff 2,600-vertex beam
@@ -41,17 +41,17 @@ pub struct StepConfig {
     /// core (below that, cache traffic between cores costs more than the second core gives).
     /// Results are bit-identical for every thread count, so the choice never changes a run.
     pub threads: usize,
-    /// Contact penalty stiffness [N/m] for every vertex; `None` (default) = mass-proportional,
+    /// Contact penalty stiffness \[N/m\] for every vertex; `None` (default) = mass-proportional,
     /// so a vertex's own weight compresses the contact layer by 1 % of the offset (see
     /// `ContactStiffness::default_for` for why a fixed 1e7 N/m fails in f32).
     pub contact_stiffness: Option<f32>,
-    /// Contact offset δ [m]: bodies rest this far from obstacles. Default 1 mm.
+    /// Contact offset δ \[m\]: bodies rest this far from obstacles. Default 1 mm.
     pub contact_offset: f32,
-    /// Static-friction velocity threshold ε_v [m/s]; slip below `ε_v h` per step is static.
+    /// Static-friction velocity threshold ε_v \[m/s\]; slip below `ε_v h` per step is static.
     /// Default 1e-4 m/s (creep ≤ 0.1 mm per second of sticking).
     pub friction_eps_v: f32,
     /// Correct each unpinned body's rigid translation in the initial guess (default on): VBD
-    /// alone moves whole bodies only slowly (see `solver::translation`).
+    /// alone moves whole bodies only slowly (see `solver/translation.rs`).
     pub translation_correction: bool,
 }
 
@@ -113,7 +113,7 @@ impl StepConfig {
         Ok(())
     }
 
-    /// Substep length `h = dt / substeps` [s].
+    /// Substep length `h = dt / substeps` \[s\].
     pub fn substep_dt(&self) -> f32 {
         self.dt / self.substeps as f32
     }

@@ -51,12 +51,12 @@ pub(crate) fn energies(st: &SimState, gravity: Vec3A, obstacles: &[Obstacle], co
     e
 }
 
-/// Largest vertex speed [m/s].
+/// Largest vertex speed \[m/s\].
 pub(crate) fn max_speed(velocities: &[Vec4]) -> f32 {
     velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max)
 }
 
-/// Smallest signed vertex–obstacle distance [m].
+/// Smallest signed vertex–obstacle distance \[m\].
 pub(crate) fn min_obstacle_distance(positions: &[Vec4], obstacles: &[Obstacle]) -> Option<f32> {
     if obstacles.is_empty() || positions.is_empty() {
         return None;

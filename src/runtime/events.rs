@@ -12,7 +12,7 @@ pub enum PliantEvent {
         body: SoftBodyHandle,
         /// Its name.
         name: String,
-        /// Simulated time of the failed substep's start [s].
+        /// Simulated time of the failed substep's start \[s\].
         time: f64,
         /// First offending vertex (body-local) and what was non-finite.
         vertex: u32,

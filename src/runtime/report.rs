@@ -2,7 +2,7 @@
 
 use crate::body::SoftBodyHandle;
 
-/// Energies of the whole world at the end of a step [J].
+/// Energies of the whole world at the end of a step \[J\].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Energies {
@@ -28,7 +28,7 @@ impl Energies {
 pub struct StepReport {
     /// Frame number after the step (1 for the first step).
     pub frame: u64,
-    /// Simulated time after the step [s].
+    /// Simulated time after the step \[s\].
     pub time: f64,
     /// Substeps taken.
     pub substeps: u32,
@@ -36,15 +36,15 @@ pub struct StepReport {
     pub iterations: u32,
     /// Worker threads used.
     pub threads: usize,
-    /// Wall-clock time of the step [ms].
+    /// Wall-clock time of the step \[ms\].
     pub wall_ms: f64,
-    /// Force residual `‖f‖` of the last sweep of the last substep [N].
+    /// Force residual `‖f‖` of the last sweep of the last substep \[N\].
     pub residual: f32,
     /// Energies after the step.
     pub energy: Energies,
-    /// Largest vertex speed [m/s].
+    /// Largest vertex speed \[m/s\].
     pub max_speed: f32,
-    /// Smallest signed distance of any vertex to any obstacle [m] (`None` without obstacles).
+    /// Smallest signed distance of any vertex to any obstacle \[m\] (`None` without obstacles).
     pub min_obstacle_distance: Option<f32>,
     /// Vertices that touched an obstacle in the last substep.
     pub contact_vertices: u32,

@@ -77,7 +77,7 @@ impl World {
         Ok(())
     }
 
-    /// Simulated time [s].
+    /// Simulated time \[s\].
     pub fn time(&self) -> f64 {
         self.time
     }
@@ -116,13 +116,13 @@ impl World {
         self.slots.iter().find(|s| s.handle == h)
     }
 
-    /// Current positions of a body's vertices [m] (`w` = 0), or `None` if the handle is invalid
+    /// Current positions of a body's vertices \[m\] (`w` = 0), or `None` if the handle is invalid
     /// or the body was inserted after the last `step()`/`sync()`.
     pub fn body_positions(&self, h: SoftBodyHandle) -> Option<&[Vec4]> {
         self.slot(h).map(|s| &self.state.positions[s.range()])
     }
 
-    /// Current velocities of a body's vertices [m/s]; see [`World::body_positions`].
+    /// Current velocities of a body's vertices \[m/s\]; see [`World::body_positions`].
     pub fn body_velocities(&self, h: SoftBodyHandle) -> Option<&[Vec4]> {
         self.slot(h).map(|s| &self.state.velocities[s.range()])
     }
@@ -132,7 +132,7 @@ impl World {
         self.slot(h).copied().ok_or(PliantError::InvalidHandle(h))
     }
 
-    /// Sets every vertex of a body to velocity `v` [m/s].
+    /// Sets every vertex of a body to velocity `v` \[m/s\].
     pub fn set_body_velocity(&mut self, h: SoftBodyHandle, v: Vec3) -> Result<(), PliantError> {
         let s = self.checked_slot(h)?;
         if !v.is_finite() {
@@ -149,7 +149,7 @@ impl World {
         Ok(())
     }
 
-    /// Teleports a body's vertices (one position per vertex) [m].
+    /// Teleports a body's vertices (one position per vertex) \[m\].
     pub fn set_body_positions(&mut self, h: SoftBodyHandle, positions: &[Vec3]) -> Result<(), PliantError> {
         let s = self.checked_slot(h)?;
         let name = self.bodies[h].name().to_owned();
@@ -170,7 +170,7 @@ impl World {
         Ok(())
     }
 
-    /// Sets the targets of a scripted pin for the coming steps [m].
+    /// Sets the targets of a scripted pin for the coming steps \[m\].
     pub fn set_pin_targets(&mut self, h: SoftBodyHandle, pin: usize, targets: &[Vec3]) -> Result<(), PliantError> {
         let body = self.bodies.get_mut(h).ok_or(PliantError::InvalidHandle(h))?;
         let name = body.name().to_owned();

@@ -1,4 +1,4 @@
-//! Chebyshev semi-iterative acceleration of VBD sweeps ([VBD] §3.8, Eq. 18–19, after Wang 2015).
+//! Chebyshev semi-iterative acceleration of VBD sweeps (\[VBD\] §3.8, Eq. 18–19, after Wang 2015).
 
 /// The over-relaxation schedule `ω_n` for spectral-radius estimate `ρ`:
 /// `ω_1 = 1`, `ω_2 = 2/(2 − ρ²)`, `ω_n = 4/(4 − ρ² ω_{n−1})`.

@@ -1,4 +1,4 @@
-//! Initial guess of a VBD step ([VBD] §3.7, Eq. 17).
+//! Initial guess of a VBD step (\[VBD\] §3.7, Eq. 17).
 
 use glam::Vec3A;
 

@@ -3,7 +3,7 @@
 //! `y = x̂ + w g`, then recovers velocity and acceleration from the minimiser:
 //! `v^{n+1} = c1 Δx + c0`, `a^{n+1} = (Δx − (x̂ − x^n))/w`.
 //!
-//! * Backward Euler ([VBD] Eq. 1–3): `x̂ = x^n + h v^n`, `w = h²`, `v = Δx/h`. First order,
+//! * Backward Euler (\[VBD\] Eq. 1–3): `x̂ = x^n + h v^n`, `w = h²`, `v = Δx/h`. First order,
 //!   strongly dissipative; it falls behind a parabola by `½ g h t` (8 cm after 1 s at 60 Hz).
 //! * Newmark with β = 1, γ = 3/2 (default): `x̂ = x^n + h v^n − ½ h² a^n`, `w = h²`,
 //!   `v^{n+1} = v^n + h(−½ a^n + 3/2 a^{n+1})`. Every Newmark member is exact for constant
@@ -40,18 +40,18 @@ pub enum Integrator {
 /// One vertex's step coefficients.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VertexStep {
-    /// `x̂ − x^n` [m].
+    /// `x̂ − x^n` \[m\].
     pub predictor: Vec3A,
-    /// Inertia weight `w` [s²] (`m/w` is the inertia stiffness).
+    /// Inertia weight `w` \[s²\] (`m/w` is the inertia stiffness).
     pub weight: f32,
-    /// `c1` in `v = c1 Δx + c0` [1/s].
+    /// `c1` in `v = c1 Δx + c0` \[1/s\].
     pub c1: f32,
-    /// `c0` in `v = c1 Δx + c0` [m/s].
+    /// `c0` in `v = c1 Δx + c0` \[m/s\].
     pub c0: Vec3A,
 }
 
 impl Integrator {
-    /// Coefficients for one vertex with velocity `v` [m/s] and last acceleration `a` [m/s²].
+    /// Coefficients for one vertex with velocity `v` \[m/s\] and last acceleration `a` \[m/s²\].
     #[inline]
     pub fn vertex_step(self, h: f32, v: Vec3A, a: Vec3A) -> VertexStep {
         match self {

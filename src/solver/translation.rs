@@ -1,4 +1,4 @@
-//! Per-body rigid-translation correction (Pliant; not in [VBD]).
+//! Per-body rigid-translation correction (Pliant; not in \[VBD\]).
 //!
 //! Gauss–Seidel sweeps move a body as a whole only slowly: when one vertex moves, its
 //! elastically stiff neighbours pull it back, so a translation that gravity asks of every vertex
@@ -35,9 +35,9 @@ const NEWTON_STEPS: usize = 8;
 pub(crate) struct Candidate {
     vertex: u32,
     obstacle: u32,
-    /// Penalty stiffness of this vertex [N/m].
+    /// Penalty stiffness of this vertex \[N/m\].
     stiffness: f64,
-    /// Lagged normal force `λ = k_c (δ − d)₊` [N].
+    /// Lagged normal force `λ = k_c (δ − d)₊` \[N\].
     lambda: f64,
     /// Lagged normal (defines the tangent plane of friction).
     normal: DVec3,
@@ -106,7 +106,7 @@ pub(crate) fn correct_translation(
     barrier.wait();
 }
 
-/// Lagged IPC friction potential `f0` ([VBD] Eq. 15 integrated; ALGORITHMS §1.2).
+/// Lagged IPC friction potential `f0` (\[VBD\] Eq. 15 integrated; ALGORITHMS §1.2).
 fn f0(u: f64, s: f64) -> f64 {
     if u < s { -u * u * u / (3.0 * s * s) + u * u / s + s / 3.0 } else { u }
 }

@@ -1,4 +1,4 @@
-//! Vertex Block Descent, the fast path ([VBD]; ALGORITHMS §2.11): adaptive initialisation,
+//! Vertex Block Descent, the fast path (\[VBD\]; ALGORITHMS §2.11): adaptive initialisation,
 //! a fixed number of sweeps over the colors (vertices of one color in parallel), Chebyshev
 //! acceleration, then the velocity update of the chosen integrator.
 //!
@@ -37,13 +37,13 @@ pub struct VbdSettings {
     pub initialization: Initialization,
     /// Time integrator.
     pub integrator: Integrator,
-    /// Gravity [m/s²].
+    /// Gravity \[m/s²\].
     pub gravity: Vec3A,
     /// Contact constants.
     pub contact: ContactModel,
     /// Worker threads (1 = run on the caller).
     pub threads: usize,
-    /// Per-body rigid-translation correction before every sweep ([`super::translation`]).
+    /// Per-body rigid-translation correction of the initial guess (`solver/translation.rs`).
     pub translation_correction: bool,
 }
 
@@ -95,7 +95,7 @@ impl VbdScratch {
 /// What one VBD step measured.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct VbdStats {
-    /// `‖f‖` over free vertices in the last sweep, before each vertex's final update [N]:
+    /// `‖f‖` over free vertices in the last sweep, before each vertex's final update \[N\]:
     /// the force residual the step ended with.
     pub residual: f32,
     /// Vertices that touched a contact during the step.
@@ -105,7 +105,7 @@ pub struct VbdStats {
     pub chebyshev_stopped: bool,
 }
 
-/// Advances the state by one step of length `h` [s] with VBD.
+/// Advances the state by one step of length `h` \[s\] with VBD.
 pub fn vbd_step(
     state: &mut SimState,
     scratch: &mut VbdScratch,

@@ -1,4 +1,4 @@
-//! One VBD vertex update ([VBD] §3.1–3.6, Eq. 4–16): gather the vertex's inertia, element,
+//! One VBD vertex update (\[VBD\] §3.1–3.6, Eq. 4–16): gather the vertex's inertia, element,
 //! damping, contact and friction terms into a 3×3 Newton system and take its step. This is the
 //! CPU twin of the future `vbd_color` kernel: it reads neighbours and writes only its result.
 
@@ -29,7 +29,7 @@ pub(crate) struct VertexInputs<'a> {
 /// Result of one vertex update.
 pub(crate) struct VertexUpdate {
     pub position: Vec3A,
-    /// `‖f‖²` of the Newton system before the step [N²].
+    /// `‖f‖²` of the Newton system before the step \[N²\].
     pub residual2: f32,
     pub in_contact: bool,
 }
@@ -182,7 +182,7 @@ fn velocity_estimate(pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>, i: u32
     (load(pos, i) - Vec3A::from_vec4(inp.start[i as usize])) * c.w + Vec3A::from_vec4(c)
 }
 
-/// Rayleigh damping ([VBD] §3.3, applied per element rather than per vertex block so that a
+/// Rayleigh damping (\[VBD\] §3.3, applied per element rather than per vertex block so that a
 /// rigid translation is not damped): force `−k_d Σ_b K_ab v_b` (the `term`), Hessian
 /// `+k_d c1 K_aa` through `v_a = c1 Δx_a + c0`.
 #[inline(always)]
