@@ -197,6 +197,11 @@ macro_rules! common_setters {
             self.common.pins.push(pin);
             self
         }
+        /// Adds several pins.
+        pub fn pins(mut self, pins: impl IntoIterator<Item = Pin>) -> Self {
+            self.common.pins.extend(pins);
+            self
+        }
     };
 }
 

@@ -307,38 +307,29 @@ impl Scene {
             pins.push(pin);
         }
         let body_err = |e: crate::body::BodyError| SceneError::invalid(&field, &b.name, e.to_string());
+        // The settings both builders share.
+        macro_rules! configured {
+            ($builder:expr, $p:expr) => {
+                $builder
+                    .name(&b.name)
+                    .density($p.rho)
+                    .damping($p.damping)
+                    .linear_damping($p.linear_damping)
+                    .friction(b.friction)
+                    .rotation(rotation)
+                    .translation(translation)
+                    .velocity(velocity)
+                    .pins(pins)
+                    .build()
+                    .map_err(body_err)?
+            };
+        }
         let body = match (geometry, material) {
             (Geometry::Solid(mesh), MaterialSpec::StableNeoHookean(p) | MaterialSpec::Stvk(p)) => {
-                let mut bb = SoftBodyBuilder::tetrahedral(mesh)
-                    .name(&b.name)
-                    .material(solid_material(material, p))
-                    .density(p.rho)
-                    .damping(p.damping)
-                    .linear_damping(p.linear_damping)
-                    .friction(b.friction)
-                    .rotation(rotation)
-                    .translation(translation)
-                    .velocity(velocity);
-                for pin in pins {
-                    bb = bb.pin(pin);
-                }
-                bb.build().map_err(body_err)?
+                configured!(SoftBodyBuilder::tetrahedral(mesh).material(solid_material(material, p)), p)
             }
             (Geometry::Cloth(mesh), MaterialSpec::Cloth(p)) => {
-                let mut bb = ClothBuilder::new(mesh)
-                    .name(&b.name)
-                    .material(cloth_material(p))
-                    .density(p.rho)
-                    .damping(p.damping)
-                    .linear_damping(p.linear_damping)
-                    .friction(b.friction)
-                    .rotation(rotation)
-                    .translation(translation)
-                    .velocity(velocity);
-                for pin in pins {
-                    bb = bb.pin(pin);
-                }
-                bb.build().map_err(body_err)?
+                configured!(ClothBuilder::new(mesh).material(cloth_material(p)), p)
             }
             (Geometry::Cloth(_), _) => {
                 return Err(SceneError::invalid(

@@ -45,6 +45,45 @@ pub fn assert_psd(h: &DMat3) {
     assert!(vals.iter().all(|&l| l >= -1e-9 * scale.max(1e-30)), "not PSD: eigenvalues {vals:?}");
 }
 
+/// Frobenius norm of a 3×3 block.
+fn frobenius(m: &DMat3) -> f64 {
+    (0..3).map(|c| m.col(c).length_squared()).sum::<f64>().sqrt()
+}
+
+/// Calls `visit(a, k, x⁺, x⁻, ε)` for every coordinate `x[a][k]` perturbed by ±ε, with ε
+/// relative to the element's size.
+fn perturbations<const K: usize>(x: &[DVec3; K], mut visit: impl FnMut(usize, usize, &[DVec3; K], &[DVec3; K], f64)) {
+    let scale = x.iter().map(|p| (*p - x[0]).length()).fold(0.0, f64::max);
+    let eps = 1e-6 * scale;
+    for a in 0..K {
+        for k in 0..3 {
+            let mut xp = *x;
+            let mut xm = *x;
+            xp[a][k] += eps;
+            xm[a][k] -= eps;
+            visit(a, k, &xp, &xm, eps);
+        }
+    }
+}
+
+/// Checks the gradient against central differences of the energy.
+fn check_gradient<const K: usize>(
+    x: &[DVec3; K],
+    energy: &impl Fn(&[DVec3; K]) -> f64,
+    gradient: &impl Fn(&[DVec3; K]) -> [DVec3; K],
+) {
+    let g = gradient(x);
+    let gnorm = g.iter().map(|v| v.length_squared()).sum::<f64>().sqrt();
+    perturbations(x, |a, k, xp, xm, eps| {
+        let fd = (energy(xp) - energy(xm)) / (2.0 * eps);
+        assert!(
+            (fd - g[a][k]).abs() <= FD_TOL * gnorm.max(1e-12),
+            "gradient[{a}][{k}]: analytic {} vs fd {fd} (|g| {gnorm:e})",
+            g[a][k]
+        );
+    });
+}
+
 /// Checks an element's gradient against central differences of its energy, and its full
 /// Hessian against central differences of its gradient.
 pub fn check_element<const K: usize>(
@@ -53,44 +92,21 @@ pub fn check_element<const K: usize>(
     gradient: impl Fn(&[DVec3; K]) -> [DVec3; K],
     hessian: impl Fn(&[DVec3; K]) -> [[DMat3; K]; K],
 ) {
-    let scale = x.iter().map(|p| (*p - x[0]).length()).fold(0.0, f64::max);
-    let eps = 1e-6 * scale;
-    let g = gradient(x);
+    check_gradient(x, &energy, &gradient);
     let h = hessian(x);
-    let gnorm = g.iter().map(|v| v.length_squared()).sum::<f64>().sqrt();
-    let mut hnorm = 0.0f64;
-    for row in &h {
-        for b in row {
-            hnorm = hnorm.max((0..3).map(|c| b.col(c).length_squared()).sum::<f64>().sqrt());
-        }
-    }
-    for a in 0..K {
-        for k in 0..3 {
-            let mut xp = *x;
-            let mut xm = *x;
-            xp[a][k] += eps;
-            xm[a][k] -= eps;
-            let fd = (energy(&xp) - energy(&xm)) / (2.0 * eps);
-            let err = (fd - g[a][k]).abs();
+    let hnorm = h.iter().flatten().map(frobenius).fold(0.0, f64::max);
+    perturbations(x, |a, k, xp, xm, eps| {
+        let (gp, gm) = (gradient(xp), gradient(xm));
+        for b in 0..K {
+            // Column k of block (b, a): d(∇_b E)/d(x_a[k]).
+            let fd_col = (gp[b] - gm[b]) / (2.0 * eps);
+            let an = h[b][a].col(k);
             assert!(
-                err <= FD_TOL * gnorm.max(1e-12),
-                "gradient[{a}][{k}]: analytic {} vs fd {fd} (|g| {gnorm:e})",
-                g[a][k]
+                (fd_col - an).length() <= FD_TOL * hnorm.max(1e-12),
+                "hessian[{b}][{a}] col {k}: analytic {an} vs fd {fd_col} (|H| {hnorm:e})"
             );
-            let gp = gradient(&xp);
-            let gm = gradient(&xm);
-            for b in 0..K {
-                // Column k of block (b, a): d(∇_b E)/d(x_a[k]).
-                let fd_col = (gp[b] - gm[b]) / (2.0 * eps);
-                let an = h[b][a].col(k);
-                let err = (fd_col - an).length();
-                assert!(
-                    err <= FD_TOL * hnorm.max(1e-12),
-                    "hessian[{b}][{a}] col {k}: analytic {an} vs fd {fd_col} (|H| {hnorm:e})"
-                );
-            }
         }
-    }
+    });
 }
 
 /// Checks a gradient against central differences of the energy, and per-vertex diagonal
@@ -102,31 +118,15 @@ pub fn check_gradient_and_diagonal_blocks<const K: usize>(
     gradient: impl Fn(&[DVec3; K]) -> [DVec3; K],
     block: impl Fn(&[DVec3; K], usize) -> DMat3,
 ) {
-    let scale = x.iter().map(|p| (*p - x[0]).length()).fold(0.0, f64::max);
-    let eps = 1e-6 * scale;
-    let g = gradient(x);
-    let gnorm = g.iter().map(|v| v.length_squared()).sum::<f64>().sqrt();
+    check_gradient(x, &energy, &gradient);
     let blocks: Vec<DMat3> = (0..K).map(|a| block(x, a)).collect();
-    let hnorm =
-        blocks.iter().map(|b| (0..3).map(|c| b.col(c).length_squared()).sum::<f64>().sqrt()).fold(0.0, f64::max);
-    for a in 0..K {
-        for k in 0..3 {
-            let mut xp = *x;
-            let mut xm = *x;
-            xp[a][k] += eps;
-            xm[a][k] -= eps;
-            let fd = (energy(&xp) - energy(&xm)) / (2.0 * eps);
-            assert!(
-                (fd - g[a][k]).abs() <= FD_TOL * gnorm.max(1e-12),
-                "gradient[{a}][{k}]: analytic {} vs fd {fd}",
-                g[a][k]
-            );
-            let fd_col = (gradient(&xp)[a] - gradient(&xm)[a]) / (2.0 * eps);
-            let an = blocks[a].col(k);
-            assert!(
-                (fd_col - an).length() <= FD_TOL * hnorm.max(1e-12),
-                "block[{a}] col {k}: analytic {an} vs fd {fd_col} (|H| {hnorm:e})"
-            );
-        }
-    }
+    let hnorm = blocks.iter().map(frobenius).fold(0.0, f64::max);
+    perturbations(x, |a, k, xp, xm, eps| {
+        let fd_col = (gradient(xp)[a] - gradient(xm)[a]) / (2.0 * eps);
+        let an = blocks[a].col(k);
+        assert!(
+            (fd_col - an).length() <= FD_TOL * hnorm.max(1e-12),
+            "block[{a}] col {k}: analytic {an} vs fd {fd_col} (|H| {hnorm:e})"
+        );
+    });
 }
