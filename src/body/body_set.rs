@@ -1,14 +1,32 @@
 //! The set of soft bodies in a world.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::handle::Arena;
 use super::{SoftBody, SoftBodyHandle};
 
+/// Versions are unique across all sets, so a world notices when its set is replaced.
+static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
+
+fn next_version() -> u64 {
+    NEXT_VERSION.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Soft bodies, addressed by generational handles. `insert` never fails (builders validate).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct BodySet {
     arena: Arena<SoftBody>,
-    /// Bumped on insert and remove: the world rebuilds its packed state when it changes.
+    /// Identity of this set (clones share it: their handles name the same bodies).
+    pub(crate) id: u64,
+    /// Changes on every insert and remove: the world rebuilds its packed state when it differs.
     pub(crate) topology_version: u64,
+}
+
+impl Default for BodySet {
+    fn default() -> Self {
+        let id = next_version();
+        Self { arena: Arena::default(), id, topology_version: id }
+    }
 }
 
 impl BodySet {
@@ -19,7 +37,7 @@ impl BodySet {
 
     /// Inserts a body; it joins the simulation at the next step.
     pub fn insert(&mut self, body: SoftBody) -> SoftBodyHandle {
-        self.topology_version += 1;
+        self.topology_version = next_version();
         self.arena.insert(body)
     }
 
@@ -27,7 +45,7 @@ impl BodySet {
     pub fn remove(&mut self, handle: SoftBodyHandle) -> Option<SoftBody> {
         let b = self.arena.remove(handle);
         if b.is_some() {
-            self.topology_version += 1;
+            self.topology_version = next_version();
         }
         b
     }

@@ -66,23 +66,44 @@ pub struct Pin {
     /// Positions of the vertices when the pin took hold \[m\]: `Fixed` holds them there and
     /// `Path` moves them rigidly from there. Captured by the world on the pin's first step.
     pub(crate) anchors: Vec<Vec3>,
+    /// The path's pose `(translation, rotation)` when the anchors were captured: the path moves
+    /// the vertices relative to it, so a pin added mid-path does not jump.
+    pub(crate) anchor_pose: (Vec3, Quat),
 }
 
 impl Pin {
     /// Vertices held in place.
     pub fn fixed(vertices: Vec<u32>) -> Self {
-        Self { vertices, motion: PinMotion::Fixed, release_at: None, anchors: Vec::new() }
+        Self {
+            vertices,
+            motion: PinMotion::Fixed,
+            release_at: None,
+            anchors: Vec::new(),
+            anchor_pose: (Vec3::ZERO, Quat::IDENTITY),
+        }
     }
 
     /// Vertices following a rigid path.
     pub fn path(vertices: Vec<u32>, path: KinematicPath) -> Self {
-        Self { vertices, motion: PinMotion::Path(path), release_at: None, anchors: Vec::new() }
+        Self {
+            vertices,
+            motion: PinMotion::Path(path),
+            release_at: None,
+            anchors: Vec::new(),
+            anchor_pose: (Vec3::ZERO, Quat::IDENTITY),
+        }
     }
 
     /// Vertices driven by targets the caller sets each step (`World::set_pin_targets`),
     /// starting at `targets`.
     pub fn scripted(vertices: Vec<u32>, targets: Vec<Vec3>) -> Self {
-        Self { vertices, motion: PinMotion::Scripted(targets), release_at: None, anchors: Vec::new() }
+        Self {
+            vertices,
+            motion: PinMotion::Scripted(targets),
+            release_at: None,
+            anchors: Vec::new(),
+            anchor_pose: (Vec3::ZERO, Quat::IDENTITY),
+        }
     }
 
     /// Releases the pin at time `t` \[s\].

@@ -108,16 +108,19 @@ pub fn friction_f1_over_u<R: Real>(u: R, static_slip: R) -> R {
 #[inline(always)]
 pub fn add_contact<R: Real>(f: &mut R::V3, h: &mut R::M3, c: &ContactPoint<R>, p: &ContactParams<R>) -> bool {
     let d = p.offset - c.distance;
-    if !(d > R::ZERO) {
-        return false;
-    }
     let n = c.normal;
-    let lambda = p.stiffness * d;
     let w = c.weight;
-    *f += n * (lambda * w);
     let nn = outer::<R>(n, n);
-    *h += nn * (p.stiffness * w * w);
-    if c.friction > R::ZERO && c.friction_normal_force > R::ZERO {
+    let penalty = d > R::ZERO;
+    if penalty {
+        *f += n * (p.stiffness * d * w);
+        *h += nn * (p.stiffness * w * w);
+    }
+    // Friction acts while the pair is in contact, scaled by the lagged normal force. (Applying
+    // it for the whole step whenever the pair was in contact at its start, as strict IPC does,
+    // made draped cloth with its soft contact hang on a sphere instead of sliding off.)
+    let friction = penalty && c.friction > R::ZERO && c.friction_normal_force > R::ZERO;
+    if friction {
         let dx = c.relative_displacement;
         let u = dx - n * n.dot(dx);
         let ul = u.length();
@@ -125,7 +128,7 @@ pub fn add_contact<R: Real>(f: &mut R::V3, h: &mut R::M3, c: &ContactPoint<R>, p
         *f -= u * (k * w);
         *h += (R::M3::IDENTITY - nn) * (k * w * w);
     }
-    true
+    penalty || friction
 }
 
 #[cfg(test)]
@@ -138,16 +141,20 @@ mod tests {
     }
 
     #[test]
-    fn inactive_beyond_offset() {
-        let c = ContactPoint::<f64> {
+    fn inactive_beyond_offset_without_lagged_force() {
+        let mut c = ContactPoint::<f64> {
             distance: 2e-3,
             normal: DVec3::Y,
             weight: 1.0,
             relative_displacement: DVec3::X,
             friction: 0.5,
-            friction_normal_force: 1.0,
+            friction_normal_force: 0.0,
         };
         let (mut f, mut h) = (DVec3::ZERO, DMat3::ZERO);
+        assert!(!add_contact(&mut f, &mut h, &c, &params()));
+        assert_eq!(f, DVec3::ZERO);
+        // In contact at the step's start but separated now: nothing acts either.
+        c.friction_normal_force = 1.0;
         assert!(!add_contact(&mut f, &mut h, &c, &params()));
         assert_eq!(f, DVec3::ZERO);
     }

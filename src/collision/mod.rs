@@ -6,4 +6,4 @@ mod contact;
 mod obstacle;
 
 pub use contact::{ContactModel, ContactParams, ContactPoint, ContactStiffness, add_contact, friction_f1_over_u};
-pub use obstacle::{Obstacle, ObstacleError, ObstacleShape};
+pub use obstacle::{Obstacle, ObstacleError, ObstacleShape, limit_step};

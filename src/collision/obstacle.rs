@@ -221,7 +221,8 @@ impl Obstacle {
                 let (mut t0, mut t1) = (0.0f32, 1.0f32);
                 for k in 0..3 {
                     if ld[k].abs() < 1e-20 {
-                        if la[k].abs() > h[k] {
+                        // Moving parallel to this slab: on or beyond its face never enters.
+                        if la[k].abs() >= h[k] {
                             return None;
                         }
                     } else {
@@ -232,7 +233,9 @@ impl Obstacle {
                         }
                         t0 = t0.max(ta);
                         t1 = t1.min(tb);
-                        if t0 > t1 {
+                        // An empty or single-point overlap is a touch, not an entry: a vertex
+                        // resting exactly on a face may leave it.
+                        if t0 >= t1 {
                             return None;
                         }
                     }
@@ -245,11 +248,12 @@ impl Obstacle {
     /// Limits a vertex step `a → b` so the vertex ends outside the solid; returns the limited
     /// end point, or `None` if `b` is acceptable.
     ///
-    /// * A step ending inside is projected onto the surface: its tangential motion survives, so
-    ///   a vertex resting on a plane or wrapped on a sphere can slide (stopping it at the entry
-    ///   point would freeze it, since a chord between two surface points of a convex solid
-    ///   dips inside).
-    /// * A step ending outside after passing through the solid (tunnelling) stops at the entry.
+    /// * A step that enters the solid keeps its tangential motion: the end point goes to its
+    ///   nearest surface point when that lies on the face that was entered, and otherwise loses
+    ///   the inward part past the entry face's supporting plane. A vertex resting on a plane or
+    ///   wrapped on a sphere can slide (stopping at the entry point would freeze it: a chord
+    ///   between two surface points of a convex solid dips inside), and a step through a thin
+    ///   slab or past a small sphere's centre ends on the near side, never the far one.
     /// * A vertex already inside (placed there, or left a hair under by rounding) may move but
     ///   not deeper; the contact force pushes it out.
     ///
@@ -257,25 +261,67 @@ impl Obstacle {
     #[inline]
     pub fn clamp_path(&self, a: Vec3A, b: Vec3A) -> Option<Vec3A> {
         let (da, _) = self.signed_distance(a);
-        let (db, nb) = self.signed_distance(b);
         if da < 0.0 {
+            let (db, nb) = self.signed_distance(b);
             return (db < da).then(|| b + nb * (da - db));
         }
-        let outside = |p: Vec3A| self.signed_distance(p).0 >= 0.0;
-        if db < 0.0 {
-            // Onto the surface, then one more nudge if rounding left it inside.
-            let mut p = b - nb * db;
-            let (dp, np) = self.signed_distance(p);
-            if dp < 0.0 {
-                p -= np * (dp * 2.0);
+        let Some(t) = self.first_entry(a, b) else {
+            // f32 rounding in the entry test can miss a path that ends a hair inside.
+            let (db, nb) = self.signed_distance(b);
+            if db >= 0.0 {
+                return None;
             }
-            return Some(if outside(p) { p } else { a });
+            let p = b - nb * (db * 2.0);
+            return Some(if self.signed_distance(p).0 >= 0.0 { p } else { a });
+        };
+        let entry = a + (b - a) * t;
+        let (_, n) = self.signed_distance(entry);
+        let (db, nb) = self.signed_distance(b);
+        let mut p = if db < 0.0 && nb.dot(n) > 0.5 {
+            // The nearest surface point of `b` is on the face that was entered: project there
+            // (on a sphere this keeps a sliding vertex on the surface, where the tangent plane
+            // would lift it off a little every step).
+            b - nb * db
+        } else {
+            // Otherwise (far side of a thin slab, past a small sphere's centre, another face
+            // near a box edge) drop the inward motion past the entry face's plane.
+            b - n * (b - entry).dot(n).min(0.0)
+        };
+        let (dp, np) = self.signed_distance(p);
+        if dp < 0.0 {
+            // Rounding (or a curved surface bending under the tangent plane): push out once.
+            p -= np * (dp * 2.0);
         }
-        self.first_entry(a, b).map(|t| {
-            let p = a + (b - a) * (t * (1.0 - 1e-4));
-            if outside(p) { p } else { a }
-        })
+        if self.signed_distance(p).0 >= 0.0 {
+            return Some(p);
+        }
+        let stop = a + (b - a) * (t * (1.0 - 1e-4));
+        Some(if self.signed_distance(stop).0 >= 0.0 { stop } else { a })
     }
+}
+
+/// Limits a vertex step `a → b` against every obstacle (see [`Obstacle::clamp_path`]). One
+/// obstacle's correction can push the end point into another (a corner between the ground and
+/// a box), so while the end point is inside an obstacle the vertex started outside of, it is
+/// pushed out of it (at most four rounds; then the vertex stays at `a`).
+#[inline]
+pub fn limit_step(obstacles: &[Obstacle], a: Vec3A, b: Vec3A) -> Vec3A {
+    let mut end = b;
+    for o in obstacles {
+        if let Some(p) = o.clamp_path(a, end) {
+            end = p;
+        }
+    }
+    // Obstacles the vertex started inside keep their own "not deeper" rule.
+    let entered = |o: &Obstacle, p: Vec3A| o.signed_distance(p).0 < 0.0 && o.signed_distance(a).0 >= 0.0;
+    for _ in 0..4 {
+        let Some(o) = obstacles.iter().find(|o| entered(o, end)) else {
+            return end;
+        };
+        let (d, n) = o.signed_distance(end);
+        end -= n * (d * 2.0);
+    }
+    if obstacles.iter().any(|o| entered(o, end)) { a } else { end }
 }
 
 #[cfg(test)]
@@ -365,6 +411,32 @@ mod tests {
         // Already inside: may not go deeper.
         let p = ground.clamp_path(Vec3A::new(0.0, -0.01, 0.0), Vec3A::new(0.0, -0.02, 0.0)).unwrap();
         assert!((p.y + 0.01).abs() < 1e-6);
+    }
+
+    #[test]
+    fn vertices_on_a_box_face_can_leave_and_slide() {
+        let block = Obstacle::cuboid(Vec3::ZERO, Vec3::splat(0.5), Quat::IDENTITY, 0.5).unwrap();
+        let on_top = Vec3A::new(0.1, 0.5, 0.0);
+        assert_eq!(block.clamp_path(on_top, on_top + Vec3A::new(0.2, 0.0, 0.0)), None);
+        assert_eq!(block.clamp_path(on_top, on_top + Vec3A::new(0.0, 0.1, 0.0)), None);
+        let p = block.clamp_path(on_top, on_top + Vec3A::new(0.2, -0.05, 0.0)).unwrap();
+        assert!((p - Vec3A::new(0.3, 0.5, 0.0)).length() < 1e-6, "{p}");
+        // Coming in from the side near the top edge: stops on the side, not lifted on top.
+        let p = block.clamp_path(Vec3A::new(0.6, 0.45, 0.0), Vec3A::new(0.4, 0.45, 0.0)).unwrap();
+        assert!((p.x - 0.5).abs() < 1e-5 && (p.y - 0.45).abs() < 1e-6, "{p}");
+    }
+
+    #[test]
+    fn corners_between_obstacles_end_outside_both() {
+        let obstacles =
+            [Obstacle::ground(0.0, 0.5), Obstacle::plane(Vec3::new(-1.0, 1.0, 0.0), Vec3::ZERO, 0.5).unwrap()];
+        let a = Vec3A::new(0.05, 0.1, 0.0);
+        for b in [Vec3A::new(0.3, -0.2, 0.0), Vec3A::new(-0.1, -0.3, 0.1), Vec3A::new(0.5, 0.2, 0.0)] {
+            let end = limit_step(&obstacles, a, b);
+            for o in &obstacles {
+                assert!(o.signed_distance(end).0 >= 0.0, "{b} ended at {end}");
+            }
+        }
     }
 
     #[test]

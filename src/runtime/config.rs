@@ -87,6 +87,9 @@ impl StepConfig {
         if self.iterations == 0 || self.iterations > 100_000 {
             return err("iterations", self.iterations.to_string(), "must be in 1..=100000");
         }
+        if self.threads > 1024 {
+            return err("threads", self.threads.to_string(), "must be at most 1024 (0 = automatic)");
+        }
         if !self.gravity.is_finite() {
             return err("gravity", format!("{}", self.gravity), "must be finite");
         }

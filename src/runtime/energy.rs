@@ -70,7 +70,7 @@ pub(crate) fn min_obstacle_distance(positions: &[Vec4], obstacles: &[Obstacle]) 
     Some(m)
 }
 
-/// First vertex in `range` with a non-finite position or velocity.
+/// First vertex in `range` with a non-finite position, velocity or acceleration.
 pub(crate) fn first_non_finite(st: &SimState, range: std::ops::Range<usize>) -> Option<(usize, &'static str)> {
     for i in range {
         if !st.positions[i].is_finite() {
@@ -78,6 +78,9 @@ pub(crate) fn first_non_finite(st: &SimState, range: std::ops::Range<usize>) -> 
         }
         if !st.velocities[i].is_finite() {
             return Some((i, "velocity"));
+        }
+        if !st.accelerations[i].is_finite() {
+            return Some((i, "acceleration"));
         }
     }
     None

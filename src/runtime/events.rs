@@ -16,7 +16,7 @@ pub enum PliantEvent {
         time: f64,
         /// First offending vertex (body-local) and what was non-finite.
         vertex: u32,
-        /// `"position"` or `"velocity"`.
+        /// `"position"`, `"velocity"` or `"acceleration"`.
         field: &'static str,
     },
 }

@@ -8,7 +8,7 @@ use super::assemble::{BodySlot, assemble, rebuild_color_lists};
 use super::config::{ConfigError, StepConfig};
 use super::energy;
 use super::events::PliantEvent;
-use super::kinematics::{update_pin_flags, write_targets};
+use super::kinematics::{reset_anchors, update_pin_flags, write_targets};
 use super::report::StepReport;
 use super::transaction::Snapshot;
 use crate::body::{BodySet, PinMotion, SoftBodyHandle};
@@ -40,10 +40,13 @@ pub struct World {
     frame: u64,
     state: SimState,
     slots: Vec<BodySlot>,
-    built_version: Option<u64>,
+    /// `(set id, topology version)` the packed state was built from.
+    built_version: Option<(u64, u64)>,
     scratch: VbdScratch,
     snapshot: Snapshot,
     events: Vec<PliantEvent>,
+    /// Scratch for `update_pin_flags`.
+    pin_marks: Vec<bool>,
 }
 
 impl World {
@@ -62,6 +65,7 @@ impl World {
             scratch: VbdScratch::default(),
             snapshot: Snapshot::default(),
             events: Vec::new(),
+            pin_marks: Vec::new(),
         })
     }
 
@@ -100,15 +104,20 @@ impl World {
     /// Packs newly inserted or removed bodies into the state. `step()` does this itself; call
     /// it to read positions of new bodies before their first step.
     pub fn sync(&mut self) {
-        if self.built_version == Some(self.bodies.topology_version) {
+        let version = (self.bodies.id, self.bodies.topology_version);
+        if self.built_version == Some(version) {
             return;
         }
-        let (state, slots) = assemble(&self.bodies, &self.state, &self.slots);
+        // Dynamic state carries over only within the same set: another set's handles name
+        // other bodies.
+        let same_set = self.built_version.is_some_and(|(id, _)| id == self.bodies.id);
+        let old_slots: &[BodySlot] = if same_set { &self.slots } else { &[] };
+        let (state, slots) = assemble(&self.bodies, &self.state, old_slots);
         self.state = state;
         self.slots = slots;
-        update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, self.time);
+        update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, self.time, &mut self.pin_marks);
         rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
-        self.built_version = Some(self.bodies.topology_version);
+        self.built_version = Some(version);
     }
 
     fn slot(&self, h: SoftBodyHandle) -> Option<&BodySlot> {
@@ -167,6 +176,10 @@ impl World {
             self.state.positions[i] = p.extend(0.0);
             self.state.flags[i] |= VERTEX_NO_HISTORY;
         }
+        // Pins move with the teleported body: their anchors are captured again next step.
+        if let Some(body) = self.bodies.get_mut(h) {
+            reset_anchors(&mut body.pins);
+        }
         Ok(())
     }
 
@@ -223,13 +236,21 @@ impl World {
         };
         let mut report =
             StepReport { substeps: c.substeps, iterations: c.iterations, threads, ..StepReport::default() };
-        for _ in 0..c.substeps {
+        for substep in 0..c.substeps {
             let t0 = self.time;
-            if update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, t0) {
+            if update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, t0, &mut self.pin_marks) {
                 rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
             }
             self.scratch.resize(self.state.vertex_count(), self.state.color_vertices.len(), self.state.tets.len());
-            write_targets(&self.bodies, &self.slots, t0 + h as f64, &mut self.scratch.targets);
+            write_targets(
+                &self.bodies,
+                &self.slots,
+                &self.state,
+                t0,
+                h as f64,
+                c.substeps - substep,
+                &mut self.scratch.targets,
+            );
             self.snapshot.save(&self.state);
             let stats = vbd_step(&mut self.state, &mut self.scratch, &self.obstacles, h, &settings);
             report.residual = stats.residual;

@@ -92,8 +92,8 @@ where
         }
         guarded(0);
     });
-    if let Err(e) = result {
-        std::panic::resume_unwind(Box::new(e));
+    if let Err(payload) = result {
+        std::panic::resume_unwind(payload);
     }
 }
 
@@ -119,6 +119,11 @@ impl<'a, T: Copy> SharedSlice<'a, T> {
         // SAFETY: `UnsafeCell<T>` has the same layout as `T`, and we hold the unique borrow.
         let cells = unsafe { std::slice::from_raw_parts(ptr, len) };
         Self { cells, _marker: PhantomData }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.cells.len()
     }
 
     /// The whole slice, for a phase in which nobody writes it.

@@ -25,6 +25,7 @@ use glam::{DMat3, DVec3, Vec3A, Vec4};
 
 use super::parallel::{SharedSlice, SpinBarrier, chunk};
 use super::vbd_vertex::VertexInputs;
+use crate::collision::limit_step;
 use crate::state::VERTEX_KINEMATIC;
 
 /// Newton steps per correction.
@@ -92,13 +93,8 @@ pub(crate) fn correct_translation(
             // SAFETY: each thread moves only its own vertices; shifts are read-only here.
             unsafe {
                 let x = Vec3A::from_vec4(pos.get(v));
-                let mut p = x + Vec3A::from_vec4(buf.shifts.get(b));
                 // The shift was scaled to the earliest obstacle contact; this catches rounding.
-                for o in inp.obstacles {
-                    if let Some(q) = o.clamp_path(x, p) {
-                        p = q;
-                    }
-                }
+                let p = limit_step(inp.obstacles, x, x + Vec3A::from_vec4(buf.shifts.get(b)));
                 pos.set(v, p.extend(0.0));
             }
         }

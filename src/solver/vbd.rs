@@ -18,13 +18,45 @@ use super::integrator::{Integrator, realised_acceleration};
 use super::parallel::{SharedSlice, chunk, run_workers};
 use super::translation::{Candidate, TranslationBuffers, correct_translation};
 use super::vbd_vertex::{VertexInputs, update_vertex};
-use crate::collision::{ContactModel, Obstacle};
+use crate::collision::{ContactModel, Obstacle, limit_step};
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
-/// Chebyshev stops for the rest of a step when a sweep's squared residual exceeds this multiple
-/// of the smallest one seen in the step (the residual norm grew tenfold): a within-step blow-up.
-/// Gauss–Seidel residuals fluctuate by far less while converging.
+/// Chebyshev stops for the rest of a step, for one body, when a sweep's squared residual of
+/// that body exceeds this multiple of the smallest one seen in the step (the residual norm grew
+/// tenfold): a within-step blow-up. Gauss–Seidel residuals fluctuate by far less while
+/// converging.
 const CHEBYSHEV_GROWTH_LIMIT: f64 = 100.0;
+/// `BodyScratch::frozen`: the body touched a contact this step.
+const FROZEN_CONTACT: u32 = 1;
+/// `BodyScratch::frozen`: the body's sweeps stopped contracting.
+const FROZEN_DIVERGED: u32 = 2;
+
+/// Per-body scratch of one step.
+#[derive(Clone, Debug, Default)]
+struct BodyScratch {
+    /// Earliest obstacle contact of the initial advance.
+    toi: Vec<f32>,
+    /// Takes the rigid-translation correction.
+    eligible: Vec<bool>,
+    /// No Chebyshev mixing (`FROZEN_*`).
+    frozen: Vec<u32>,
+    /// Rigid-translation correction.
+    shifts: Vec<Vec4>,
+    /// Residual of the last sweep, and the smallest in the step.
+    residual2: Vec<f64>,
+    min_residual2: Vec<f64>,
+}
+
+impl BodyScratch {
+    fn resize(&mut self, bodies: usize) {
+        self.toi.resize(bodies, 1.0);
+        self.eligible.resize(bodies, false);
+        self.frozen.resize(bodies, 0);
+        self.shifts.resize(bodies, Vec4::ZERO);
+        self.residual2.resize(bodies, 0.0);
+        self.min_residual2.resize(bodies, f64::INFINITY);
+    }
+}
 
 /// Solver settings for one VBD step.
 #[derive(Clone, Copy, Debug)]
@@ -65,6 +97,7 @@ pub struct VbdScratch {
     /// `x^(0)` as stored (rounded) and the exact offset `x^(0) − x^n` it was made from.
     init_position: Vec<Vec4>,
     init_offset: Vec<Vec4>,
+    body_scratch: BodyScratch,
     /// End-of-step targets of kinematic vertices, filled by the caller before [`vbd_step`].
     pub targets: Vec<Vec4>,
 }
@@ -115,6 +148,7 @@ pub fn vbd_step(
 ) -> VbdStats {
     let n = state.vertex_count();
     scratch.resize(n, state.color_vertices.len(), state.tets.len());
+    scratch.body_scratch.resize(state.bodies.len());
     let threads = s.threads.max(1).min(n.max(1));
     // Chebyshev needs a few sweeps to pay off ([VBD] §3.8; ALGORITHMS §2.8).
     let chebyshev = s.chebyshev_rho.filter(|_| s.iterations >= 4);
@@ -137,6 +171,7 @@ pub fn vbd_step(
             tet_rates,
             init_position,
             init_offset,
+            body_scratch,
             targets,
         } = scratch;
         let pos = SharedSlice::new(&mut positions);
@@ -160,23 +195,28 @@ pub fn vbd_step(
         let flags_sh = SharedSlice::new(&mut flags);
         let st: &SimState = state;
         let targets: &[Vec4] = targets;
-        let abort = AtomicBool::new(false);
-        let mut body_toi = vec![1.0f32; st.bodies.len()];
-        let body_toi_sh = SharedSlice::new(&mut body_toi);
+        // Per-body scratch, reset for this step.
+        let BodyScratch { toi: body_toi, eligible, frozen, shifts, residual2: body_r2, min_residual2: body_min_r2 } =
+            body_scratch;
+        body_toi.fill(1.0);
+        frozen.fill(0);
+        body_min_r2.fill(f64::INFINITY);
+        let body_toi_sh = SharedSlice::new(body_toi);
         // Bodies without kinematic vertices get the rigid-translation correction.
-        let mut eligible = vec![s.translation_correction; st.bodies.len()];
+        eligible.fill(s.translation_correction);
         for v in 0..n {
             if flags_sh_get(&flags_sh, v) & VERTEX_KINEMATIC != 0 {
                 eligible[st.vertex_body[v] as usize] = false;
             }
         }
+        let eligible: &[bool] = eligible;
         let any_eligible = eligible.iter().any(|&e| e);
-        let mut body_contact = vec![0u32; st.bodies.len()];
-        let body_contact_sh = SharedSlice::new(&mut body_contact);
-        let mut shifts = vec![Vec4::ZERO; st.bodies.len()];
-        let shifts_sh = SharedSlice::new(&mut shifts);
+        let frozen_sh = SharedSlice::new(frozen);
+        let body_r2_sh = SharedSlice::new(body_r2);
+        let body_min_r2_sh = SharedSlice::new(body_min_r2);
+        let shifts_sh = SharedSlice::new(shifts);
         let candidates = parking_lot::Mutex::new(std::mem::take(candidate_buf));
-        let translation = TranslationBuffers { shifts: &shifts_sh, eligible: &eligible, candidates: &candidates };
+        let translation = TranslationBuffers { shifts: &shifts_sh, eligible, candidates: &candidates };
 
         run_workers(threads, |t, barrier| {
             // ---- prepare: one thread per contiguous vertex range ----
@@ -242,11 +282,10 @@ pub fn vbd_step(
                             x0 = x + offset;
                         }
                         // Vertices already inside an obstacle may not start deeper.
-                        for o in obstacles {
-                            if let Some(p) = o.clamp_path(x, x0) {
-                                x0 = p;
-                                offset = p - x;
-                            }
+                        let p = limit_step(obstacles, x, x0);
+                        if p != x0 {
+                            x0 = p;
+                            offset = p - x;
                         }
                     }
                     offset_sh.set(v, offset.extend(0.0));
@@ -312,7 +351,6 @@ pub fn vbd_step(
 
             let mut schedule = chebyshev.map(ChebyshevSchedule::new);
             let colored = st.color_vertices.len();
-            let mut min_residual2 = f64::INFINITY;
             for iteration in 0..s.iterations {
                 for c in 0..st.color_count() {
                     let (c0, c1) = (st.color_offsets[c] as usize, st.color_offsets[c + 1] as usize);
@@ -340,42 +378,41 @@ pub fn vbd_step(
                     barrier.wait();
                 }
                 if schedule.is_some() {
-                    // Divergence guard (ALGORITHMS §2.8): Chebyshev over-relaxation is only
-                    // safe while the sweeps contract. Thread 0 sums the residual of this sweep
-                    // in a fixed order; if it blew up, acceleration stops for the rest of the step.
+                    // Thread 0 decides, per body, whether the mix may run after this sweep.
+                    // SAFETY: thread 0 alone in this phase; residuals and contact flags were
+                    // written in the color passes, which ended at the barrier.
                     if t == 0 {
-                        let r2: f64 = st
-                            .color_vertices
-                            .iter()
-                            .map(|&v| {
-                                // SAFETY: written in the color passes, which ended at the barrier.
-                                unsafe { res_sh.get(v as usize) as f64 }
-                            })
-                            .sum();
-                        let grew = !(r2 <= CHEBYSHEV_GROWTH_LIMIT * min_residual2);
-                        min_residual2 = min_residual2.min(r2);
-                        if grew {
-                            abort.store(true, Ordering::Relaxed);
-                        }
-                        // A body touching anything this step is not accelerated at all: mixing
-                        // only its free vertices would shear it against the ones in contact
-                        // and undo the rigid-translation correction ([VBD] §3.8 skips contact
-                        // vertices; ALGORITHMS §2.8 turns acceleration off for islands in
-                        // contact).
-                        for &v in &st.color_vertices {
-                            // SAFETY: thread 0 alone in this phase; flags set in the color passes.
-                            unsafe {
-                                if contact_sh.get(v as usize) != 0 {
-                                    body_contact_sh.set(st.vertex_body[v as usize] as usize, 1);
+                        unsafe {
+                            for b in 0..body_r2_sh.len() {
+                                body_r2_sh.set(b, 0.0);
+                            }
+                            for &v in &st.color_vertices {
+                                let (v, b) = (v as usize, st.vertex_body[v as usize] as usize);
+                                body_r2_sh.set(b, body_r2_sh.get(b) + res_sh.get(v) as f64);
+                                // A body touching anything this step is not accelerated at all:
+                                // mixing only its free vertices would shear it against the ones
+                                // in contact and undo the rigid-translation correction ([VBD]
+                                // §3.8 skips contact vertices; ALGORITHMS §2.8 turns acceleration
+                                // off for islands in contact).
+                                if contact_sh.get(v) != 0 {
+                                    frozen_sh.set(b, frozen_sh.get(b).max(FROZEN_CONTACT));
                                 }
+                            }
+                            // Divergence guard (ALGORITHMS §2.8): over-relaxation is only safe
+                            // while the sweeps contract; a body whose residual blew up is not
+                            // accelerated for the rest of the step. Per body, in a fixed order,
+                            // so one body never changes another's result.
+                            for b in 0..body_r2_sh.len() {
+                                let (r2, min) = (body_r2_sh.get(b), body_min_r2_sh.get(b));
+                                if !(r2 <= CHEBYSHEV_GROWTH_LIMIT * min) {
+                                    frozen_sh.set(b, FROZEN_DIVERGED);
+                                    chebyshev_stopped.store(true, Ordering::Relaxed);
+                                }
+                                body_min_r2_sh.set(b, min.min(r2));
                             }
                         }
                     }
                     barrier.wait();
-                    if abort.load(Ordering::Relaxed) {
-                        schedule = None;
-                        chebyshev_stopped.store(true, Ordering::Relaxed);
-                    }
                 }
                 // The step ends on a plain Gauss–Seidel sweep: the last over-relaxation would
                 // hand amplified high-frequency error to the velocity update.
@@ -390,14 +427,9 @@ pub fn vbd_step(
                             let x_bar = Vec3A::from_vec4(pos.get(v));
                             let x_nm2 = Vec3A::from_vec4(prev2_sh.get(v));
                             let mut x = x_bar;
-                            // Bodies in contact stay at the Gauss–Seidel result (see above).
-                            if body_contact_sh.get(st.vertex_body[v] as usize) == 0 {
-                                x = mix(omega, x_bar, x_nm2);
-                                for o in obstacles {
-                                    if let Some(p) = o.clamp_path(x_bar, x) {
-                                        x = p;
-                                    }
-                                }
+                            // Frozen bodies stay at the Gauss–Seidel result (see above).
+                            if frozen_sh.get(st.vertex_body[v] as usize) == 0 {
+                                x = limit_step(obstacles, x_bar, mix(omega, x_bar, x_nm2));
                             }
                             let x = x.extend(0.0);
                             pos.set(v, x);

@@ -5,7 +5,7 @@
 use glam::{Mat3A, Vec3A, Vec4};
 
 use super::parallel::SharedSlice;
-use crate::collision::{ContactModel, ContactPoint, Obstacle, add_contact};
+use crate::collision::{ContactModel, ContactPoint, Obstacle, add_contact, limit_step};
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
 use crate::math::solve_sym3;
 use crate::mesh::unpack_entry;
@@ -114,17 +114,13 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     }
 
     let residual2 = f.length_squared();
-    let mut position = match solve_sym3::<f32>(&h, f) {
+    let target = match solve_sym3::<f32>(&h, f) {
         Some(step) => x + step,
         None => x,
     };
     // Exact CCD against the static convex obstacles: the step may end on a surface, never
     // inside (the contact force then pushes the vertex out to the offset).
-    for o in inp.obstacles {
-        if let Some(p) = o.clamp_path(x, position) {
-            position = p;
-        }
-    }
+    let position = limit_step(inp.obstacles, x, target);
     VertexUpdate { position, residual2, in_contact: ext.in_contact }
 }
 
