@@ -146,9 +146,9 @@ pub struct SimState {
 }
 
 impl SimState {
-    /// Number of vertices.
+    /// Number of vertices (counted on the topology, which solvers never move out).
     pub fn vertex_count(&self) -> usize {
-        self.positions.len()
+        self.masses.len()
     }
 
     /// Number of colors.
@@ -179,7 +179,8 @@ mod tests {
         assert_eq!(std::mem::size_of::<MaterialRecord>(), 16);
         assert_eq!(std::mem::size_of::<BodyRecord>(), 16);
         assert_eq!(std::mem::offset_of!(TetElement, dm_inv), 16);
-        let s = SimState { positions: vec![Vec4::ONE; 3], ..Default::default() };
+        let s = SimState { positions: vec![Vec4::ONE; 3], masses: vec![1.0; 3], ..Default::default() };
+        assert_eq!(s.vertex_count(), 3);
         assert_eq!(bytemuck::cast_slice::<Vec4, u8>(&s.positions).len(), 48);
     }
 }

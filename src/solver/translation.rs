@@ -68,8 +68,7 @@ pub(crate) fn correct_translation(
     buf: &TranslationBuffers<'_, '_>,
 ) {
     let st = inp.state;
-    // Positions live outside the state during a solve: count vertices by their owner table.
-    let n = st.vertex_body.len();
+    let n = st.vertex_count();
     // SAFETY: flags are not written during the sweeps.
     let free = |v: usize| unsafe { flags.get(v) } & VERTEX_KINEMATIC == 0;
     if t == 0 {

@@ -149,6 +149,14 @@ pub fn vbd_step(
     let n = state.vertex_count();
     scratch.resize(n, state.color_vertices.len(), state.tets.len());
     scratch.body_scratch.resize(state.bodies.len());
+    // Bodies without kinematic vertices get the rigid-translation correction.
+    let eligible = &mut scratch.body_scratch.eligible;
+    eligible.fill(s.translation_correction);
+    for (&f, &b) in state.flags.iter().zip(&state.vertex_body) {
+        if f & VERTEX_KINEMATIC != 0 {
+            eligible[b as usize] = false;
+        }
+    }
     let threads = s.threads.max(1).min(n.max(1));
     // Chebyshev needs a few sweeps to pay off ([VBD] §3.8; ALGORITHMS §2.8).
     let chebyshev = s.chebyshev_rho.filter(|_| s.iterations >= 4);
@@ -202,13 +210,6 @@ pub fn vbd_step(
         frozen.fill(0);
         body_min_r2.fill(f64::INFINITY);
         let body_toi_sh = SharedSlice::new(body_toi);
-        // Bodies without kinematic vertices get the rigid-translation correction.
-        eligible.fill(s.translation_correction);
-        for v in 0..n {
-            if flags_sh_get(&flags_sh, v) & VERTEX_KINEMATIC != 0 {
-                eligible[st.vertex_body[v] as usize] = false;
-            }
-        }
         let eligible: &[bool] = eligible;
         let any_eligible = eligible.iter().any(|&e| e);
         let frozen_sh = SharedSlice::new(frozen);
@@ -475,10 +476,4 @@ pub fn vbd_step(
         state.color_vertices.iter().map(|&v| scratch.residual2[v as usize] as f64).sum::<f64>().sqrt() as f32;
     let contact_vertices = scratch.in_contact.iter().filter(|&&c| c != 0).count() as u32;
     VbdStats { residual, contact_vertices, chebyshev_stopped: chebyshev_stopped.into_inner() }
-}
-
-/// Reads a flag outside the parallel region.
-fn flags_sh_get(flags: &SharedSlice<'_, u32>, v: usize) -> u32 {
-    // SAFETY: called before the workers start; nobody writes.
-    unsafe { flags.get(v) }
 }
