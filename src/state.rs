@@ -105,6 +105,12 @@ pub struct BodyRecord {
     pub friction: f32,
     /// Linear (mass-proportional) damping α \[1/s\]: force `−α m v` on every vertex.
     pub linear_damping: f32,
+    /// Mean rest length of the body's surface edges \[m\] (sets the contact search radius).
+    pub surface_edge_length: f32,
+    /// 1 when the body's surface collides with itself.
+    pub self_collision: u32,
+    /// Padding to a 16-byte multiple.
+    pub _pad: [u32; 2],
 }
 
 /// The simulation state of every body in a world.
@@ -143,6 +149,13 @@ pub struct SimState {
     pub color_vertices: Vec<u32>,
     /// Per-body constants.
     pub bodies: Vec<BodyRecord>,
+    /// Collision surface triangles (global vertex indices): tet boundaries, every cloth
+    /// triangle.
+    pub surface_triangles: Vec<[u32; 3]>,
+    /// Unique edges of the surface triangles (lower index first).
+    pub surface_edges: Vec<[u32; 2]>,
+    /// Vertices of the surface triangles, ascending.
+    pub surface_vertices: Vec<u32>,
 }
 
 impl SimState {
@@ -177,7 +190,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<TriElement>(), 48);
         assert_eq!(std::mem::size_of::<HingeElement>(), 32);
         assert_eq!(std::mem::size_of::<MaterialRecord>(), 16);
-        assert_eq!(std::mem::size_of::<BodyRecord>(), 16);
+        assert_eq!(std::mem::size_of::<BodyRecord>(), 32);
         assert_eq!(std::mem::offset_of!(TetElement, dm_inv), 16);
         let s = SimState { positions: vec![Vec4::ONE; 3], masses: vec![1.0; 3], ..Default::default() };
         assert_eq!(s.vertex_count(), 3);

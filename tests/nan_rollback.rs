@@ -6,7 +6,10 @@ use pliant::prelude::*;
 
 #[test]
 fn overflowing_step_is_rolled_back_with_an_event_naming_the_body() {
-    let mut world = World::new(StepConfig::default()).unwrap();
+    // Surface contact off: with it on, a pinned vertex approaches its target only within its
+    // contact displacement bound, so this glitch could not even reach the elements.
+    let config = StepConfig { surface_contact: false, ..StepConfig::default() };
+    let mut world = World::new(config).unwrap();
     let mesh = TetMesh::box_mesh(Vec3::splat(0.1), [2, 2, 2], TetSplit::Six).unwrap();
     let corner = (0..mesh.vertex_count() as u32).find(|&i| mesh.positions()[i as usize] == Vec3::splat(0.05)).unwrap();
     let wild = world.bodies.insert(

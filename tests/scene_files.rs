@@ -28,7 +28,13 @@ fn runner_writes_obj_frames_and_metrics() {
     let mut loaded = load_scene_file(std::path::Path::new("examples/scenes/drop_cube.json")).unwrap();
     let result = run_scene(
         &mut loaded,
-        RunOptions { frames: Some(12), out_dir: Some(dir.path().into()), export_obj: true, on_frame: None },
+        RunOptions {
+            frames: Some(12),
+            out_dir: Some(dir.path().into()),
+            export_obj: true,
+            on_frame: None,
+            check_intersections: true,
+        },
     )
     .unwrap();
     assert_eq!(result.frames.len(), 12);

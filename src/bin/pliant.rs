@@ -154,6 +154,7 @@ fn run_one(
             out_dir: Some(dir.to_owned()),
             export_obj: export == Some(Export::Obj),
             on_frame: Some(&mut on_frame),
+            check_intersections: true,
         },
     )?;
     bar.finish_and_clear();
@@ -194,6 +195,10 @@ fn print_summary(loaded: &LoadedScene, r: &RunResult, dir: &Path) {
         s.final_kinetic_energy, s.energy_gain_max
     );
     println!("NaN          {} frame(s) rolled back", s.nan_frames);
+    if let Some(k) = s.intersecting_frames {
+        let closest = s.min_distance.map_or("none within the search radius".into(), |d| format!("{d:.6} m"));
+        println!("surfaces     {k} intersecting frame(s); closest surface pair {closest}");
+    }
     for (name, v) in &s.final_probes {
         let vals: Vec<String> = v.iter().map(|x| format!("{x:.6}")).collect();
         println!("probe        {name} = [{}]", vals.join(", "));

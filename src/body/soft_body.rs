@@ -40,11 +40,38 @@ pub struct BodyShared {
     pub masses: Vec<f32>,
     /// Vertex coloring over all elements (tets, or triangles and hinges).
     pub coloring: Coloring,
-    /// Outward surface triangles for export and rendering (cloth: all triangles).
+    /// Outward surface triangles for export, rendering and contact (cloth: all triangles).
     pub surface: Vec<[u32; 3]>,
+    /// Unique edges of [`BodyShared::surface`] (lower index first), for edge–edge contact.
+    pub surface_edges: Vec<[u32; 2]>,
+    /// Mean rest length of the surface edges \[m\]; sets how far contact detection looks.
+    pub surface_edge_length: f32,
 }
 
 impl BodyShared {
+    /// Assembles the shared data, deriving the surface edges and their mean rest length.
+    pub(crate) fn new(
+        shape: BodyShape,
+        density: f64,
+        masses: Vec<f32>,
+        coloring: Coloring,
+        surface: Vec<[u32; 3]>,
+    ) -> Self {
+        let mut edges: Vec<[u32; 2]> = surface
+            .iter()
+            .flat_map(|t| [[t[0], t[1]], [t[1], t[2]], [t[2], t[0]]])
+            .map(|[a, b]| [a.min(b), a.max(b)])
+            .collect();
+        edges.sort_unstable();
+        edges.dedup();
+        let mut shared =
+            Self { shape, density, masses, coloring, surface, surface_edges: edges, surface_edge_length: 0.0 };
+        let p = shared.rest_positions();
+        let total: f64 = shared.surface_edges.iter().map(|e| p[e[0] as usize].distance(p[e[1] as usize]) as f64).sum();
+        shared.surface_edge_length = (total / shared.surface_edges.len().max(1) as f64) as f32;
+        shared
+    }
+
     /// Rest positions \[m\].
     pub fn rest_positions(&self) -> &[Vec3] {
         match &self.shape {
@@ -83,6 +110,7 @@ pub struct SoftBody {
     pub(crate) friction: f32,
     pub(crate) damping: f32,
     pub(crate) linear_damping: f32,
+    pub(crate) self_collision: bool,
     /// Bumped when pins change so the world re-derives kinematic flags.
     pub(crate) pins_version: u64,
 }
@@ -134,5 +162,10 @@ impl SoftBody {
     /// Linear damping α \[1/s\] (force `−α m v` per vertex).
     pub fn linear_damping(&self) -> f32 {
         self.linear_damping
+    }
+
+    /// Whether the body's surface collides with itself.
+    pub fn self_collision(&self) -> bool {
+        self.self_collision
     }
 }

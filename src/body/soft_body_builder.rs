@@ -21,6 +21,7 @@ struct Common {
     rotation: Quat,
     velocity: Vec3,
     pins: Vec<Pin>,
+    self_collision: bool,
 }
 
 impl Common {
@@ -35,6 +36,7 @@ impl Common {
             rotation: Quat::IDENTITY,
             velocity: Vec3::ZERO,
             pins: Vec::new(),
+            self_collision: true,
         }
     }
 
@@ -76,6 +78,7 @@ impl Common {
             friction: self.friction,
             damping: self.damping,
             linear_damping: self.linear_damping,
+            self_collision: self.self_collision,
             pins_version: 0,
         }
     }
@@ -197,6 +200,13 @@ macro_rules! common_setters {
             self.common.pins.push(pin);
             self
         }
+        /// Whether the body's surface collides with itself (default on). Body–body contact is
+        /// always on; turn this off only for bodies that cannot fold onto themselves, to save
+        /// the self-pair checks.
+        pub fn self_collision(mut self, enabled: bool) -> Self {
+            self.common.self_collision = enabled;
+            self
+        }
         /// Adds several pins.
         pub fn pins(mut self, pins: impl IntoIterator<Item = Pin>) -> Self {
             self.common.pins.extend(pins);
@@ -260,13 +270,13 @@ impl SoftBodyBuilder {
         let cliques: Vec<&[u32]> = mesh.tets().iter().map(|t| &t[..]).collect();
         let coloring = greedy_coloring(&vertex_graph(mesh.vertex_count(), &cliques));
         let surface = mesh.boundary_surface().triangles;
-        let shared = BodyShared {
-            shape: BodyShape::Solid { mesh, material },
-            density: common.density,
-            masses: masses.into_iter().map(|m| m as f32).collect(),
+        let shared = BodyShared::new(
+            BodyShape::Solid { mesh, material },
+            common.density,
+            masses.into_iter().map(|m| m as f32).collect(),
             coloring,
             surface,
-        };
+        );
         Ok(common.finish(shared))
     }
 }
@@ -312,13 +322,13 @@ impl ClothBuilder {
         cliques.extend(hinges.iter().map(|h| &h.vertices[..]));
         let coloring = greedy_coloring(&vertex_graph(mesh.vertex_count(), &cliques));
         let surface = mesh.triangles().to_vec();
-        let shared = BodyShared {
-            shape: BodyShape::Cloth { mesh, material, hinges },
-            density: common.density,
-            masses: masses.into_iter().map(|m| m as f32).collect(),
+        let shared = BodyShared::new(
+            BodyShape::Cloth { mesh, material, hinges },
+            common.density,
+            masses.into_iter().map(|m| m as f32).collect(),
             coloring,
             surface,
-        };
+        );
         Ok(common.finish(shared))
     }
 }

@@ -84,6 +84,9 @@ pub struct ContactPoint<R: Real> {
     /// semi-implicit friction): with the current penetration instead, an initial guess pushed
     /// into the contact layer by gravity inflates friction and a block cannot start to slide.
     pub friction_normal_force: R,
+    /// Normal of the friction frame (lagged at detection for surface pairs): slip along it is
+    /// not friction.
+    pub friction_normal: R::V3,
 }
 
 /// IPC's smoothed friction magnitude divided by slip, `f1(u)/u` (\[VBD\] Eq. 15–16): finite at
@@ -122,11 +125,12 @@ pub fn add_contact<R: Real>(f: &mut R::V3, h: &mut R::M3, c: &ContactPoint<R>, p
     let friction = penalty && c.friction > R::ZERO && c.friction_normal_force > R::ZERO;
     if friction {
         let dx = c.relative_displacement;
-        let u = dx - n * n.dot(dx);
+        let fn_ = c.friction_normal;
+        let u = dx - fn_ * fn_.dot(dx);
         let ul = u.length();
         let k = c.friction * c.friction_normal_force * friction_f1_over_u(ul, p.static_slip);
         *f -= u * (k * w);
-        *h += (R::M3::IDENTITY - nn) * (k * w * w);
+        *h += (R::M3::IDENTITY - outer::<R>(fn_, fn_)) * (k * w * w);
     }
     penalty || friction
 }
@@ -149,6 +153,7 @@ mod tests {
             relative_displacement: DVec3::X,
             friction: 0.5,
             friction_normal_force: 0.0,
+            friction_normal: DVec3::Y,
         };
         let (mut f, mut h) = (DVec3::ZERO, DMat3::ZERO);
         assert!(!add_contact(&mut f, &mut h, &c, &params()));
@@ -172,6 +177,7 @@ mod tests {
             relative_displacement: DVec3::ZERO,
             friction: 0.0,
             friction_normal_force: 0.0,
+            friction_normal: DVec3::Y,
         };
         let (mut f, mut h) = (DVec3::ZERO, DMat3::ZERO);
         assert!(add_contact(&mut f, &mut h, &c, &p));
@@ -193,6 +199,7 @@ mod tests {
                 relative_displacement: DVec3::new(slip, 0.3, 0.0),
                 friction: 0.5,
                 friction_normal_force: lambda,
+                friction_normal: DVec3::Y,
             };
             let (mut f, mut h) = (DVec3::ZERO, DMat3::ZERO);
             add_contact(&mut f, &mut h, &c, &p);

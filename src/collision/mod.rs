@@ -2,8 +2,14 @@
 //! Body–body and self contact (vertex–triangle, edge–edge, CCD, broadphase) plug in here by
 //! producing [`ContactPoint`]s for the same [`add_contact`].
 
+pub mod bvh;
+pub mod ccd;
 mod contact;
+pub mod distance;
+pub mod intersection;
 mod obstacle;
+pub mod surface_check;
+pub mod surface_pairs;
 
 pub use contact::{ContactModel, ContactParams, ContactPoint, ContactStiffness, add_contact, friction_f1_over_u};
 pub use obstacle::{Obstacle, ObstacleError, ObstacleShape, limit_step};

@@ -33,6 +33,14 @@ pub struct FrameMetrics {
     pub ground_penetration_max: f32,
     /// Vertices in contact.
     pub contact_vertices: u32,
+    /// Surface contact pairs (body–body and self) at the last detection.
+    pub contact_pairs: u32,
+    /// Smallest distance between surface primitives that could touch \[m\] (`null` when none
+    /// was within the contact search radius).
+    pub min_distance: Option<f32>,
+    /// Intersecting triangle pairs and vertices inside obstacles after the frame (`null` when
+    /// the check was not run).
+    pub intersections: Option<u32>,
     /// A non-finite value was detected and rolled back this frame.
     pub nan: bool,
     /// Bodies rolled back this frame.
@@ -74,6 +82,10 @@ pub struct RunSummary {
     pub max_speed: f32,
     /// Smallest obstacle distance over the run \[m\].
     pub min_obstacle_distance: Option<f32>,
+    /// Smallest surface-pair distance over the run \[m\].
+    pub min_distance: Option<f32>,
+    /// Frames with at least one intersection (`null` when the check was not run).
+    pub intersecting_frames: Option<u64>,
     /// Largest single-frame total-energy increase over the run \[J\].
     pub energy_gain_max: f64,
     /// Kinetic energy at the last frame \[J\].
@@ -114,6 +126,11 @@ impl RunSummary {
             nan_frames: frames.iter().filter(|f| f.nan).count() as u64,
             max_speed: frames.iter().map(|f| f.max_speed).fold(0.0, f32::max),
             min_obstacle_distance: frames.iter().filter_map(|f| f.min_obstacle_distance).reduce(f32::min),
+            min_distance: frames.iter().filter_map(|f| f.min_distance).reduce(f32::min),
+            intersecting_frames: frames
+                .iter()
+                .map(|f| f.intersections.map(|n| (n > 0) as u64))
+                .try_fold(0, |acc, k| k.map(|k| acc + k)),
             energy_gain_max: frames.windows(2).map(|w| w[1].energy_total - w[0].energy_total).fold(0.0, f64::max),
             final_kinetic_energy: frames.last().map_or(0.0, |f| f.energy.kinetic),
             final_probes: frames.last().map(|f| f.probes.clone()).unwrap_or_default(),

@@ -24,6 +24,9 @@ pub struct RunOptions<'a> {
     pub export_obj: bool,
     /// Called after every frame (progress bars).
     pub on_frame: Option<&'a mut dyn FnMut(&FrameMetrics)>,
+    /// Run the exact intersection check (`World::find_intersections`) after every frame and
+    /// record the count in the metrics.
+    pub check_intersections: bool,
 }
 
 /// A finished run.
@@ -76,6 +79,9 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
             min_obstacle_distance: r.min_obstacle_distance,
             ground_penetration_max: r.min_obstacle_distance.map_or(0.0, |d| (-d).max(0.0)),
             contact_vertices: r.contact_vertices,
+            contact_pairs: r.contact_pairs,
+            min_distance: r.min_pair_distance,
+            intersections: opts.check_intersections.then(|| loaded.world.find_intersections().len() as u32),
             nan: r.nan_detected,
             rolled_back: r
                 .rolled_back

@@ -150,11 +150,27 @@ pub struct ContactSpec {
     /// Static friction threshold ε_v \[m/s\].
     #[serde(default = "default_eps_v")]
     pub friction_eps_v: f32,
+    /// Body–body and self contact between surfaces.
+    #[serde(default = "default_true")]
+    pub surface: bool,
+    /// Sweeps between contact detections (0 = once per substep).
+    #[serde(default = "default_detection_interval")]
+    pub detection_interval: u32,
+}
+
+fn default_detection_interval() -> u32 {
+    crate::runtime::StepConfig::default().contact_detection_interval
 }
 
 impl Default for ContactSpec {
     fn default() -> Self {
-        Self { stiffness: None, offset: default_offset(), friction_eps_v: default_eps_v() }
+        Self {
+            stiffness: None,
+            offset: default_offset(),
+            friction_eps_v: default_eps_v(),
+            surface: true,
+            detection_interval: default_detection_interval(),
+        }
     }
 }
 
@@ -246,9 +262,12 @@ pub struct BodySpec {
     /// Initial velocity \[m/s\].
     #[serde(default)]
     pub velocity: [f32; 3],
-    /// Friction coefficient against obstacles.
+    /// Friction coefficient against obstacles and other bodies (pairs use the mean).
     #[serde(default = "default_friction")]
     pub friction: f32,
+    /// Self contact of the body's surface.
+    #[serde(default = "default_true")]
+    pub self_collision: bool,
     /// Pins.
     #[serde(default)]
     pub pins: Vec<PinSpec>,

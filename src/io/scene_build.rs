@@ -131,6 +131,8 @@ impl Scene {
             contact_offset: self.solver.contact.offset,
             friction_eps_v: self.solver.contact.friction_eps_v,
             translation_correction: self.solver.translation_correction,
+            surface_contact: self.solver.contact.surface,
+            contact_detection_interval: self.solver.contact.detection_interval,
         }
     }
 
@@ -316,6 +318,7 @@ impl Scene {
                     .damping($p.damping)
                     .linear_damping($p.linear_damping)
                     .friction(b.friction)
+                    .self_collision(b.self_collision)
                     .rotation(rotation)
                     .translation(translation)
                     .velocity(velocity)

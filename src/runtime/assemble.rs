@@ -40,9 +40,17 @@ pub(crate) fn assemble(bodies: &BodySet, old: &SimState, old_slots: &[BodySlot])
             vertex_count: n as u32,
             friction: body.friction,
             linear_damping: body.linear_damping,
+            surface_edge_length: body.shared.surface_edge_length,
+            self_collision: body.self_collision as u32,
+            _pad: [0; 2],
         });
+        st.surface_triangles.extend(body.shared.surface.iter().map(|t| t.map(|i| i + start)));
+        st.surface_edges.extend(body.shared.surface_edges.iter().map(|e| e.map(|i| i + start)));
         slots.push(BodySlot { handle, vertex_start: start, vertex_count: n as u32 });
     }
+    st.surface_vertices = st.surface_triangles.iter().flatten().copied().collect();
+    st.surface_vertices.sort_unstable();
+    st.surface_vertices.dedup();
     if st.tet_adjacency.offsets.is_empty() {
         for csr in [&mut st.tet_adjacency, &mut st.tri_adjacency, &mut st.hinge_adjacency] {
             csr.offsets.push(0);

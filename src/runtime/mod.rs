@@ -12,4 +12,4 @@ mod world;
 pub use config::{ConfigError, StepConfig};
 pub use events::PliantEvent;
 pub use report::{Energies, StepReport};
-pub use world::World;
+pub use world::{Intersection, World};

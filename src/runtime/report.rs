@@ -46,8 +46,15 @@ pub struct StepReport {
     pub max_speed: f32,
     /// Smallest signed distance of any vertex to any obstacle \[m\] (`None` without obstacles).
     pub min_obstacle_distance: Option<f32>,
-    /// Vertices that touched an obstacle in the last substep.
+    /// Vertices that touched an obstacle or another surface in the last substep.
     pub contact_vertices: u32,
+    /// Surface contact pairs (vertex–triangle and edge–edge, body–body and self) at the last
+    /// detection of the last substep.
+    pub contact_pairs: u32,
+    /// Smallest distance between any two surface primitives that could touch (different
+    /// bodies, or non-adjacent primitives of a self-colliding body) at the last detection
+    /// \[m\]; `None` when none was within the contact search radius.
+    pub min_pair_distance: Option<f32>,
     /// A non-finite value appeared and was rolled back.
     pub nan_detected: bool,
     /// Bodies whose substep was rolled back (their velocity zeroed); see the world's events.

@@ -12,10 +12,39 @@ use super::kinematics::{reset_anchors, update_pin_flags, write_targets};
 use super::report::StepReport;
 use super::transaction::Snapshot;
 use crate::body::{BodySet, PinMotion, SoftBodyHandle};
+use crate::collision::surface_check::find_triangle_intersections;
 use crate::collision::{ContactModel, ContactStiffness, Obstacle};
 use crate::error::PliantError;
-use crate::solver::{VbdScratch, VbdSettings, vbd_step};
+use crate::solver::{SurfaceContactSettings, VbdScratch, VbdSettings, vbd_step};
 use crate::state::{SimState, VERTEX_NO_HISTORY};
+
+/// A crossing found by [`World::find_intersections`]. Triangles are given by their vertex
+/// indices within their body.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Intersection {
+    /// Two surface triangles cross (the same body for self-intersection).
+    Triangles {
+        /// Body of the first triangle.
+        body_a: SoftBodyHandle,
+        /// First triangle's vertices (body-local).
+        triangle_a: [u32; 3],
+        /// Body of the second triangle.
+        body_b: SoftBodyHandle,
+        /// Second triangle's vertices (body-local).
+        triangle_b: [u32; 3],
+    },
+    /// A vertex lies inside an obstacle.
+    InsideObstacle {
+        /// The body.
+        body: SoftBodyHandle,
+        /// Body-local vertex index.
+        vertex: u32,
+        /// Index into `World::obstacles`.
+        obstacle: usize,
+        /// Depth below the obstacle's surface \[m\].
+        depth: f32,
+    },
+}
 
 /// A simulation world: soft bodies, analytic obstacles and the step configuration.
 ///
@@ -141,6 +170,46 @@ impl World {
         self.slot(h).copied().ok_or(PliantError::InvalidHandle(h))
     }
 
+    /// Body–body and self contact pairs found at the last detection of the last step (for
+    /// debug drawing and inspection); vertex indices are global state indices.
+    pub fn contact_pairs(&self) -> &[crate::collision::surface_pairs::ContactPair] {
+        self.scratch.contact_pairs()
+    }
+
+    /// Every pair of crossing surface triangles in the current state (body–body and self
+    /// contact alike), found with exact predicates, and every vertex inside an obstacle. Empty
+    /// for a valid state; the solver keeps it so. Costs one broadphase build over all surface
+    /// triangles.
+    pub fn find_intersections(&mut self) -> Vec<Intersection> {
+        self.sync();
+        let st = &self.state;
+        let mut out = Vec::new();
+        let locate = |tri: u32| {
+            let g = st.surface_triangles[tri as usize];
+            let s = &self.slots[st.vertex_body[g[0] as usize] as usize];
+            (s.handle, g.map(|i| i - s.vertex_start))
+        };
+        for (a, b) in find_triangle_intersections(&st.positions, &st.surface_triangles) {
+            let ((body_a, triangle_a), (body_b, triangle_b)) = (locate(a), locate(b));
+            out.push(Intersection::Triangles { body_a, triangle_a, body_b, triangle_b });
+        }
+        for (v, p) in st.positions.iter().enumerate() {
+            for (k, o) in self.obstacles.iter().enumerate() {
+                let (d, _) = o.signed_distance(glam::Vec3A::from_vec4(*p));
+                if d < 0.0 {
+                    let s = &self.slots[st.vertex_body[v] as usize];
+                    out.push(Intersection::InsideObstacle {
+                        body: s.handle,
+                        vertex: v as u32 - s.vertex_start,
+                        obstacle: k,
+                        depth: -d,
+                    });
+                }
+            }
+        }
+        out
+    }
+
     /// Sets every vertex of a body to velocity `v` \[m/s\].
     pub fn set_body_velocity(&mut self, h: SoftBodyHandle, v: Vec3) -> Result<(), PliantError> {
         let s = self.checked_slot(h)?;
@@ -233,6 +302,11 @@ impl World {
             contact,
             threads,
             translation_correction: c.translation_correction,
+            surface_contact: SurfaceContactSettings {
+                enabled: c.surface_contact,
+                detection_interval: c.contact_detection_interval,
+                ..SurfaceContactSettings::default()
+            },
         };
         let mut report =
             StepReport { substeps: c.substeps, iterations: c.iterations, threads, ..StepReport::default() };
@@ -255,6 +329,8 @@ impl World {
             let stats = vbd_step(&mut self.state, &mut self.scratch, &self.obstacles, h, &settings);
             report.residual = stats.residual;
             report.contact_vertices = stats.contact_vertices;
+            report.contact_pairs = stats.contact_pairs;
+            report.min_pair_distance = stats.min_pair_distance.is_finite().then_some(stats.min_pair_distance);
             for s in &self.slots {
                 if let Some((i, field)) = energy::first_non_finite(&self.state, s.range()) {
                     self.snapshot.restore_at_rest(&mut self.state, s.range());

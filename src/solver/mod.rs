@@ -7,8 +7,10 @@ pub mod integrator;
 pub(crate) mod parallel;
 mod translation;
 pub mod vbd;
+mod vbd_contact;
 mod vbd_vertex;
 
 pub use init::Initialization;
 pub use integrator::Integrator;
 pub use vbd::{VbdScratch, VbdSettings, VbdStats, vbd_step};
+pub use vbd_contact::{BOUND_FRACTION, SurfaceContactSettings};

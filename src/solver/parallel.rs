@@ -157,6 +157,48 @@ impl<'a, T: Copy> SharedSlice<'a, T> {
     }
 }
 
+/// A value that one thread rebuilds while the others wait at a barrier, and that every thread
+/// reads in the phases between rebuilds (contact pair lists, broadphase trees).
+pub struct PhaseCell<T> {
+    cell: UnsafeCell<T>,
+}
+
+// SAFETY: access is coordinated by the solver's phase protocol (see `SharedSlice`).
+unsafe impl<T: Send> Sync for PhaseCell<T> {}
+
+impl<T> PhaseCell<T> {
+    /// Wraps a value for a parallel region.
+    pub fn new(value: T) -> Self {
+        Self { cell: UnsafeCell::new(value) }
+    }
+
+    /// Shared access.
+    ///
+    /// # Safety
+    /// No thread may hold the value mutably during this phase.
+    #[inline(always)]
+    pub unsafe fn get(&self) -> &T {
+        // SAFETY: caller guarantees there is no concurrent writer.
+        unsafe { &*self.cell.get() }
+    }
+
+    /// Exclusive access.
+    ///
+    /// # Safety
+    /// No other thread may access the value during this phase.
+    #[allow(clippy::mut_from_ref)]
+    #[inline(always)]
+    pub unsafe fn get_mut(&self) -> &mut T {
+        // SAFETY: caller guarantees exclusive access.
+        unsafe { &mut *self.cell.get() }
+    }
+
+    /// Unwraps the value after the parallel region.
+    pub fn into_inner(self) -> T {
+        self.cell.into_inner()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

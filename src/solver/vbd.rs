@@ -15,8 +15,11 @@ use glam::{Mat3A, Vec3A, Vec4};
 use super::chebyshev::{ChebyshevSchedule, mix};
 use super::init::Initialization;
 use super::integrator::{Integrator, realised_acceleration};
-use super::parallel::{SharedSlice, chunk, run_workers};
+use super::parallel::{PhaseCell, SharedSlice, chunk, run_workers};
 use super::translation::{Candidate, TranslationBuffers, correct_translation};
+use super::vbd_contact::{
+    ContactContext, SurfaceContactScratch, SurfaceContactSettings, advance_scale, begin_step, clamp_to_bound, detect,
+};
 use super::vbd_vertex::{VertexInputs, update_vertex};
 use crate::collision::{ContactModel, Obstacle, limit_step};
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
@@ -77,6 +80,8 @@ pub struct VbdSettings {
     pub threads: usize,
     /// Per-body rigid-translation correction of the initial guess (`solver/translation.rs`).
     pub translation_correction: bool,
+    /// Body–body and self contact.
+    pub surface_contact: SurfaceContactSettings,
 }
 
 /// Scratch arrays of the CPU VBD solver; grown on demand, never per step.
@@ -98,11 +103,20 @@ pub struct VbdScratch {
     init_position: Vec<Vec4>,
     init_offset: Vec<Vec4>,
     body_scratch: BodyScratch,
+    /// Body–body and self contact.
+    surface: SurfaceContactScratch,
+    /// Per vertex: xyz the position at the last contact detection, w the displacement bound.
+    clamp: Vec<Vec4>,
     /// End-of-step targets of kinematic vertices, filled by the caller before [`vbd_step`].
     pub targets: Vec<Vec4>,
 }
 
 impl VbdScratch {
+    /// Surface contact pairs of the last detection.
+    pub fn contact_pairs(&self) -> &[crate::collision::surface_pairs::ContactPair] {
+        &self.surface.pairs
+    }
+
     /// Sizes every array for `n` vertices, `c` colored vertices and `tets` tets.
     pub fn resize(&mut self, n: usize, colored: usize, tets: usize) {
         self.tet_rates.resize(tets, Mat3A::ZERO);
@@ -116,6 +130,7 @@ impl VbdScratch {
             &mut self.init_position,
             &mut self.init_offset,
             &mut self.targets,
+            &mut self.clamp,
         ] {
             v.resize(n, Vec4::ZERO);
         }
@@ -136,6 +151,11 @@ pub struct VbdStats {
     /// Chebyshev acceleration was switched off mid-step because the sweeps stopped
     /// contracting.
     pub chebyshev_stopped: bool,
+    /// Surface contact pairs at the last detection.
+    pub contact_pairs: u32,
+    /// Smallest distance between surface primitives of different bodies or self-pairs found at
+    /// the last detection \[m\] (`f32::INFINITY` when none was within the search radius).
+    pub min_pair_distance: f32,
 }
 
 /// Advances the state by one step of length `h` \[s\] with VBD.
@@ -150,14 +170,21 @@ pub fn vbd_step(
     scratch.resize(n, state.color_vertices.len(), state.tets.len());
     scratch.body_scratch.resize(state.bodies.len());
     // Bodies without kinematic vertices get the rigid-translation correction.
+    let threads = s.threads.max(1).min(n.max(1));
+    let surface_on = s.surface_contact.enabled && !state.surface_triangles.is_empty();
+    begin_step(&mut scratch.surface, state, threads, &s.contact, surface_on);
+    // ... and no body–body contact at the last detection (the correction models obstacle
+    // contact only).
     let eligible = &mut scratch.body_scratch.eligible;
     eligible.fill(s.translation_correction);
+    for (e, &touching) in eligible.iter_mut().zip(&scratch.surface.touching) {
+        *e &= !touching;
+    }
     for (&f, &b) in state.flags.iter().zip(&state.vertex_body) {
         if f & VERTEX_KINEMATIC != 0 {
             eligible[b as usize] = false;
         }
     }
-    let threads = s.threads.max(1).min(n.max(1));
     // Chebyshev needs a few sweeps to pay off ([VBD] §3.8; ALGORITHMS §2.8).
     let chebyshev = s.chebyshev_rho.filter(|_| s.iterations >= 4);
     let chebyshev_stopped = AtomicBool::new(false);
@@ -180,8 +207,12 @@ pub fn vbd_step(
             init_position,
             init_offset,
             body_scratch,
+            surface,
+            clamp,
             targets,
         } = scratch;
+        let surface_cell = PhaseCell::new(std::mem::take(surface));
+        let clamp_sh = SharedSlice::new(clamp);
         let pos = SharedSlice::new(&mut positions);
         let start_sh = SharedSlice::new(start);
         let inertia_sh = SharedSlice::new(inertia);
@@ -296,6 +327,7 @@ pub fn vbd_step(
                     prev1_sh.set(v, x0);
                     prev2_sh.set(v, x0);
                     res_sh.set(v, 0.0);
+                    clamp_sh.set(v, Vec4::new(0.0, 0.0, 0.0, f32::INFINITY));
                 }
             }
             // Per damped tet: G_e = (D_c0 − c1 D_s^n) D_m⁻¹, so Ḟ = c1 F + G_e during the sweeps.
@@ -326,7 +358,16 @@ pub fn vbd_step(
                     obstacles,
                     contact: s.contact,
                     tet_rates: rates_sh.as_slice(),
+                    surface: &surface_cell,
+                    clamp: &clamp_sh,
                 }
+            };
+            // SAFETY: flags are written only in the finish phase.
+            let contact_ctx = ContactContext {
+                st,
+                flags: unsafe { flags_sh.as_slice() },
+                model: s.contact,
+                settings: s.surface_contact,
             };
 
             // The initial guess gets each free body's best rigid translation (inertia, contact,
@@ -350,9 +391,40 @@ pub fn vbd_step(
                 barrier.wait();
             }
 
+            if surface_on {
+                // SAFETY: `start` is read-only after the prepare phase.
+                let start = unsafe { start_sh.as_slice() };
+                advance_scale(t, threads, barrier, &contact_ctx, &surface_cell, start, &pos);
+                // SAFETY: the scratch is read-only until the next detection.
+                let scale = unsafe { &surface_cell.get().body_scale };
+                for v in chunk(n, threads, t) {
+                    // SAFETY: own range only.
+                    unsafe {
+                        let s = scale[st.vertex_body[v] as usize];
+                        if s < 1.0 {
+                            let offset = Vec3A::from_vec4(offset_sh.get(v)) * s;
+                            let x = (Vec3A::from_vec4(start[v]) + offset).extend(0.0);
+                            offset_sh.set(v, offset.extend(0.0));
+                            x0_sh.set(v, x);
+                            pos.set(v, x);
+                            prev1_sh.set(v, x);
+                            prev2_sh.set(v, x);
+                        }
+                    }
+                }
+                barrier.wait();
+                detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh, true);
+                catch_up_kinematic(t, threads, barrier, n, &flags_sh, targets, &pos, &clamp_sh);
+            }
+            let interval = s.surface_contact.detection_interval;
+
             let mut schedule = chebyshev.map(ChebyshevSchedule::new);
             let colored = st.color_vertices.len();
             for iteration in 0..s.iterations {
+                if surface_on && interval > 0 && iteration > 0 && iteration % interval == 0 {
+                    detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh, false);
+                    catch_up_kinematic(t, threads, barrier, n, &flags_sh, targets, &pos, &clamp_sh);
+                }
                 for c in 0..st.color_count() {
                     let (c0, c1) = (st.color_offsets[c] as usize, st.color_offsets[c + 1] as usize);
                     let range = chunk(c1 - c0, threads, t);
@@ -430,7 +502,8 @@ pub fn vbd_step(
                             let mut x = x_bar;
                             // Frozen bodies stay at the Gauss–Seidel result (see above).
                             if frozen_sh.get(st.vertex_body[v] as usize) == 0 {
-                                x = limit_step(obstacles, x_bar, mix(omega, x_bar, x_nm2));
+                                let mixed = clamp_to_bound(mix(omega, x_bar, x_nm2), clamp_sh.get(v));
+                                x = limit_step(obstacles, x_bar, mixed);
                             }
                             let x = x.extend(0.0);
                             pos.set(v, x);
@@ -463,6 +536,7 @@ pub fn vbd_step(
             }
         });
         *candidate_buf = candidates.into_inner();
+        *surface = surface_cell.into_inner();
         // End the shared borrows before the vectors move back into the state.
         let _ = (vel_sh, acc_sh, flags_sh);
         state.velocities = velocities;
@@ -475,5 +549,37 @@ pub fn vbd_step(
     let residual =
         state.color_vertices.iter().map(|&v| scratch.residual2[v as usize] as f64).sum::<f64>().sqrt() as f32;
     let contact_vertices = scratch.in_contact.iter().filter(|&&c| c != 0).count() as u32;
-    VbdStats { residual, contact_vertices, chebyshev_stopped: chebyshev_stopped.into_inner() }
+    let pairs = &scratch.surface.pairs;
+    VbdStats {
+        residual,
+        contact_vertices,
+        chebyshev_stopped: chebyshev_stopped.into_inner(),
+        contact_pairs: pairs.len() as u32,
+        min_pair_distance: pairs.iter().map(|p| p.distance).fold(f32::INFINITY, f32::min),
+    }
+}
+
+/// Moves kinematic vertices toward their end-of-step targets as far as their contact bound
+/// allows (after a detection; any motion inside the bound is certified collision-free).
+#[allow(clippy::too_many_arguments)]
+fn catch_up_kinematic(
+    t: usize,
+    threads: usize,
+    barrier: &super::parallel::SpinBarrier,
+    n: usize,
+    flags: &SharedSlice<'_, u32>,
+    targets: &[Vec4],
+    pos: &SharedSlice<'_, Vec4>,
+    clamp: &SharedSlice<'_, Vec4>,
+) {
+    for v in chunk(n, threads, t) {
+        // SAFETY: own range only; flags and clamp are read only in this phase.
+        unsafe {
+            if flags.get(v) & VERTEX_KINEMATIC != 0 {
+                let target = Vec3A::from_vec4(targets[v]);
+                pos.set(v, clamp_to_bound(target, clamp.get(v)).extend(0.0));
+            }
+        }
+    }
+    barrier.wait();
 }

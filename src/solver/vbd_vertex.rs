@@ -4,8 +4,9 @@
 
 use glam::{Mat3A, Vec3A, Vec4};
 
-use super::parallel::SharedSlice;
-use crate::collision::{ContactModel, ContactPoint, Obstacle, add_contact, limit_step};
+use super::parallel::{PhaseCell, SharedSlice};
+use super::vbd_contact::{SurfaceContactScratch, clamp_to_bound, relative_displacement};
+use crate::collision::{ContactModel, ContactParams, ContactPoint, Obstacle, add_contact, limit_step};
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
 use crate::math::solve_sym3;
 use crate::mesh::unpack_entry;
@@ -24,6 +25,10 @@ pub(crate) struct VertexInputs<'a> {
     pub contact: ContactModel,
     /// Per tet: `G_e = (D_c0 − c1 D_s^n) D_m⁻¹`, so that `Ḟ = c1 F + G_e` (damped tets only).
     pub tet_rates: &'a [Mat3A],
+    /// Surface contact pairs of the last detection.
+    pub surface: &'a PhaseCell<SurfaceContactScratch>,
+    /// xyz: position at the last detection; w: displacement bound b_v.
+    pub clamp: &'a SharedSlice<'a, Vec4>,
 }
 
 /// Result of one vertex update.
@@ -48,6 +53,7 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     let x = load(pos, v as u32);
     let ext = external_terms(v, x, inp);
     let (mut f, mut h) = (ext.force, ext.hessian);
+    let mut in_contact = ext.in_contact;
     // d(velocity)/d(position) of this vertex: damping's contribution to the Hessian.
     let c1 = inp.velocity[v].w;
 
@@ -113,15 +119,43 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
         }
     }
 
+    // Body–body and self contact pairs this vertex belongs to.
+    // SAFETY: the pair lists are rebuilt only in detection phases, never during a color pass.
+    let surface = unsafe { inp.surface.get() };
+    for &entry in surface.vertex_pairs.row(v) {
+        let (k, slot) = unpack_entry(entry);
+        let pair = &surface.pairs[k as usize];
+        let xs = pair.vertices.map(|i| load(pos, i));
+        let normal = Vec3A::from_array(pair.frame_normal);
+        let point = ContactPoint::<f32> {
+            distance: pair.linear_gap(&xs),
+            normal,
+            weight: pair.weights[slot as usize],
+            relative_displacement: relative_displacement(&xs, inp.start, pair.vertices, &pair.weights),
+            friction: pair.friction,
+            friction_normal_force: pair.friction_normal_force,
+            friction_normal: normal,
+        };
+        let params = ContactParams {
+            stiffness: pair.stiffness,
+            offset: inp.contact.offset,
+            static_slip: inp.contact.static_slip,
+        };
+        in_contact |= add_contact::<f32>(&mut f, &mut h, &point, &params);
+    }
+
     let residual2 = f.length_squared();
     let target = match solve_sym3::<f32>(&h, f) {
         Some(step) => x + step,
         None => x,
     };
-    // Exact CCD against the static convex obstacles: the step may end on a surface, never
-    // inside (the contact force then pushes the vertex out to the offset).
-    let position = limit_step(inp.obstacles, x, target);
-    VertexUpdate { position, residual2, in_contact: ext.in_contact }
+    // Stay within the displacement bound since the last contact detection (no surface can be
+    // crossed), then exact CCD against the static convex obstacles: the step may end on an
+    // obstacle's surface, never inside (the contact force then pushes the vertex out).
+    // SAFETY: the clamp data is written only in detection phases.
+    let bounded = clamp_to_bound(target, unsafe { inp.clamp.get(v) });
+    let position = limit_step(inp.obstacles, x, bounded);
+    VertexUpdate { position, residual2, in_contact }
 }
 
 /// The terms of vertex `v`'s local problem that depend on its own position only: inertia with
@@ -165,6 +199,7 @@ pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>) -> Exte
             relative_displacement: dx, // obstacles are static
             friction: 0.5 * (body.friction + o.friction),
             friction_normal_force: contact.stiffness * lagged_gap.max(0.0),
+            friction_normal: normal,
         };
         in_contact |= add_contact::<f32>(&mut f, &mut h, &c, &contact);
     }

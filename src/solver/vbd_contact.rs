@@ -1,0 +1,554 @@
+//! Body–body and self contact inside a VBD step (ALGORITHMS §2.4–2.6, §7): how a step is kept
+//! penetration-free however fast surfaces move.
+//!
+//! ```text
+//! advance   CCD over x^n → x^(0) on swept-box candidates; bodies linked by a candidate pair
+//!           form a group, and each group's initial guess is scaled back to its earliest
+//!           time of impact (additive CCD leaves a tenth of the gap)
+//! detect    at x^det (x^(0), then every `detection_interval` sweeps): pairs within each
+//!           vertex's search radius, their distances, per-vertex bounds b_v = γ_p d_min(v)
+//! sweeps    every vertex update (and Chebyshev mix) stays within b_v of x^det
+//! ```
+//!
+//! Why the bound certifies the whole step: a pair at distance `d` at detection has every vertex
+//! moving at most `γ_p d` (γ_p < ½), and points of a primitive move no more than its vertices,
+//! so the gap stays above `(1 − 2γ_p) d > 0`. A pair the broadphase did not report has boxes
+//! apart by more than the two search radii, and each vertex moves at most `2 γ_p r_v < r_v`.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use glam::{Vec3A, Vec4};
+use parking_lot::Mutex;
+
+use super::parallel::{PhaseCell, SharedSlice, SpinBarrier, chunk};
+use crate::collision::ContactModel;
+use crate::collision::bvh::Aabb;
+use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
+use crate::collision::surface_pairs::{
+    ContactPair, PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE, SurfaceBroadphase, gather, primitive_box,
+};
+use crate::mesh::Csr;
+use crate::state::{SimState, VERTEX_KINEMATIC};
+
+/// Fraction γ_p of the distance to the nearest primitive that a vertex may move between two
+/// detections (< ½, so two approaching sides can never meet).
+pub const BOUND_FRACTION: f32 = 0.45;
+/// Pair stiffness relative to the obstacle rule for the same mass: pairs carry the weight of
+/// whole bodies stacked above them, not just their own vertex's.
+const PAIR_STIFFNESS_FACTOR: f32 = 1.0;
+
+/// Settings of surface contact for one step.
+#[derive(Clone, Copy, Debug)]
+pub struct SurfaceContactSettings {
+    /// Detect body–body and self contact at all.
+    pub enabled: bool,
+    /// Sweeps between detections (`0` = once per step).
+    pub detection_interval: u32,
+    /// Additive CCD settings of the initial advance.
+    pub ccd: CcdParams<f32>,
+}
+
+impl Default for SurfaceContactSettings {
+    fn default() -> Self {
+        Self { enabled: true, detection_interval: 0, ccd: CcdParams::default() }
+    }
+}
+
+/// Pairs found by one thread in one detection.
+#[derive(Debug, Default, Clone)]
+struct Found {
+    point_triangle: Vec<ContactPair>,
+    edge_edge: Vec<ContactPair>,
+    /// CCD: linked bodies `(a, b)`, `a < b`.
+    links: Vec<(u32, u32)>,
+    /// CCD: `(body, toi)` of every hit.
+    hits: Vec<(u32, f32)>,
+}
+
+/// Per-thread result buffers (cloning gives empty ones: they hold nothing between phases).
+#[derive(Debug, Default)]
+struct PerThread(Vec<Mutex<Found>>);
+
+impl Clone for PerThread {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::ops::Deref for PerThread {
+    type Target = Vec<Mutex<Found>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+/// Scratch of surface contact; lives across steps (the per-body touch flags do too).
+#[derive(Debug, Default, Clone)]
+pub struct SurfaceContactScratch {
+    broadphase: SurfaceBroadphase,
+    /// Pairs of the last detection, vertex–triangle first.
+    pub pairs: Vec<ContactPair>,
+    /// Free vertex → `pair << 2 | slot`.
+    pub vertex_pairs: Csr,
+    /// Per-vertex search radius r_v \[m\].
+    radius: Vec<f32>,
+    /// Vertex lies on the collision surface.
+    on_surface: Vec<bool>,
+    /// Smallest search radius of any body \[m\].
+    radius_min: f32,
+    /// Per body: bounding box at the detection, and the distance from it to the nearest other
+    /// body's box (a lower bound on every pair distance with other bodies).
+    body_boxes: Vec<Aabb>,
+    isolation: Vec<f32>,
+    /// Smallest pair distance per vertex at the detection (f32 bits; positive floats order
+    /// as integers).
+    dmin: Vec<u32>,
+    found: PerThread,
+    /// Bodies that had a contact pair at the last detection (they skip the rigid-translation
+    /// correction, which models obstacle contact only).
+    pub touching: Vec<bool>,
+    /// Initial-advance scale per body.
+    pub body_scale: Vec<f32>,
+    parent: Vec<u32>,
+    /// Detections in the last step.
+    pub detections: u32,
+}
+
+impl SurfaceContactScratch {
+    fn resize(&mut self, st: &SimState, threads: usize, model: &ContactModel) {
+        let n = st.vertex_count();
+        self.radius.clear();
+        self.radius.extend(st.vertex_body.iter().map(|&b| search_radius(st, b, model.offset)));
+        self.dmin.resize(n, 0);
+        self.radius_min = self.radius.iter().copied().fold(f32::INFINITY, f32::min);
+        self.body_boxes.resize(st.bodies.len(), Aabb::EMPTY);
+        self.isolation.resize(st.bodies.len(), f32::INFINITY);
+        self.on_surface.clear();
+        self.on_surface.resize(n, false);
+        for &v in &st.surface_vertices {
+            self.on_surface[v as usize] = true;
+        }
+        self.touching.resize(st.bodies.len(), false);
+        self.body_scale.resize(st.bodies.len(), 1.0);
+        self.parent.resize(st.bodies.len(), 0);
+        self.found.0.resize_with(threads, Default::default);
+    }
+}
+
+/// Search radius r_v of a vertex of body `b` \[m\]: a quarter of the body's mean surface edge
+/// (so a flat sheet finds no self pairs between non-adjacent primitives) and at least twice the
+/// contact offset (so resting contact is always found).
+fn search_radius(st: &SimState, b: u32, offset: f32) -> f32 {
+    (0.25 * st.bodies[b as usize].surface_edge_length).max(2.0 * offset)
+}
+
+/// Read-only inputs shared by the contact phases.
+pub(crate) struct ContactContext<'a> {
+    pub st: &'a SimState,
+    pub flags: &'a [u32],
+    pub model: ContactModel,
+    pub settings: SurfaceContactSettings,
+}
+
+/// Prepares the scratch for a step (single-threaded, before the parallel region).
+pub(crate) fn begin_step(
+    scratch: &mut SurfaceContactScratch,
+    st: &SimState,
+    threads: usize,
+    model: &ContactModel,
+    enabled: bool,
+) {
+    scratch.resize(st, threads, model);
+    scratch.detections = 0;
+    if !enabled {
+        // No detection this step: empty pair lists for every vertex.
+        scratch.pairs.clear();
+        scratch.touching.fill(false);
+        scratch.vertex_pairs.entries.clear();
+        scratch.vertex_pairs.offsets.clear();
+        scratch.vertex_pairs.offsets.resize(st.vertex_count() + 1, 0);
+    }
+}
+
+fn find(parent: &mut [u32], mut a: u32) -> u32 {
+    while parent[a as usize] != a {
+        parent[a as usize] = parent[parent[a as usize] as usize];
+        a = parent[a as usize];
+    }
+    a
+}
+
+/// The CCD-limited initial advance: fills `body_scale` with the fraction of `x^n → x^(0)` each
+/// body may travel. Called by every worker; `start` is `x^n`, `pos` holds `x^(0)` (read only).
+pub(crate) fn advance_scale(
+    t: usize,
+    threads: usize,
+    barrier: &SpinBarrier,
+    ctx: &ContactContext<'_>,
+    cell: &PhaseCell<SurfaceContactScratch>,
+    start: &[Vec4],
+    pos: &SharedSlice<'_, Vec4>,
+) {
+    let st = ctx.st;
+    let xi = ctx.settings.ccd.min_separation;
+    if t == 0 {
+        // SAFETY: thread 0 alone between the barriers; `pos` is not written in this phase.
+        let (s, x0) = unsafe { (cell.get_mut(), pos.as_slice()) };
+        s.body_scale.fill(1.0);
+        let bp = &mut s.broadphase;
+        bp.triangle_boxes.clear();
+        bp.triangle_boxes.extend(st.surface_triangles.iter().map(|&tri| primitive_box(start, Some(x0), tri, xi)));
+        bp.edge_boxes.clear();
+        bp.edge_boxes.extend(st.surface_edges.iter().map(|&e| primitive_box(start, Some(x0), e, xi)));
+        bp.triangles.build(&bp.triangle_boxes);
+        bp.edges.build(&bp.edge_boxes);
+    }
+    barrier.wait();
+    {
+        // SAFETY: read-only phase for the scratch's trees and for `pos`; each thread locks only
+        // its own `found` slot.
+        let (s, x0) = unsafe { (cell.get(), pos.as_slice()) };
+        let mut found = s.found[t].lock();
+        let f = &mut *found;
+        f.links.clear();
+        f.hits.clear();
+        let mut test = |kind: u32, v: [u32; 4]| {
+            let (ba, bb) = (st.vertex_body[v[0] as usize], st.vertex_body[v[3] as usize]);
+            if ba != bb {
+                f.links.push((ba.min(bb), ba.max(bb)));
+            }
+            let x = gather(start, v);
+            let y = gather(x0, v);
+            let dx = [y[0] - x[0], y[1] - x[1], y[2] - x[2], y[3] - x[3]];
+            let toi = toi(kind, &x, &dx, &ctx.settings.ccd);
+            if let Some(toi) = toi {
+                f.hits.push((ba, toi));
+            }
+        };
+        let bp = &s.broadphase;
+        for k in chunk(st.surface_vertices.len(), threads, t) {
+            let v = st.surface_vertices[k];
+            let q = primitive_box(start, Some(x0), [v], xi);
+            bp.point_triangle_candidates(st, v, &q, |_, pv| test(PAIR_POINT_TRIANGLE, pv));
+        }
+        for e in chunk(st.surface_edges.len(), threads, t) {
+            bp.edge_edge_candidates(st, e as u32, |_, pv| test(PAIR_EDGE_EDGE, pv));
+        }
+        f.links.sort_unstable();
+        f.links.dedup();
+    }
+    barrier.wait();
+    if t == 0 {
+        // SAFETY: thread 0 alone.
+        let s = unsafe { cell.get_mut() };
+        let SurfaceContactScratch { found, parent, body_scale, .. } = s;
+        for (b, p) in parent.iter_mut().enumerate() {
+            *p = b as u32;
+        }
+        for f in found.iter() {
+            for &(a, b) in &f.lock().links {
+                let (ra, rb) = (find(parent, a), find(parent, b));
+                if ra != rb {
+                    parent[ra.max(rb) as usize] = ra.min(rb);
+                }
+            }
+        }
+        // Group scale: the earliest time of impact of any pair in the group. Kinematic vertices
+        // are scaled too, so the whole group moves along the straight path the CCD certified.
+        let mut group_toi = vec![1.0f32; parent.len()];
+        for f in found.iter() {
+            for &(b, toi) in &f.lock().hits {
+                let r = find(parent, b) as usize;
+                group_toi[r] = group_toi[r].min(toi);
+            }
+        }
+        for b in 0..parent.len() {
+            body_scale[b] = group_toi[find(parent, b as u32) as usize];
+        }
+    }
+    barrier.wait();
+}
+
+#[inline]
+fn toi(kind: u32, x: &[Vec3A; 4], dx: &[Vec3A; 4], ccd: &CcdParams<f32>) -> Option<f32> {
+    if kind == PAIR_POINT_TRIANGLE { point_triangle_toi(x, dx, ccd, 1.0) } else { edge_edge_toi(x, dx, ccd, 1.0) }
+}
+
+/// Contact detection at the current positions (`x^det`): pairs, per-vertex pair lists and the
+/// per-vertex displacement bounds written to `clamp` (xyz: `x^det`, w: `b_v`). Called by every
+/// worker; `pos` is read only.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn detect(
+    t: usize,
+    threads: usize,
+    barrier: &SpinBarrier,
+    ctx: &ContactContext<'_>,
+    cell: &PhaseCell<SurfaceContactScratch>,
+    pos: &SharedSlice<'_, Vec4>,
+    clamp: &SharedSlice<'_, Vec4>,
+    rebuild: bool,
+) {
+    let st = ctx.st;
+    let n = st.vertex_count();
+    if t == 0 {
+        // SAFETY: thread 0 alone between the barriers; `pos` is not written in this phase.
+        let (s, x) = unsafe { (cell.get_mut(), pos.as_slice()) };
+        s.detections += 1;
+        let SurfaceContactScratch { broadphase: bp, radius, body_boxes, isolation, .. } = s;
+        body_boxes.fill(Aabb::EMPTY);
+        for (p, &b) in x.iter().zip(&st.vertex_body) {
+            body_boxes[b as usize] = body_boxes[b as usize].grow(Vec3A::from_vec4(*p));
+        }
+        for (a, iso) in isolation.iter_mut().enumerate() {
+            *iso = body_boxes
+                .iter()
+                .enumerate()
+                .filter(|&(b, _)| b != a)
+                .map(|(_, bb)| box_distance(&body_boxes[a], bb))
+                .fold(f32::INFINITY, f32::min);
+        }
+        bp.triangle_boxes.clear();
+        bp.triangle_boxes
+            .extend(st.surface_triangles.iter().map(|&tri| primitive_box(x, None, tri, radius[tri[0] as usize])));
+        bp.edge_boxes.clear();
+        bp.edge_boxes.extend(st.surface_edges.iter().map(|&e| primitive_box(x, None, e, radius[e[0] as usize])));
+        // Within a step the surfaces move little: refitting keeps the trees tight enough.
+        if rebuild {
+            bp.triangles.build(&bp.triangle_boxes);
+            bp.edges.build(&bp.edge_boxes);
+        } else {
+            bp.triangles.refit(&bp.triangle_boxes);
+            bp.edges.refit(&bp.edge_boxes);
+        }
+    }
+    barrier.wait();
+    {
+        // SAFETY: read-only phase for the trees, radii and positions; `dmin` is written only
+        // through atomics (min is order independent, so the result does not depend on threads).
+        let (s, x) = unsafe { (cell.get(), pos.as_slice()) };
+        let dmin = as_atomic(&s.dmin);
+        for k in chunk(n, threads, t) {
+            // A pair the broadphase does not report is further apart than the two search radii,
+            // so at least r_v + r_min. Bodies that do not collide with themselves only meet
+            // other bodies, which are at least their box distance away. Interior vertices are
+            // never part of a pair: unbounded.
+            let b = st.vertex_body[k] as usize;
+            let unfound = s.radius[k] + s.radius_min;
+            let d = if !s.on_surface[k] {
+                f32::INFINITY
+            } else if st.bodies[b].self_collision == 0 {
+                unfound.max(s.isolation[b])
+            } else {
+                unfound
+            };
+            dmin[k].store(d.to_bits(), Ordering::Relaxed);
+        }
+        barrier.wait();
+        let mut found = s.found[t].lock();
+        let f = &mut *found;
+        f.point_triangle.clear();
+        f.edge_edge.clear();
+        let store_limit = ctx.model.offset / (1.0 - 2.0 * BOUND_FRACTION);
+        let visit = |kind: u32, v: [u32; 4], out: &mut Vec<ContactPair>| {
+            let xs = gather(x, v);
+            let c = crate::collision::surface_pairs::closest(kind, &xs);
+            let reach = s.radius[v[0] as usize] + s.radius[v[3] as usize];
+            if !(c.distance < reach) {
+                return;
+            }
+            for &i in &v {
+                dmin[i as usize].fetch_min(c.distance.to_bits(), Ordering::Relaxed);
+            }
+            if c.distance < store_limit {
+                out.push(make_pair(st, ctx, kind, v, c.distance, c.normal, &c.weights));
+            }
+        };
+        let bp = &s.broadphase;
+        for k in chunk(st.surface_vertices.len(), threads, t) {
+            let v = st.surface_vertices[k];
+            let q = Aabb::point(Vec3A::from_vec4(x[v as usize])).inflate(s.radius[v as usize]);
+            bp.point_triangle_candidates(st, v, &q, |_, pv| visit(PAIR_POINT_TRIANGLE, pv, &mut f.point_triangle));
+        }
+        for e in chunk(st.surface_edges.len(), threads, t) {
+            bp.edge_edge_candidates(st, e as u32, |_, pv| visit(PAIR_EDGE_EDGE, pv, &mut f.edge_edge));
+        }
+    }
+    barrier.wait();
+    {
+        // SAFETY: read-only scratch; each thread writes its own range of `clamp`.
+        let s = unsafe { cell.get() };
+        let dmin = as_atomic(&s.dmin);
+        let xi = ctx.settings.ccd.min_separation;
+        for v in chunk(n, threads, t) {
+            // SAFETY: own range only; `pos` is read only in this phase.
+            unsafe {
+                let x = pos.get(v);
+                // Kinematic vertices are bounded too: they approach their targets only as far as
+                // the bound allows (see `vbd_step`), so a pin can never drive a surface through
+                // another; it lags instead and catches up once free.
+                // Measured from the minimum separation ξ rather than 0, a gap d ≥ ξ ends above
+                // (1 − 2γ_p) d + 2γ_p ξ ≥ ξ: however hard the surfaces are pressed together,
+                // they stay further apart than f32 rounding of positions (6e-8 m at 1 m).
+                let d = f32::from_bits(dmin[v].load(Ordering::Relaxed));
+                let bound = BOUND_FRACTION * (d - xi).max(0.0);
+                clamp.set(v, Vec3A::from_vec4(x).extend(bound));
+            }
+        }
+    }
+    barrier.wait();
+    if t == 0 {
+        // SAFETY: thread 0 alone; `clamp` is read only until the next detection.
+        let (s, bounds) = unsafe { (cell.get_mut(), clamp.as_slice()) };
+        let SurfaceContactScratch { found, pairs, vertex_pairs, touching, .. } = s;
+        pairs.clear();
+        // Only pairs whose gap can close to the offset before the next detection matter: each
+        // side moves at most its largest vertex bound.
+        let reachable = |p: &ContactPair| {
+            let b = |k: usize| bounds[p.vertices[k] as usize].w;
+            let (side_a, side_b) = if p.kind == PAIR_POINT_TRIANGLE {
+                (b(0), b(1).max(b(2)).max(b(3)))
+            } else {
+                (b(0).max(b(1)), b(2).max(b(3)))
+            };
+            p.distance - side_a - side_b < ctx.model.offset
+        };
+        // Thread chunks are contiguous and in order, so this order is the single-threaded one.
+        for f in found.iter() {
+            pairs.extend(f.lock().point_triangle.iter().filter(|p| reachable(p)));
+        }
+        for f in found.iter() {
+            pairs.extend(f.lock().edge_edge.iter().filter(|p| reachable(p)));
+        }
+        touching.fill(false);
+        build_vertex_pairs(vertex_pairs, pairs, ctx.flags, n);
+        for p in pairs.iter() {
+            if p.distance < ctx.model.offset {
+                for &v in &p.vertices {
+                    touching[st.vertex_body[v as usize] as usize] = true;
+                }
+            }
+        }
+    }
+    barrier.wait();
+}
+
+/// Distance between two boxes (0 when they overlap).
+fn box_distance(a: &Aabb, b: &Aabb) -> f32 {
+    let gap = (a.min - b.max).max(b.min - a.max).max(Vec3A::ZERO);
+    gap.length()
+}
+
+fn as_atomic(v: &[u32]) -> &[AtomicU32] {
+    // SAFETY: `AtomicU32` has the same size and alignment as `u32`; every concurrent access in
+    // the detection phases goes through the atomics.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const AtomicU32, v.len()) }
+}
+
+fn make_pair(
+    st: &SimState,
+    ctx: &ContactContext<'_>,
+    kind: u32,
+    v: [u32; 4],
+    distance: f32,
+    normal: Vec3A,
+    w: &[f32; 4],
+) -> ContactPair {
+    // Stiffness from the mass the pair moves: the mean of the two sides' interpolated masses.
+    let m = 0.5 * (0..4).map(|k| w[k].abs() * st.masses[v[k] as usize]).sum::<f32>();
+    let stiffness = PAIR_STIFFNESS_FACTOR * ctx.model.stiffness.for_mass(m);
+    let (ba, bb) = (st.vertex_body[v[0] as usize] as usize, st.vertex_body[v[3] as usize] as usize);
+    ContactPair {
+        vertices: v,
+        frame_normal: normal.to_array(),
+        kind,
+        stiffness,
+        friction_normal_force: stiffness * (ctx.model.offset - distance).max(0.0),
+        friction: 0.5 * (st.bodies[ba].friction + st.bodies[bb].friction),
+        distance,
+        weights: *w,
+    }
+}
+
+/// Free vertex → pair entries, in pair order (fixes each vertex's summation order).
+fn build_vertex_pairs(csr: &mut Csr, pairs: &[ContactPair], flags: &[u32], n: usize) {
+    csr.offsets.clear();
+    csr.offsets.resize(n + 1, 0);
+    let free = |v: u32| flags[v as usize] & VERTEX_KINEMATIC == 0;
+    for p in pairs {
+        for &v in p.vertices.iter().filter(|&&v| free(v)) {
+            csr.offsets[v as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        csr.offsets[i + 1] += csr.offsets[i];
+    }
+    csr.entries.clear();
+    csr.entries.resize(csr.offsets[n] as usize, 0);
+    let mut fill = csr.offsets.clone();
+    for (k, p) in pairs.iter().enumerate() {
+        for (slot, &v) in p.vertices.iter().enumerate() {
+            if free(v) {
+                csr.entries[fill[v as usize] as usize] = crate::mesh::pack_entry(k as u32, slot as u32);
+                fill[v as usize] += 1;
+            }
+        }
+    }
+}
+
+/// Pulls `p` back onto the ball of radius `clamp.w` around `clamp.xyz` (the displacement bound
+/// since the last detection).
+#[inline(always)]
+pub(crate) fn clamp_to_bound(p: Vec3A, clamp: Vec4) -> Vec3A {
+    let center = Vec3A::from_vec4(clamp);
+    let d = p - center;
+    let len2 = d.length_squared();
+    let b = clamp.w;
+    if len2 > b * b {
+        if b <= 0.0 {
+            return center;
+        }
+        center + d * (b / len2.sqrt())
+    } else {
+        p
+    }
+}
+
+/// Sum of `w_k (x_k − x_k^n)` over a pair: the relative displacement of its closest points
+/// over the step (the friction slip).
+#[inline(always)]
+pub(crate) fn relative_displacement(x: &[Vec3A; 4], start: &[Vec4], v: [u32; 4], w: &[f32; 4]) -> Vec3A {
+    let mut d = Vec3A::ZERO;
+    for k in 0..4 {
+        d += (x[k] - Vec3A::from_vec4(start[v[k] as usize])) * w[k];
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clamp_keeps_points_inside_the_ball() {
+        let c = Vec4::new(1.0, 2.0, 3.0, 0.5);
+        let p = clamp_to_bound(Vec3A::new(4.0, 2.0, 3.0), c);
+        assert!((p - Vec3A::new(1.5, 2.0, 3.0)).length() < 1e-6);
+        let q = Vec3A::new(1.1, 2.1, 3.0);
+        assert_eq!(clamp_to_bound(q, c), q);
+        assert_eq!(clamp_to_bound(q, Vec4::new(1.0, 2.0, 3.0, 0.0)), Vec3A::new(1.0, 2.0, 3.0));
+    }
+
+    #[test]
+    fn vertex_pair_lists_skip_kinematic_vertices_and_keep_pair_order() {
+        let pairs = [
+            ContactPair { vertices: [0, 1, 2, 3], ..Default::default() },
+            ContactPair { vertices: [4, 0, 1, 2], ..Default::default() },
+        ];
+        let flags = [0, VERTEX_KINEMATIC, 0, 0, 0];
+        let mut csr = Csr::default();
+        build_vertex_pairs(&mut csr, &pairs, &flags, 5);
+        assert_eq!(csr.row(0), &[crate::mesh::pack_entry(0, 0), crate::mesh::pack_entry(1, 1)]);
+        assert!(csr.row(1).is_empty());
+        assert_eq!(csr.row(4), &[crate::mesh::pack_entry(1, 0)]);
+    }
+}

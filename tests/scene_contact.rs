@@ -1,0 +1,129 @@
+//! Body–body and self contact scenes (SCENES.md 9–14) at CI-affordable resolutions.
+//!
+//! Every test checks, after every frame, the invariant the contact solver promises: the exact
+//! intersection check finds no crossing surface triangles and no vertex inside an obstacle,
+//! and no step produced NaN. Each adds the scene's own physical check.
+
+mod common;
+
+use pliant::io::bundled::bundled_scene;
+use pliant::io::scene::GeneratorSpec;
+use pliant::io::{LoadedScene, RunOptions, RunResult, Scene, parse_scene, run_scene};
+
+/// Loads a bundled scene after `edit` (coarser meshes, fewer frames).
+fn load_edited(name: &str, edit: impl FnOnce(&mut Scene)) -> LoadedScene {
+    let mut scene = parse_scene(bundled_scene(name).expect("bundled scene")).expect("scene parses");
+    edit(&mut scene);
+    scene.build(std::path::Path::new("examples/scenes")).expect("scene builds")
+}
+
+/// Runs with the intersection check on and asserts the contact invariants on every frame.
+fn run_checked(loaded: &mut LoadedScene, frames: u32) -> RunResult {
+    let run =
+        run_scene(loaded, RunOptions { frames: Some(frames), check_intersections: true, ..RunOptions::default() })
+            .expect("scene runs");
+    for f in &run.frames {
+        assert!(!f.nan, "frame {}: NaN rolled back", f.frame);
+        assert_eq!(f.intersections, Some(0), "frame {}: intersecting surfaces", f.frame);
+    }
+    run
+}
+
+/// Sets a body's generator resolution (cells per axis; a sphere uses the first).
+fn set_cells(scene: &mut Scene, body: usize, cells: &[u32]) {
+    match scene.bodies[body].generator.as_mut().expect("generated body") {
+        GeneratorSpec::Box(b) | GeneratorSpec::Beam(b) => b.cells = [cells[0], cells[1], cells[2]],
+        GeneratorSpec::Sphere(s) => s.cells = cells[0],
+        GeneratorSpec::Ellipsoid(e) => e.cells = cells[0],
+        GeneratorSpec::ClothGrid(c) => c.cells = [cells[0], cells[1]],
+    }
+}
+
+#[test]
+fn stack_soft_cubes_rests_without_intersection() {
+    let mut loaded = load_edited("stack_soft_cubes", |_| {});
+    let run = run_checked(&mut loaded, 90);
+    let p = &run.frames.last().unwrap().probes;
+    let offset = 1e-3;
+    let mut total = 0.0;
+    for k in 0..4 {
+        let h = p[&format!("top{k}")][1] - p[&format!("bottom{k}")][1];
+        total += 0.2 - h;
+        assert!(h < 0.2, "cube {k} is not compressed: height {h}");
+        if k > 0 {
+            // The contact layer: the cube above rests on the one below, within twice the offset.
+            let gap = p[&format!("bottom{k}")][1] - p[&format!("top{}", k - 1)][1];
+            assert!(gap > 0.0 && gap < 2.0 * offset, "gap below cube {k}: {gap}");
+        }
+    }
+    println!("total shortening {:.3} mm (analytic 3.14 mm)", total * 1e3);
+}
+
+#[test]
+fn cloth_stack_keeps_its_layers() {
+    let mut loaded = load_edited("cloth_stack", |s| {
+        for b in 0..4 {
+            set_cells(s, b, &[20, 20]);
+        }
+    });
+    let run = run_checked(&mut loaded, 90);
+    let p = &run.frames.last().unwrap().probes;
+    let y: Vec<f64> = (0..4).map(|k| p[&format!("centre{k}")][1]).collect();
+    for k in 1..4 {
+        assert!(y[k] > y[k - 1], "layers out of order over the cube: {y:?}");
+    }
+    // They have landed on the cube (top at 0.3 m).
+    assert!(y[0] < 0.31, "bottom sheet still falling: {y:?}");
+}
+
+#[test]
+fn cloth_self_fold_never_self_intersects() {
+    let mut loaded = load_edited("cloth_self_fold", |s| set_cells(s, 0, &[32, 16]));
+    let run = run_checked(&mut loaded, 150);
+    // Folded: the sheet's footprint along x has roughly halved.
+    let bbox = &run.frames.last().unwrap().probes["bbox"];
+    assert!(bbox[3] - bbox[0] < 0.7, "not folded: x extent {}", bbox[3] - bbox[0]);
+}
+
+#[test]
+fn twisted_rods_touch_but_never_cross() {
+    let mut loaded = load_edited("twist_rods_ci", |_| {});
+    let run = run_checked(&mut loaded, 120);
+    let touched = run.frames.iter().filter_map(|f| f.min_distance).fold(f32::INFINITY, f32::min);
+    assert!(touched < 2.0 * 2e-4, "the rods never came into contact: closest {touched} m");
+}
+
+#[test]
+fn projectile_never_passes_the_wall() {
+    let mut loaded = load_edited("projectile_wall", |s| {
+        set_cells(s, 0, &[25, 25, 2]);
+        set_cells(s, 1, &[6]);
+    });
+    let run = run_checked(&mut loaded, 30);
+    for f in &run.frames {
+        // The ball's back (largest z) must stay in front of the wall's back face: a ball that
+        // tunnelled would be behind it.
+        let ball_max_z = f.probes["ball_bbox"][5];
+        let wall_back = f.probes["wall_back"][2];
+        assert!(ball_max_z > wall_back, "frame {}: ball behind the wall ({ball_max_z} vs {wall_back})", f.frame);
+        let ball_min_z = f.probes["ball_bbox"][2];
+        let wall_front = f.probes["wall_front"][2];
+        assert!(ball_min_z > wall_front - 0.002, "frame {}: ball inside the wall", f.frame);
+    }
+}
+
+#[test]
+fn soft_pile_stays_in_its_container() {
+    let mut loaded = load_edited("pile_soft_box", |s| {
+        // A 2×2×2 corner of the pile (8 bodies).
+        s.bodies.retain(|b| {
+            let t = b.translation;
+            t[0] > 0.0 && t[2] > -0.1 && t[1] < 0.3
+        });
+    });
+    assert!(loaded.bodies.len() >= 4);
+    let run = run_checked(&mut loaded, 90);
+    for f in &run.frames {
+        assert!(f.ground_penetration_max == 0.0, "frame {}: vertex outside the container", f.frame);
+    }
+}
