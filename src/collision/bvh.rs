@@ -76,6 +76,8 @@ struct Node {
 pub struct Bvh {
     nodes: Vec<Node>,
     items: Vec<u32>,
+    /// Build work list, kept to avoid an allocation per build.
+    stack: Vec<usize>,
 }
 
 impl Bvh {
@@ -88,8 +90,9 @@ impl Bvh {
             return;
         }
         self.nodes.push(Node { aabb: Aabb::EMPTY, first: 0, count: boxes.len() as u32 });
-        let mut stack = vec![0usize];
-        while let Some(node) = stack.pop() {
+        self.stack.clear();
+        self.stack.push(0);
+        while let Some(node) = self.stack.pop() {
             let Node { first, count, .. } = self.nodes[node];
             let range = first as usize..(first + count) as usize;
             let items = &mut self.items[range.clone()];
@@ -121,8 +124,8 @@ impl Bvh {
             self.nodes.push(Node { aabb: Aabb::EMPTY, first: first + mid as u32, count: count - mid as u32 });
             self.nodes[node].first = left as u32;
             self.nodes[node].count = 0;
-            stack.push(left + 1);
-            stack.push(left);
+            self.stack.push(left + 1);
+            self.stack.push(left);
         }
     }
 
@@ -187,13 +190,8 @@ mod tests {
     use super::*;
 
     fn random_boxes(n: usize, seed: u64) -> Vec<Aabb> {
-        let mut s = seed;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut rng = crate::collision::test_rng::Rng(seed);
+        let mut next = move || rng.uniform_f32();
         (0..n)
             .map(|_| {
                 let c = Vec3A::new(next(), next(), next()) * 10.0;

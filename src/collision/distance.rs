@@ -307,18 +307,7 @@ mod tests {
     use super::*;
     use glam::{DQuat, DVec3, Vec3A};
 
-    /// Deterministic uniform numbers in [0, 1) (64-bit LCG, top 53 bits).
-    struct Rng(u64);
-
-    impl Rng {
-        fn uniform(&mut self) -> f64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (self.0 >> 11) as f64 / (1u64 << 53) as f64
-        }
-        fn vec(&mut self) -> DVec3 {
-            DVec3::new(self.uniform(), self.uniform(), self.uniform()) * 2.0 - DVec3::ONE
-        }
-    }
+    use crate::collision::test_rng::Rng;
 
     fn pt(x: &[DVec3; 4]) -> Closest<f64> {
         point_triangle::<f64>(x[0], x[1], x[2], x[3])

@@ -10,6 +10,8 @@ pub mod intersection;
 mod obstacle;
 pub mod surface_check;
 pub mod surface_pairs;
+#[cfg(test)]
+mod test_rng;
 
 pub use contact::{ContactModel, ContactParams, ContactPoint, ContactStiffness, add_contact, friction_f1_over_u};
 pub use obstacle::{Obstacle, ObstacleError, ObstacleShape, limit_step};

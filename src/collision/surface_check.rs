@@ -54,13 +54,8 @@ mod tests {
     use glam::Vec3;
 
     fn soup(n: usize, seed: u64, size: f32) -> (Vec<Vec4>, Vec<[u32; 3]>) {
-        let mut s = seed;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut rng = crate::collision::test_rng::Rng(seed);
+        let mut next = move || rng.uniform_f32();
         let mut x = Vec::new();
         let mut tris = Vec::new();
         for k in 0..n {

@@ -49,12 +49,6 @@ impl ContactPair {
         let r = x[0] * w[0] + x[1] * w[1] + x[2] * w[2] + x[3] * w[3];
         Vec3A::from_array(self.frame_normal).dot(r)
     }
-
-    /// Closest points of the pair with vertex positions `x` (in pair order).
-    #[inline(always)]
-    pub fn closest(&self, x: &[Vec3A; 4]) -> Closest<f32> {
-        closest(self.kind, x)
-    }
 }
 
 /// Closest points of a pair of `kind` with vertex positions `x` (in pair order).
@@ -116,6 +110,29 @@ pub struct SurfaceBroadphase {
 }
 
 impl SurfaceBroadphase {
+    /// Recomputes every primitive's box from positions `x` (swept to `y` when given), grown by
+    /// `radius(first vertex)`, then rebuilds the trees or, with `rebuild` false, refits them.
+    pub fn update(
+        &mut self,
+        st: &SimState,
+        x: &[Vec4],
+        y: Option<&[Vec4]>,
+        radius: impl Fn(u32) -> f32,
+        rebuild: bool,
+    ) {
+        self.triangle_boxes.clear();
+        self.triangle_boxes.extend(st.surface_triangles.iter().map(|&t| primitive_box(x, y, t, radius(t[0]))));
+        self.edge_boxes.clear();
+        self.edge_boxes.extend(st.surface_edges.iter().map(|&e| primitive_box(x, y, e, radius(e[0]))));
+        if rebuild {
+            self.triangles.build(&self.triangle_boxes);
+            self.edges.build(&self.edge_boxes);
+        } else {
+            self.triangles.refit(&self.triangle_boxes);
+            self.edges.refit(&self.edge_boxes);
+        }
+    }
+
     /// Vertex–triangle candidates of surface vertex `v` whose query box is `query`:
     /// `visit(triangle index, pair vertices)` for every allowed pair whose boxes overlap.
     #[inline]

@@ -48,27 +48,51 @@ pub const fn unpack_entry(entry: u32) -> (u32, u32) {
 /// Vertex → (element, local slot) adjacency for elements with `K ≤ 4` vertices. Rows list the
 /// elements in increasing index order, which fixes the summation order of every gather.
 pub fn vertex_element_csr<const K: usize>(vertex_count: usize, elements: &[[u32; K]]) -> Csr {
-    const { assert!(K <= 4) };
-    let mut counts = vec![0u32; vertex_count + 1];
-    for el in elements {
-        for &v in el {
-            counts[v as usize + 1] += 1;
+    let mut csr = Csr::default();
+    csr.fill_vertex_elements(vertex_count, elements.iter().copied(), |_| true);
+    csr
+}
+
+impl Csr {
+    /// Rebuilds this CSR in place (no allocation once it is large enough) as the vertex →
+    /// (element, slot) adjacency of `elements`, keeping only vertices for which `include` holds.
+    /// Rows list the elements in iteration order.
+    pub fn fill_vertex_elements<const K: usize, I>(
+        &mut self,
+        vertex_count: usize,
+        elements: I,
+        include: impl Fn(u32) -> bool,
+    ) where
+        I: Iterator<Item = [u32; K]> + Clone,
+    {
+        const { assert!(K <= 4) };
+        let offsets = &mut self.offsets;
+        offsets.clear();
+        offsets.resize(vertex_count + 1, 0);
+        for el in elements.clone() {
+            for v in el.into_iter().filter(|&v| include(v)) {
+                offsets[v as usize + 1] += 1;
+            }
         }
-    }
-    for i in 0..vertex_count {
-        counts[i + 1] += counts[i];
-    }
-    let offsets = counts.clone();
-    let mut cursor = counts;
-    let mut entries = vec![0u32; *offsets.last().unwrap_or(&0) as usize];
-    for (e, el) in elements.iter().enumerate() {
-        for (slot, &v) in el.iter().enumerate() {
-            let c = &mut cursor[v as usize];
-            entries[*c as usize] = pack_entry(e as u32, slot as u32);
-            *c += 1;
+        for i in 0..vertex_count {
+            offsets[i + 1] += offsets[i];
         }
+        self.entries.clear();
+        self.entries.resize(offsets[vertex_count] as usize, 0);
+        // Row starts serve as insertion cursors; afterwards each holds its row's end, which is
+        // the next row's start: shifting by one restores the offsets.
+        for (e, el) in elements.enumerate() {
+            for (slot, v) in el.into_iter().enumerate() {
+                if include(v) {
+                    let c = &mut offsets[v as usize];
+                    self.entries[*c as usize] = pack_entry(e as u32, slot as u32);
+                    *c += 1;
+                }
+            }
+        }
+        offsets.copy_within(0..vertex_count, 1);
+        offsets[0] = 0;
     }
-    Csr { offsets, entries }
 }
 
 #[cfg(test)]

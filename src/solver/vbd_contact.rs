@@ -110,8 +110,6 @@ pub struct SurfaceContactScratch {
     /// Initial-advance scale per body.
     pub body_scale: Vec<f32>,
     parent: Vec<u32>,
-    /// Detections in the last step.
-    pub detections: u32,
 }
 
 impl SurfaceContactScratch {
@@ -159,7 +157,6 @@ pub(crate) fn begin_step(
     enabled: bool,
 ) {
     scratch.resize(st, threads, model);
-    scratch.detections = 0;
     if !enabled {
         // No detection this step: empty pair lists for every vertex.
         scratch.pairs.clear();
@@ -195,13 +192,7 @@ pub(crate) fn advance_scale(
         // SAFETY: thread 0 alone between the barriers; `pos` is not written in this phase.
         let (s, x0) = unsafe { (cell.get_mut(), pos.as_slice()) };
         s.body_scale.fill(1.0);
-        let bp = &mut s.broadphase;
-        bp.triangle_boxes.clear();
-        bp.triangle_boxes.extend(st.surface_triangles.iter().map(|&tri| primitive_box(start, Some(x0), tri, xi)));
-        bp.edge_boxes.clear();
-        bp.edge_boxes.extend(st.surface_edges.iter().map(|&e| primitive_box(start, Some(x0), e, xi)));
-        bp.triangles.build(&bp.triangle_boxes);
-        bp.edges.build(&bp.edge_boxes);
+        s.broadphase.update(st, start, Some(x0), |_| xi, true);
     }
     barrier.wait();
     {
@@ -255,15 +246,16 @@ pub(crate) fn advance_scale(
         }
         // Group scale: the earliest time of impact of any pair in the group. Kinematic vertices
         // are scaled too, so the whole group moves along the straight path the CCD certified.
-        let mut group_toi = vec![1.0f32; parent.len()];
+        // Each root collects its group's earliest hit; a root has the smallest index of its
+        // group, so one ascending pass then hands every body its root's final value.
         for f in found.iter() {
             for &(b, toi) in &f.lock().hits {
                 let r = find(parent, b) as usize;
-                group_toi[r] = group_toi[r].min(toi);
+                body_scale[r] = body_scale[r].min(toi);
             }
         }
         for b in 0..parent.len() {
-            body_scale[b] = group_toi[find(parent, b as u32) as usize];
+            body_scale[b] = body_scale[find(parent, b as u32) as usize];
         }
     }
     barrier.wait();
@@ -293,7 +285,6 @@ pub(crate) fn detect(
     if t == 0 {
         // SAFETY: thread 0 alone between the barriers; `pos` is not written in this phase.
         let (s, x) = unsafe { (cell.get_mut(), pos.as_slice()) };
-        s.detections += 1;
         let SurfaceContactScratch { broadphase: bp, radius, body_boxes, isolation, .. } = s;
         body_boxes.fill(Aabb::EMPTY);
         for (p, &b) in x.iter().zip(&st.vertex_body) {
@@ -307,19 +298,8 @@ pub(crate) fn detect(
                 .map(|(_, bb)| box_distance(&body_boxes[a], bb))
                 .fold(f32::INFINITY, f32::min);
         }
-        bp.triangle_boxes.clear();
-        bp.triangle_boxes
-            .extend(st.surface_triangles.iter().map(|&tri| primitive_box(x, None, tri, radius[tri[0] as usize])));
-        bp.edge_boxes.clear();
-        bp.edge_boxes.extend(st.surface_edges.iter().map(|&e| primitive_box(x, None, e, radius[e[0] as usize])));
         // Within a step the surfaces move little: refitting keeps the trees tight enough.
-        if rebuild {
-            bp.triangles.build(&bp.triangle_boxes);
-            bp.edges.build(&bp.edge_boxes);
-        } else {
-            bp.triangles.refit(&bp.triangle_boxes);
-            bp.edges.refit(&bp.edge_boxes);
-        }
+        bp.update(st, x, None, |v| radius[v as usize], rebuild);
     }
     barrier.wait();
     {
@@ -471,28 +451,7 @@ fn make_pair(
 
 /// Free vertex → pair entries, in pair order (fixes each vertex's summation order).
 fn build_vertex_pairs(csr: &mut Csr, pairs: &[ContactPair], flags: &[u32], n: usize) {
-    csr.offsets.clear();
-    csr.offsets.resize(n + 1, 0);
-    let free = |v: u32| flags[v as usize] & VERTEX_KINEMATIC == 0;
-    for p in pairs {
-        for &v in p.vertices.iter().filter(|&&v| free(v)) {
-            csr.offsets[v as usize + 1] += 1;
-        }
-    }
-    for i in 0..n {
-        csr.offsets[i + 1] += csr.offsets[i];
-    }
-    csr.entries.clear();
-    csr.entries.resize(csr.offsets[n] as usize, 0);
-    let mut fill = csr.offsets.clone();
-    for (k, p) in pairs.iter().enumerate() {
-        for (slot, &v) in p.vertices.iter().enumerate() {
-            if free(v) {
-                csr.entries[fill[v as usize] as usize] = crate::mesh::pack_entry(k as u32, slot as u32);
-                fill[v as usize] += 1;
-            }
-        }
-    }
+    csr.fill_vertex_elements(n, pairs.iter().map(|p| p.vertices), |v| flags[v as usize] & VERTEX_KINEMATIC == 0);
 }
 
 /// Pulls `p` back onto the ball of radius `clamp.w` around `clamp.xyz` (the displacement bound
