@@ -113,9 +113,10 @@ pub struct SolverSpec {
     /// Contact settings.
     #[serde(default)]
     pub contact: ContactSpec,
-    /// Per-body rigid-translation correction (default `true`).
-    #[serde(default = "default_true")]
-    pub translation_correction: bool,
+    /// Rigid correction of the initial guess, coupled through contact (default `true`).
+    /// `translation_correction` is accepted as its former name.
+    #[serde(default = "default_true", alias = "translation_correction")]
+    pub rigid_correction: bool,
 }
 
 fn default_true() -> bool {
@@ -132,7 +133,7 @@ impl Default for SolverSpec {
             initialization: Initialization::default(),
             threads: 0,
             contact: ContactSpec::default(),
-            translation_correction: true,
+            rigid_correction: true,
         }
     }
 }

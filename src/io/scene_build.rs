@@ -130,7 +130,7 @@ impl Scene {
             contact_stiffness: self.solver.contact.stiffness,
             contact_offset: self.solver.contact.offset,
             friction_eps_v: self.solver.contact.friction_eps_v,
-            translation_correction: self.solver.translation_correction,
+            rigid_correction: self.solver.rigid_correction,
             surface_contact: self.solver.contact.surface,
             contact_detection_interval: self.solver.contact.detection_interval,
         }

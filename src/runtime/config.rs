@@ -50,9 +50,10 @@ pub struct StepConfig {
     /// Static-friction velocity threshold ε_v \[m/s\]; slip below `ε_v h` per step is static.
     /// Default 1e-4 m/s (creep ≤ 0.1 mm per second of sticking).
     pub friction_eps_v: f32,
-    /// Correct each unpinned body's rigid translation in the initial guess (default on): VBD
-    /// alone moves whole bodies only slowly (see `solver/translation.rs`).
-    pub translation_correction: bool,
+    /// Correct each unpinned body's rigid motion in the initial guess, coupled through contact
+    /// (default on): VBD alone moves whole bodies, and bodies resting on each other, only
+    /// slowly (see `solver/rigid_correction.rs`).
+    pub rigid_correction: bool,
     /// Body–body and self contact between surfaces (default on). Off, bodies pass through
     /// each other and only obstacles collide.
     pub surface_contact: bool,
@@ -76,7 +77,7 @@ impl Default for StepConfig {
             contact_stiffness: None,
             contact_offset: 1e-3,
             friction_eps_v: 1e-4,
-            translation_correction: true,
+            rigid_correction: true,
             surface_contact: true,
             contact_detection_interval: 5,
         }

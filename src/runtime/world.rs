@@ -146,6 +146,7 @@ impl World {
         self.slots = slots;
         update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, self.time, &mut self.pin_marks);
         rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
+        self.scratch.topology_changed();
         self.built_version = Some(version);
     }
 
@@ -301,7 +302,7 @@ impl World {
             gravity: Vec3A::from(c.gravity),
             contact,
             threads,
-            translation_correction: c.translation_correction,
+            rigid_correction: c.rigid_correction,
             surface_contact: SurfaceContactSettings {
                 enabled: c.surface_contact,
                 detection_interval: c.contact_detection_interval,

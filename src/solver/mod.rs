@@ -5,7 +5,7 @@ pub mod chebyshev;
 pub mod init;
 pub mod integrator;
 pub(crate) mod parallel;
-mod translation;
+mod rigid_correction;
 pub mod vbd;
 mod vbd_contact;
 mod vbd_vertex;

@@ -16,7 +16,7 @@ use super::chebyshev::{ChebyshevSchedule, mix};
 use super::init::Initialization;
 use super::integrator::{Integrator, realised_acceleration};
 use super::parallel::{PhaseCell, SharedSlice, chunk, run_workers};
-use super::translation::{Candidate, TranslationBuffers, correct_translation};
+use super::rigid_correction::{RigidBuffers, RigidMotion, RigidScratch, correct_rigid};
 use super::vbd_contact::{
     ContactContext, SurfaceContactScratch, SurfaceContactSettings, advance_scale, begin_step, clamp_to_bound, detect,
 };
@@ -39,12 +39,12 @@ const FROZEN_DIVERGED: u32 = 2;
 struct BodyScratch {
     /// Earliest obstacle contact of the initial advance.
     toi: Vec<f32>,
-    /// Takes the rigid-translation correction.
+    /// Takes the rigid correction.
     eligible: Vec<bool>,
     /// No Chebyshev mixing (`FROZEN_*`).
     frozen: Vec<u32>,
-    /// Rigid-translation correction.
-    shifts: Vec<Vec4>,
+    /// Rigid correction.
+    motions: Vec<RigidMotion>,
     /// Residual of the last sweep, and the smallest in the step.
     residual2: Vec<f64>,
     min_residual2: Vec<f64>,
@@ -55,7 +55,7 @@ impl BodyScratch {
         self.toi.resize(bodies, 1.0);
         self.eligible.resize(bodies, false);
         self.frozen.resize(bodies, 0);
-        self.shifts.resize(bodies, Vec4::ZERO);
+        self.motions.resize(bodies, RigidMotion::IDENTITY);
         self.residual2.resize(bodies, 0.0);
         self.min_residual2.resize(bodies, f64::INFINITY);
     }
@@ -78,8 +78,8 @@ pub struct VbdSettings {
     pub contact: ContactModel,
     /// Worker threads (1 = run on the caller).
     pub threads: usize,
-    /// Per-body rigid-translation correction of the initial guess (`solver/translation.rs`).
-    pub translation_correction: bool,
+    /// Rigid correction of the initial guess, coupled through contact (`solver/rigid_correction.rs`).
+    pub rigid_correction: bool,
     /// Body–body and self contact.
     pub surface_contact: SurfaceContactSettings,
 }
@@ -97,7 +97,7 @@ pub struct VbdScratch {
     color_new: Vec<Vec4>,
     in_contact: Vec<u32>,
     residual2: Vec<f32>,
-    candidates: Vec<Candidate>,
+    rigid: RigidScratch,
     tet_rates: Vec<Mat3A>,
     /// `x^(0)` as stored (rounded) and the exact offset `x^(0) − x^n` it was made from.
     init_position: Vec<Vec4>,
@@ -115,6 +115,11 @@ impl VbdScratch {
     /// Surface contact pairs of the last detection.
     pub fn contact_pairs(&self) -> &[crate::collision::surface_pairs::ContactPair] {
         &self.surface.pairs
+    }
+
+    /// Forgets everything that names vertices of the previous topology (contact pairs).
+    pub fn topology_changed(&mut self) {
+        self.surface.forget_pairs();
     }
 
     /// Sizes every array for `n` vertices, `c` colored vertices and `tets` tets.
@@ -169,17 +174,12 @@ pub fn vbd_step(
     let n = state.vertex_count();
     scratch.resize(n, state.color_vertices.len(), state.tets.len());
     scratch.body_scratch.resize(state.bodies.len());
-    // Bodies without kinematic vertices get the rigid-translation correction.
     let threads = s.threads.max(1).min(n.max(1));
     let surface_on = s.surface_contact.enabled && !state.surface_triangles.is_empty();
     begin_step(&mut scratch.surface, state, threads, &s.contact, surface_on);
-    // ... and no body–body contact at the last detection (the correction models obstacle
-    // contact only).
+    // Bodies without kinematic vertices get the rigid correction.
     let eligible = &mut scratch.body_scratch.eligible;
-    eligible.fill(s.translation_correction);
-    for (e, &touching) in eligible.iter_mut().zip(&scratch.surface.touching) {
-        *e &= !touching;
-    }
+    eligible.fill(s.rigid_correction);
     for (&f, &b) in state.flags.iter().zip(&state.vertex_body) {
         if f & VERTEX_KINEMATIC != 0 {
             eligible[b as usize] = false;
@@ -202,7 +202,7 @@ pub fn vbd_step(
             color_new,
             in_contact,
             residual2,
-            candidates: candidate_buf,
+            rigid: rigid_buf,
             tet_rates,
             init_position,
             init_offset,
@@ -235,7 +235,7 @@ pub fn vbd_step(
         let st: &SimState = state;
         let targets: &[Vec4] = targets;
         // Per-body scratch, reset for this step.
-        let BodyScratch { toi: body_toi, eligible, frozen, shifts, residual2: body_r2, min_residual2: body_min_r2 } =
+        let BodyScratch { toi: body_toi, eligible, frozen, motions, residual2: body_r2, min_residual2: body_min_r2 } =
             body_scratch;
         body_toi.fill(1.0);
         frozen.fill(0);
@@ -246,9 +246,9 @@ pub fn vbd_step(
         let frozen_sh = SharedSlice::new(frozen);
         let body_r2_sh = SharedSlice::new(body_r2);
         let body_min_r2_sh = SharedSlice::new(body_min_r2);
-        let shifts_sh = SharedSlice::new(shifts);
-        let candidates = parking_lot::Mutex::new(std::mem::take(candidate_buf));
-        let translation = TranslationBuffers { shifts: &shifts_sh, eligible, candidates: &candidates };
+        let motions_sh = SharedSlice::new(motions);
+        let rigid_scratch = parking_lot::Mutex::new(std::mem::take(rigid_buf));
+        let rigid = RigidBuffers { motions: &motions_sh, eligible, scratch: &rigid_scratch };
 
         run_workers(threads, |t, barrier| {
             // ---- prepare: one thread per contiguous vertex range ----
@@ -370,12 +370,13 @@ pub fn vbd_step(
                 settings: s.surface_contact,
             };
 
-            // The initial guess gets each free body's best rigid translation (inertia, contact,
-            // friction); the sweeps then only shape it. Once per step was as accurate as before
-            // every sweep on the inclines (1.592 vs 1.610 m/s² for 1.609) at a fraction of the
-            // serial cost.
+            // The initial guess gets each free body's best rigid motion (inertia, contact,
+            // friction), coupled through the last detection's pairs to the bodies it touches;
+            // the sweeps then only shape it. Once per step was as accurate as before every
+            // sweep on the inclines (1.592 vs 1.610 m/s² for 1.609) at a fraction of the serial
+            // cost.
             if any_eligible {
-                correct_translation(t, threads, barrier, &pos, &flags_sh, &inputs, &translation);
+                correct_rigid(t, threads, barrier, &pos, &flags_sh, &inputs, &rigid);
                 for v in chunk(n, threads, t) {
                     // SAFETY: own range only.
                     unsafe {
@@ -464,7 +465,7 @@ pub fn vbd_step(
                                 body_r2_sh.set(b, body_r2_sh.get(b) + res_sh.get(v) as f64);
                                 // A body touching anything this step is not accelerated at all:
                                 // mixing only its free vertices would shear it against the ones
-                                // in contact and undo the rigid-translation correction ([VBD]
+                                // in contact and undo the rigid correction ([VBD]
                                 // §3.8 skips contact vertices; ALGORITHMS §2.8 turns acceleration
                                 // off for islands in contact).
                                 if contact_sh.get(v) != 0 {
@@ -535,7 +536,7 @@ pub fn vbd_step(
                 }
             }
         });
-        *candidate_buf = candidates.into_inner();
+        *rigid_buf = rigid_scratch.into_inner();
         *surface = surface_cell.into_inner();
         // End the shared borrows before the vectors move back into the state.
         let _ = (vel_sh, acc_sh, flags_sh);

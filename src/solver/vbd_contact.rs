@@ -104,15 +104,19 @@ pub struct SurfaceContactScratch {
     /// as integers).
     dmin: Vec<u32>,
     found: PerThread,
-    /// Bodies that had a contact pair at the last detection (they skip the rigid-translation
-    /// correction, which models obstacle contact only).
-    pub touching: Vec<bool>,
     /// Initial-advance scale per body.
     pub body_scale: Vec<f32>,
     parent: Vec<u32>,
 }
 
 impl SurfaceContactScratch {
+    /// Forgets the pairs of the last detection (their vertex indices name another topology).
+    pub(crate) fn forget_pairs(&mut self) {
+        self.pairs.clear();
+        self.vertex_pairs.entries.clear();
+        self.vertex_pairs.offsets.clear();
+    }
+
     fn resize(&mut self, st: &SimState, threads: usize, model: &ContactModel) {
         let n = st.vertex_count();
         self.radius.clear();
@@ -126,7 +130,6 @@ impl SurfaceContactScratch {
         for &v in &st.surface_vertices {
             self.on_surface[v as usize] = true;
         }
-        self.touching.resize(st.bodies.len(), false);
         self.body_scale.resize(st.bodies.len(), 1.0);
         self.parent.resize(st.bodies.len(), 0);
         self.found.0.resize_with(threads, Default::default);
@@ -160,7 +163,6 @@ pub(crate) fn begin_step(
     if !enabled {
         // No detection this step: empty pair lists for every vertex.
         scratch.pairs.clear();
-        scratch.touching.fill(false);
         scratch.vertex_pairs.entries.clear();
         scratch.vertex_pairs.offsets.clear();
         scratch.vertex_pairs.offsets.resize(st.vertex_count() + 1, 0);
@@ -379,7 +381,7 @@ pub(crate) fn detect(
     if t == 0 {
         // SAFETY: thread 0 alone; `clamp` is read only until the next detection.
         let (s, bounds) = unsafe { (cell.get_mut(), clamp.as_slice()) };
-        let SurfaceContactScratch { found, pairs, vertex_pairs, touching, .. } = s;
+        let SurfaceContactScratch { found, pairs, vertex_pairs, .. } = s;
         pairs.clear();
         // Only pairs whose gap can close to the offset before the next detection matter: each
         // side moves at most its largest vertex bound.
@@ -399,15 +401,7 @@ pub(crate) fn detect(
         for f in found.iter() {
             pairs.extend(f.lock().edge_edge.iter().filter(|p| reachable(p)));
         }
-        touching.fill(false);
         build_vertex_pairs(vertex_pairs, pairs, ctx.flags, n);
-        for p in pairs.iter() {
-            if p.distance < ctx.model.offset {
-                for &v in &p.vertices {
-                    touching[st.vertex_body[v as usize] as usize] = true;
-                }
-            }
-        }
     }
     barrier.wait();
 }

@@ -167,8 +167,8 @@ pub(crate) struct ExternalTerms {
 }
 
 /// Inertia, linear damping and obstacle terms of vertex `v` at position `x`. Elastic and
-/// Rayleigh terms are translation invariant and left out, which is what lets
-/// [`super::translation`] sum these over a body to get its rigid-translation problem.
+/// Rayleigh terms are invariant under rigid motions and left out here; the same terms, summed
+/// over whole bodies, make up [`super::rigid_correction`]'s coarse problem.
 #[inline]
 pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>) -> ExternalTerms {
     let st = inp.state;
