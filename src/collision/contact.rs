@@ -101,6 +101,30 @@ pub fn friction_f1_over_u<R: Real>(u: R, static_slip: R) -> R {
     }
 }
 
+/// IPC's smoothed friction potential `f0(u)` (the integral of `f1`; ALGORITHMS §1.2), with
+/// `f0(ε) = ε`: a cubic while sticking (`u < ε`), the slip itself once sliding.
+#[inline(always)]
+pub fn friction_f0<R: Real>(u: R, static_slip: R) -> R {
+    if u < static_slip {
+        let s = static_slip;
+        -u * u * u / (R::lit(3.0) * s * s) + u * u / s + s / R::lit(3.0)
+    } else {
+        u
+    }
+}
+
+/// Derivative of the smoothed friction magnitude, `f1'(u)`: `2/ε − 2u/ε²` while sticking, 0
+/// once sliding.
+#[inline(always)]
+pub fn friction_f1_prime<R: Real>(u: R, static_slip: R) -> R {
+    if u < static_slip {
+        let inv = R::ONE / static_slip;
+        R::lit(2.0) * inv - R::lit(2.0) * u * inv * inv
+    } else {
+        R::ZERO
+    }
+}
+
 /// Adds one contact's penalty and friction terms to a vertex's Newton system: force `f`
 /// (negative gradient) and Hessian block `h`. Returns whether the contact is active.
 ///
@@ -139,6 +163,25 @@ pub fn add_contact<R: Real>(f: &mut R::V3, h: &mut R::M3, c: &ContactPoint<R>, p
 mod tests {
     use super::*;
     use glam::{DMat3, DVec3};
+
+    #[test]
+    fn friction_potential_derivatives_match_finite_differences() {
+        let eps = 1e-3;
+        for u in [1e-5, 3e-4, 7e-4, 9.9e-4, 1.5e-3, 0.02] {
+            let h = 1e-8;
+            let f1 = |u: f64| u * friction_f1_over_u(u, eps);
+            let fd0 = (friction_f0(u + h, eps) - friction_f0(u - h, eps)) / (2.0 * h);
+            assert!((fd0 - f1(u)).abs() < 1e-6, "f0' at {u}: {fd0} vs {}", f1(u));
+            let fd1 = (f1(u + h) - f1(u - h)) / (2.0 * h);
+            assert!(
+                (fd1 - friction_f1_prime(u, eps)).abs() < 1e-3,
+                "f1' at {u}: {fd1} vs {}",
+                friction_f1_prime(u, eps)
+            );
+        }
+        // Continuous at the sticking/sliding boundary.
+        assert!((friction_f0(eps * (1.0 - 1e-12), eps) - eps).abs() < 1e-12);
+    }
 
     fn params() -> ContactParams<f64> {
         ContactParams { stiffness: 1e6, offset: 1e-3, static_slip: 1e-5 }

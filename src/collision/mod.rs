@@ -13,5 +13,8 @@ pub mod surface_pairs;
 #[cfg(test)]
 mod test_rng;
 
-pub use contact::{ContactModel, ContactParams, ContactPoint, ContactStiffness, add_contact, friction_f1_over_u};
+pub use contact::{
+    ContactModel, ContactParams, ContactPoint, ContactStiffness, add_contact, friction_f0, friction_f1_over_u,
+    friction_f1_prime,
+};
 pub use obstacle::{Obstacle, ObstacleError, ObstacleShape, limit_step};

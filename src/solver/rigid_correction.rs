@@ -44,7 +44,7 @@ use super::parallel::{SharedSlice, SpinBarrier, chunk};
 use super::vbd_contact::relative_displacement;
 use super::vbd_vertex::VertexInputs;
 use crate::collision::surface_pairs::ContactPair;
-use crate::collision::{Obstacle, limit_step};
+use crate::collision::{Obstacle, friction_f0, friction_f1_over_u, friction_f1_prime, limit_step};
 use crate::math::cholesky_solve;
 use crate::state::{SimState, VERTEX_KINEMATIC};
 
@@ -254,19 +254,6 @@ fn find(parent: &mut [u32], mut a: u32) -> u32 {
     a
 }
 
-/// Lagged IPC friction potential `f0` (\[VBD\] Eq. 15 integrated; ALGORITHMS §1.2).
-fn f0(u: f64, s: f64) -> f64 {
-    if u < s { -u * u * u / (3.0 * s * s) + u * u / s + s / 3.0 } else { u }
-}
-
-fn f1(u: f64, s: f64) -> f64 {
-    if u < s { 2.0 * u / s - u * u / (s * s) } else { 1.0 }
-}
-
-fn f1_prime(u: f64, s: f64) -> f64 {
-    if u < s { 2.0 / s - 2.0 * u / (s * s) } else { 0.0 }
-}
-
 fn outer(a: DVec3, b: DVec3) -> DMat3 {
     DMat3::from_cols(a * b.x, a * b.y, a * b.z)
 }
@@ -314,17 +301,19 @@ fn contact_term(
         let n0 = friction_normal;
         let u = slip - n0 * n0.dot(slip);
         let ul = u.length();
-        c.energy += mu_lambda * f0(ul, static_slip);
+        c.energy += mu_lambda * friction_f0(ul, static_slip);
         if derivatives {
             let tangent = DMat3::IDENTITY - outer(n0, n0);
+            // f1(u)/u, finite at u = 0: the isotropic sticking stiffness.
+            let f1_over_u = friction_f1_over_u(ul, static_slip);
             if ul > 0.0 {
                 let uh = u / ul;
                 let along = outer(uh, uh);
-                c.gradient += uh * (mu_lambda * f1(ul, static_slip));
-                c.hessian += (tangent - along) * (mu_lambda * f1(ul, static_slip) / ul)
-                    + along * (mu_lambda * f1_prime(ul, static_slip));
+                c.gradient += u * (mu_lambda * f1_over_u);
+                c.hessian += (tangent - along) * (mu_lambda * f1_over_u)
+                    + along * (mu_lambda * friction_f1_prime(ul, static_slip));
             } else {
-                c.hessian += tangent * (mu_lambda * 2.0 / static_slip);
+                c.hessian += tangent * (mu_lambda * f1_over_u);
             }
         }
     }
