@@ -1,7 +1,7 @@
 //! Benchmark: body–body and self contact on the CPU VBD path.
 //!
 //! ```text
-//! cargo run --release --example bench_contact [-- --json] [--frames N]
+//! cargo run --release --example bench_contact [-- --json] [--frames N] [--scene NAME] [--threads N]
 //! ```
 //!
 //! 1. `stack_soft_cubes`: four 0.2 m cubes of 8³ cells (2,916 vertices, 12,288 tets) stacked on
@@ -41,13 +41,21 @@ fn load(json: &str, threads: usize) -> LoadedScene {
 fn main() {
     let mut json = false;
     let mut frames = 120u32;
+    let mut only: Option<String> = None;
+    let mut thread_counts = vec![1, 2];
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => json = true,
             "--frames" => frames = it.next().and_then(|v| v.parse().ok()).unwrap_or(frames),
+            "--scene" => only = it.next(),
+            "--threads" => {
+                if let Some(t) = it.next().and_then(|v| v.parse().ok()) {
+                    thread_counts = vec![t];
+                }
+            }
             other => {
-                eprintln!("unknown argument {other}; use --json, --frames N");
+                eprintln!("unknown argument {other}; use --json, --frames N, --scene NAME, --threads N");
                 std::process::exit(2);
             }
         }
@@ -70,7 +78,10 @@ fn main() {
         );
     }
     for (name, src) in [("stack_soft_cubes", &stack), ("cloth_100x100_self", &cloth)] {
-        for threads in [1, 2] {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        for &threads in &thread_counts {
             let mut loaded = load(src, threads);
             let warm = frames / 4;
             let (mut ms, mut pairs, mut min_d) = (0.0f64, 0u64, f32::INFINITY);
@@ -94,8 +105,10 @@ fn main() {
             let crossings = loaded.world.find_intersections().len();
             let mean_pairs = pairs as f64 / timed;
             if json {
+                // JSON has no infinity: no pair within any search radius is `null`.
+                let min_json = if min_d.is_finite() { format!("{min_d:.3e}") } else { "null".to_owned() };
                 println!(
-                    "{{\"bench\":\"bench_contact\",\"scene\":\"{name}\",\"backend\":\"cpu\",\"threads\":{threads},\"vertices\":{v},\"elements\":{e},\"iterations\":{iterations},\"ms_per_step\":{ms:.4},\"ns_per_vertex_iteration\":{ns:.1},\"contact_pairs_mean\":{mean_pairs:.1},\"min_pair_distance\":{min_d:.3e},\"intersections\":{crossings}}}"
+                    "{{\"bench\":\"bench_contact\",\"scene\":\"{name}\",\"backend\":\"cpu\",\"threads\":{threads},\"vertices\":{v},\"elements\":{e},\"iterations\":{iterations},\"ms_per_step\":{ms:.4},\"ns_per_vertex_iteration\":{ns:.1},\"contact_pairs_mean\":{mean_pairs:.1},\"min_pair_distance\":{min_json},\"intersections\":{crossings}}}"
                 );
             } else {
                 println!(

@@ -81,6 +81,11 @@ pub struct Bvh {
 }
 
 impl Bvh {
+    /// Number of items the tree was built over.
+    pub fn item_count(&self) -> usize {
+        self.items.len()
+    }
+
     /// Builds the tree over `boxes` (item `i` has box `boxes[i]`), reusing this tree's memory.
     pub fn build(&mut self, boxes: &[Aabb]) {
         self.nodes.clear();

@@ -134,7 +134,7 @@ pub fn skew<R: Real>(v: R::V3) -> R::M3 {
 }
 
 macro_rules! impl_real {
-    ($r:ty, $v:ty, $m:ty) => {
+    ($r:ty, $v:ty, $m:ty, $atan2:expr) => {
         impl Real for $r {
             type V3 = $v;
             type M3 = $m;
@@ -166,7 +166,7 @@ macro_rules! impl_real {
             }
             #[inline(always)]
             fn atan2(self, x: Self) -> Self {
-                <$r>::atan2(self, x)
+                $atan2(self, x)
             }
             #[inline(always)]
             fn is_finite(self) -> bool {
@@ -246,8 +246,8 @@ macro_rules! impl_real {
     };
 }
 
-impl_real!(f32, glam::Vec3A, glam::Mat3A);
-impl_real!(f64, glam::DVec3, glam::DMat3);
+impl_real!(f32, glam::Vec3A, glam::Mat3A, super::atan::atan2_f32);
+impl_real!(f64, glam::DVec3, glam::DMat3, f64::atan2);
 
 /// Shorthand for `R::lit(v)`.
 #[inline(always)]

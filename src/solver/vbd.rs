@@ -188,6 +188,8 @@ pub fn vbd_step(
     // Chebyshev needs a few sweeps to pay off ([VBD] §3.8; ALGORITHMS §2.8).
     let chebyshev = s.chebyshev_rho.filter(|_| s.iterations >= 4);
     let chebyshev_stopped = AtomicBool::new(false);
+    // Some vertex met its displacement bound since the last contact detection.
+    let bound_hit = AtomicBool::new(false);
 
     // Split the state into what the parallel region reads and what it writes.
     let mut positions = std::mem::take(&mut state.positions);
@@ -414,8 +416,8 @@ pub fn vbd_step(
                     }
                 }
                 barrier.wait();
-                detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh, true);
-                catch_up_kinematic(t, threads, barrier, n, &flags_sh, targets, &pos, &clamp_sh);
+                detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh);
+                catch_up_kinematic(t, threads, barrier, n, &flags_sh, targets, &pos, &clamp_sh, &bound_hit);
             }
             let interval = s.surface_contact.detection_interval;
 
@@ -423,15 +425,31 @@ pub fn vbd_step(
             let colored = st.color_vertices.len();
             for iteration in 0..s.iterations {
                 if surface_on && interval > 0 && iteration > 0 && iteration % interval == 0 {
-                    detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh, false);
-                    catch_up_kinematic(t, threads, barrier, n, &flags_sh, targets, &pos, &clamp_sh);
+                    // Re-detection refreshes the pairs' linearisation and re-centres the bounds.
+                    // With no pair stored and no vertex held by its bound, neither is needed:
+                    // the stored pairs are every pair that can come within the offset while the
+                    // bounds hold. (Free cloth then detects once per step instead of twice.)
+                    // SAFETY: the pair list changes only inside `detect`.
+                    let near = !unsafe { surface_cell.get() }.pairs.is_empty();
+                    let needed = near || bound_hit.load(Ordering::Relaxed);
+                    // Every worker has read the flag before it is cleared.
+                    barrier.wait();
+                    if needed {
+                        if t == 0 {
+                            bound_hit.store(false, Ordering::Relaxed);
+                        }
+                        detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh);
+                        catch_up_kinematic(t, threads, barrier, n, &flags_sh, targets, &pos, &clamp_sh, &bound_hit);
+                    }
                 }
                 for c in 0..st.color_count() {
                     let (c0, c1) = (st.color_offsets[c] as usize, st.color_offsets[c + 1] as usize);
                     let range = chunk(c1 - c0, threads, t);
+                    let mut hit = false;
                     for k in range.clone() {
                         let v = st.color_vertices[c0 + k] as usize;
                         let u = update_vertex(v, &pos, &inputs);
+                        hit |= u.bounded;
                         // SAFETY: index c0 + k and vertex v belong to this thread's chunk of
                         // this color only.
                         unsafe {
@@ -441,6 +459,9 @@ pub fn vbd_step(
                                 contact_sh.set(v, 1);
                             }
                         }
+                    }
+                    if hit {
+                        bound_hit.store(true, Ordering::Relaxed);
                     }
                     barrier.wait();
                     for k in range {
@@ -503,8 +524,12 @@ pub fn vbd_step(
                             let mut x = x_bar;
                             // Frozen bodies stay at the Gauss–Seidel result (see above).
                             if frozen_sh.get(st.vertex_body[v] as usize) == 0 {
-                                let mixed = clamp_to_bound(mix(omega, x_bar, x_nm2), clamp_sh.get(v));
-                                x = limit_step(obstacles, x_bar, mixed);
+                                let mixed = mix(omega, x_bar, x_nm2);
+                                let within = clamp_to_bound(mixed, clamp_sh.get(v));
+                                if within != mixed {
+                                    bound_hit.store(true, Ordering::Relaxed);
+                                }
+                                x = limit_step(obstacles, x_bar, within);
                             }
                             let x = x.extend(0.0);
                             pos.set(v, x);
@@ -572,13 +597,19 @@ fn catch_up_kinematic(
     targets: &[Vec4],
     pos: &SharedSlice<'_, Vec4>,
     clamp: &SharedSlice<'_, Vec4>,
+    bound_hit: &AtomicBool,
 ) {
     for v in chunk(n, threads, t) {
         // SAFETY: own range only; flags and clamp are read only in this phase.
         unsafe {
             if flags.get(v) & VERTEX_KINEMATIC != 0 {
                 let target = Vec3A::from_vec4(targets[v]);
-                pos.set(v, clamp_to_bound(target, clamp.get(v)).extend(0.0));
+                let within = clamp_to_bound(target, clamp.get(v));
+                if within != target {
+                    // A lagging pin: detect again so it can catch up.
+                    bound_hit.store(true, Ordering::Relaxed);
+                }
+                pos.set(v, within.extend(0.0));
             }
         }
     }

@@ -112,6 +112,8 @@ pub struct SurfaceContactScratch {
 impl SurfaceContactScratch {
     /// Forgets the pairs of the last detection (their vertex indices name another topology).
     pub(crate) fn forget_pairs(&mut self) {
+        // The trees index the old surface too.
+        self.broadphase = SurfaceBroadphase::default();
         self.pairs.clear();
         self.vertex_pairs.entries.clear();
         self.vertex_pairs.offsets.clear();
@@ -194,7 +196,7 @@ pub(crate) fn advance_scale(
         // SAFETY: thread 0 alone between the barriers; `pos` is not written in this phase.
         let (s, x0) = unsafe { (cell.get_mut(), pos.as_slice()) };
         s.body_scale.fill(1.0);
-        s.broadphase.update(st, start, Some(x0), |_| xi, true);
+        s.broadphase.update(st, start, Some(x0), |_| xi, false);
     }
     barrier.wait();
     {
@@ -280,7 +282,6 @@ pub(crate) fn detect(
     cell: &PhaseCell<SurfaceContactScratch>,
     pos: &SharedSlice<'_, Vec4>,
     clamp: &SharedSlice<'_, Vec4>,
-    rebuild: bool,
 ) {
     let st = ctx.st;
     let n = st.vertex_count();
@@ -300,8 +301,9 @@ pub(crate) fn detect(
                 .map(|(_, bb)| box_distance(&body_boxes[a], bb))
                 .fold(f32::INFINITY, f32::min);
         }
-        // Within a step the surfaces move little: refitting keeps the trees tight enough.
-        bp.update(st, x, None, |v| radius[v as usize], rebuild);
+        // The trees were (re)built or refitted by the step's CCD advance; refitting them to the
+        // current positions keeps them tight enough.
+        bp.update(st, x, None, |v| radius[v as usize], false);
     }
     barrier.wait();
     {

@@ -37,6 +37,8 @@ pub(crate) struct VertexUpdate {
     /// `‖f‖²` of the Newton system before the step \[N²\].
     pub residual2: f32,
     pub in_contact: bool,
+    /// The step was cut short by the displacement bound.
+    pub bounded: bool,
 }
 
 #[inline(always)]
@@ -153,9 +155,9 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     // crossed), then exact CCD against the static convex obstacles: the step may end on an
     // obstacle's surface, never inside (the contact force then pushes the vertex out).
     // SAFETY: the clamp data is written only in detection phases.
-    let bounded = clamp_to_bound(target, unsafe { inp.clamp.get(v) });
-    let position = limit_step(inp.obstacles, x, bounded);
-    VertexUpdate { position, residual2, in_contact }
+    let within = clamp_to_bound(target, unsafe { inp.clamp.get(v) });
+    let position = limit_step(inp.obstacles, x, within);
+    VertexUpdate { position, residual2, in_contact, bounded: within != target }
 }
 
 /// The terms of vertex `v`'s local problem that depend on its own position only: inertia with
