@@ -38,6 +38,8 @@ pub struct FrameMetrics {
     /// Smallest distance between surface primitives that could touch \[m\] (`null` when none
     /// was within the contact search radius).
     pub min_distance: Option<f32>,
+    /// Largest distance of a kinematic vertex from its target \[m\].
+    pub pin_lag: f32,
     /// Intersecting triangle pairs and vertices inside obstacles after the frame (`null` when
     /// the check was not run).
     pub intersections: Option<u32>,
@@ -84,6 +86,8 @@ pub struct RunSummary {
     pub min_obstacle_distance: Option<f32>,
     /// Smallest surface-pair distance over the run \[m\].
     pub min_distance: Option<f32>,
+    /// Largest pin lag over the run \[m\].
+    pub pin_lag_max: f32,
     /// Frames with at least one intersection (`null` when the check was not run).
     pub intersecting_frames: Option<u64>,
     /// Largest single-frame total-energy increase over the run \[J\].
@@ -127,6 +131,7 @@ impl RunSummary {
             max_speed: frames.iter().map(|f| f.max_speed).fold(0.0, f32::max),
             min_obstacle_distance: frames.iter().filter_map(|f| f.min_obstacle_distance).reduce(f32::min),
             min_distance: frames.iter().filter_map(|f| f.min_distance).reduce(f32::min),
+            pin_lag_max: frames.iter().map(|f| f.pin_lag).fold(0.0, f32::max),
             intersecting_frames: frames
                 .iter()
                 .map(|f| f.intersections.map(|n| (n > 0) as u64))

@@ -81,6 +81,7 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
             contact_vertices: r.contact_vertices,
             contact_pairs: r.contact_pairs,
             min_distance: r.min_pair_distance,
+            pin_lag: r.pin_lag,
             intersections: opts.check_intersections.then(|| loaded.world.find_intersections().len() as u32),
             nan: r.nan_detected,
             rolled_back: r

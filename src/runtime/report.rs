@@ -55,6 +55,9 @@ pub struct StepReport {
     /// bodies, or non-adjacent primitives of a self-colliding body) at the last detection
     /// \[m\]; `None` when none was within the contact search radius.
     pub min_pair_distance: Option<f32>,
+    /// Largest distance of a kinematic (pinned or path-driven) vertex from its target at the end
+    /// of the step \[m\]: pins lag when a contact bound holds them back (0 without pins).
+    pub pin_lag: f32,
     /// A non-finite value appeared and was rolled back.
     pub nan_detected: bool,
     /// Bodies whose substep was rolled back (their velocity zeroed); see the world's events.

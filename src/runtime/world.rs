@@ -16,7 +16,7 @@ use crate::collision::surface_check::find_triangle_intersections;
 use crate::collision::{ContactModel, ContactStiffness, Obstacle};
 use crate::error::PliantError;
 use crate::solver::{SurfaceContactSettings, VbdScratch, VbdSettings, vbd_step};
-use crate::state::{SimState, VERTEX_NO_HISTORY};
+use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
 /// A crossing found by [`World::find_intersections`]. Triangles are given by their vertex
 /// indices within their body.
@@ -349,6 +349,7 @@ impl World {
                 }
             }
             self.time = t0 + h as f64;
+            report.pin_lag = pin_lag(&self.state, &self.scratch.targets);
         }
         self.frame += 1;
         report.frame = self.frame;
@@ -359,4 +360,15 @@ impl World {
         report.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
         report
     }
+}
+
+/// Largest distance of a kinematic vertex from its end-of-step target \[m\].
+fn pin_lag(st: &SimState, targets: &[Vec4]) -> f32 {
+    st.positions
+        .iter()
+        .zip(&st.flags)
+        .zip(targets)
+        .filter(|((_, f), _)| **f & VERTEX_KINEMATIC != 0)
+        .map(|((x, _), t)| (Vec3A::from_vec4(*x) - Vec3A::from_vec4(*t)).length())
+        .fold(0.0, f32::max)
 }
