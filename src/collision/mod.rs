@@ -11,7 +11,7 @@ mod obstacle;
 pub mod surface_check;
 pub mod surface_pairs;
 #[cfg(test)]
-mod test_rng;
+pub(crate) mod test_rng;
 
 pub use contact::{
     ContactModel, ContactParams, ContactPoint, ContactStiffness, add_contact, friction_f0, friction_f1_over_u,

@@ -18,7 +18,7 @@ use super::integrator::{Integrator, realised_acceleration};
 use super::parallel::{PhaseCell, SharedSlice, chunk, run_workers};
 use super::rigid_correction::{RigidBuffers, RigidMotion, RigidScratch, correct_rigid};
 use super::vbd_contact::{
-    ContactContext, SurfaceContactScratch, SurfaceContactSettings, advance_scale, begin_step, clamp_to_bound, detect,
+    ContactContext, SurfaceContactScratch, SurfaceContactSettings, advance_scale, begin_step, detect, limit_move,
 };
 use super::vbd_vertex::{VertexInputs, update_vertex};
 use crate::collision::{ContactModel, Obstacle, limit_step};
@@ -364,13 +364,7 @@ pub fn vbd_step(
                     clamp: &clamp_sh,
                 }
             };
-            // SAFETY: flags are written only in the finish phase.
-            let contact_ctx = ContactContext {
-                st,
-                flags: unsafe { flags_sh.as_slice() },
-                model: s.contact,
-                settings: s.surface_contact,
-            };
+            let contact_ctx = ContactContext { st, model: s.contact, settings: s.surface_contact };
 
             // The initial guess gets each free body's best rigid motion (inertia, contact,
             // friction), coupled through the last detection's pairs to the bodies it touches;
@@ -417,7 +411,18 @@ pub fn vbd_step(
                 }
                 barrier.wait();
                 detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh);
-                catch_up_kinematic(t, threads, barrier, n, &flags_sh, targets, &pos, &clamp_sh, &bound_hit);
+                catch_up_kinematic(
+                    t,
+                    threads,
+                    barrier,
+                    n,
+                    &flags_sh,
+                    targets,
+                    &pos,
+                    &clamp_sh,
+                    &surface_cell,
+                    &bound_hit,
+                );
             }
             let interval = s.surface_contact.detection_interval;
 
@@ -439,7 +444,18 @@ pub fn vbd_step(
                             bound_hit.store(false, Ordering::Relaxed);
                         }
                         detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh);
-                        catch_up_kinematic(t, threads, barrier, n, &flags_sh, targets, &pos, &clamp_sh, &bound_hit);
+                        catch_up_kinematic(
+                            t,
+                            threads,
+                            barrier,
+                            n,
+                            &flags_sh,
+                            targets,
+                            &pos,
+                            &clamp_sh,
+                            &surface_cell,
+                            &bound_hit,
+                        );
                     }
                 }
                 for c in 0..st.color_count() {
@@ -525,7 +541,8 @@ pub fn vbd_step(
                             // Frozen bodies stay at the Gauss–Seidel result (see above).
                             if frozen_sh.get(st.vertex_body[v] as usize) == 0 {
                                 let mixed = mix(omega, x_bar, x_nm2);
-                                let within = clamp_to_bound(mixed, clamp_sh.get(v));
+                                // SAFETY: the pair lists change only in detection phases.
+                                let within = limit_move(v, mixed, clamp_sh.get(v), surface_cell.get());
                                 if within != mixed {
                                     bound_hit.store(true, Ordering::Relaxed);
                                 }
@@ -597,6 +614,7 @@ fn catch_up_kinematic(
     targets: &[Vec4],
     pos: &SharedSlice<'_, Vec4>,
     clamp: &SharedSlice<'_, Vec4>,
+    surface: &PhaseCell<SurfaceContactScratch>,
     bound_hit: &AtomicBool,
 ) {
     for v in chunk(n, threads, t) {
@@ -604,7 +622,7 @@ fn catch_up_kinematic(
         unsafe {
             if flags.get(v) & VERTEX_KINEMATIC != 0 {
                 let target = Vec3A::from_vec4(targets[v]);
-                let within = clamp_to_bound(target, clamp.get(v));
+                let within = limit_move(v, target, clamp.get(v), surface.get());
                 if within != target {
                     // A lagging pin: detect again so it can catch up.
                     bound_hit.store(true, Ordering::Relaxed);

@@ -27,8 +27,8 @@ use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
 use crate::collision::surface_pairs::{
     ContactPair, PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE, SurfaceBroadphase, gather, primitive_box,
 };
-use crate::mesh::Csr;
-use crate::state::{SimState, VERTEX_KINEMATIC};
+use crate::mesh::{Csr, unpack_entry};
+use crate::state::SimState;
 
 /// Fraction γ_p of the distance to the nearest primitive that a vertex may move between two
 /// detections (< ½, so two approaching sides can never meet).
@@ -88,8 +88,10 @@ pub struct SurfaceContactScratch {
     broadphase: SurfaceBroadphase,
     /// Pairs of the last detection, vertex–triangle first.
     pub pairs: Vec<ContactPair>,
-    /// Free vertex → `pair << 2 | slot`.
+    /// Vertex → `pair << 2 | slot`.
     pub vertex_pairs: Csr,
+    /// Minimum separation ξ of the last detection \[m\].
+    min_separation: f32,
     /// Per-vertex search radius r_v \[m\].
     radius: Vec<f32>,
     /// Vertex lies on the collision surface.
@@ -148,7 +150,6 @@ fn search_radius(st: &SimState, b: u32, offset: f32) -> f32 {
 /// Read-only inputs shared by the contact phases.
 pub(crate) struct ContactContext<'a> {
     pub st: &'a SimState,
-    pub flags: &'a [u32],
     pub model: ContactModel,
     pub settings: SurfaceContactSettings,
 }
@@ -340,11 +341,14 @@ pub(crate) fn detect(
             if !(c.distance < reach) {
                 return;
             }
-            for &i in &v {
-                dmin[i as usize].fetch_min(c.distance.to_bits(), Ordering::Relaxed);
-            }
             if c.distance < store_limit {
+                // Close pairs bound their vertices along the pair's normal only (see
+                // `limit_move`), so that they can always move apart.
                 out.push(make_pair(st, ctx, kind, v, c.distance, c.normal, &c.weights));
+            } else {
+                for &i in &v {
+                    dmin[i as usize].fetch_min(c.distance.to_bits(), Ordering::Relaxed);
+                }
             }
         };
         let bp = &s.broadphase;
@@ -382,28 +386,20 @@ pub(crate) fn detect(
     barrier.wait();
     if t == 0 {
         // SAFETY: thread 0 alone; `clamp` is read only until the next detection.
-        let (s, bounds) = unsafe { (cell.get_mut(), clamp.as_slice()) };
+        let s = unsafe { cell.get_mut() };
+        s.min_separation = ctx.settings.ccd.min_separation;
         let SurfaceContactScratch { found, pairs, vertex_pairs, .. } = s;
         pairs.clear();
-        // Only pairs whose gap can close to the offset before the next detection matter: each
-        // side moves at most its largest vertex bound.
-        let reachable = |p: &ContactPair| {
-            let b = |k: usize| bounds[p.vertices[k] as usize].w;
-            let (side_a, side_b) = if p.kind == PAIR_POINT_TRIANGLE {
-                (b(0), b(1).max(b(2)).max(b(3)))
-            } else {
-                (b(0).max(b(1)), b(2).max(b(3)))
-            };
-            p.distance - side_a - side_b < ctx.model.offset
-        };
+        // Every stored pair can come within the offset before the next detection (its gap
+        // closes by at most 2γ_p (d − ξ)), and every pair that can is stored.
         // Thread chunks are contiguous and in order, so this order is the single-threaded one.
         for f in found.iter() {
-            pairs.extend(f.lock().point_triangle.iter().filter(|p| reachable(p)));
+            pairs.extend_from_slice(&f.lock().point_triangle);
         }
         for f in found.iter() {
-            pairs.extend(f.lock().edge_edge.iter().filter(|p| reachable(p)));
+            pairs.extend_from_slice(&f.lock().edge_edge);
         }
-        build_vertex_pairs(vertex_pairs, pairs, ctx.flags, n);
+        build_vertex_pairs(vertex_pairs, pairs, n);
     }
     barrier.wait();
 }
@@ -445,27 +441,65 @@ fn make_pair(
     }
 }
 
-/// Free vertex → pair entries, in pair order (fixes each vertex's summation order).
-fn build_vertex_pairs(csr: &mut Csr, pairs: &[ContactPair], flags: &[u32], n: usize) {
-    csr.fill_vertex_elements(n, pairs.iter().map(|p| p.vertices), |v| flags[v as usize] & VERTEX_KINEMATIC == 0);
+/// Vertex → pair entries, in pair order (fixes each vertex's summation order). Kinematic
+/// vertices get rows too: their moves are limited by the same pairs.
+fn build_vertex_pairs(csr: &mut Csr, pairs: &[ContactPair], n: usize) {
+    csr.fill_vertex_elements(n, pairs.iter().map(|p| p.vertices), |_| true);
 }
 
-/// Pulls `p` back onto the ball of radius `clamp.w` around `clamp.xyz` (the displacement bound
-/// since the last detection).
-#[inline(always)]
-pub(crate) fn clamp_to_bound(p: Vec3A, clamp: Vec4) -> Vec3A {
+/// Limits the move of vertex `v` from its detection position to `target` so that no surface
+/// can be crossed before the next detection; returns the allowed position.
+///
+/// Two kinds of bound, both relative to the detection position `x^det` (`clamp.xyz`):
+/// * the isotropic bound `clamp.w` = γ_p (d − ξ) for everything not stored as a pair (pairs
+///   further than the store limit, primitives beyond the search radius, other bodies);
+/// * for each stored pair, a half-space: the vertex may approach the other side along the
+///   pair's normal by at most γ_p (d − ξ), and move apart or sideways freely.
+///
+/// Why the half-spaces suffice: the closest points of two disjoint convex primitives define
+/// parallel separating planes, one supporting each primitive. If every vertex of side A moves
+/// at most β against the normal and every vertex of side B at most β along it, each primitive
+/// (the convex hull of its vertices) stays on its side of a plane shifted by β, so the gap stays
+/// at least d − 2β = (1 − 2γ_p) d + 2γ_p ξ. An isotropic bound instead froze pairs pressed
+/// down to ξ in every direction, separation included (twisted rods stopped twisting).
+#[inline]
+pub(crate) fn limit_move(v: usize, target: Vec3A, clamp: Vec4, surface: &SurfaceContactScratch) -> Vec3A {
     let center = Vec3A::from_vec4(clamp);
-    let d = p - center;
-    let len2 = d.length_squared();
-    let b = clamp.w;
-    if len2 > b * b {
-        if b <= 0.0 {
-            return center;
+    let mut d = target - center;
+    let rows = surface.vertex_pairs.offsets.len() > v + 1;
+    let row = if rows { surface.vertex_pairs.row(v) } else { &[] };
+    // The half-spaces of the vertex's pairs: s·n̂·Δ ≥ −β, with s = +1 on side A (along the
+    // normal) and −1 on side B. First project onto each violated one...
+    let half_space = |entry: u32| {
+        let (k, slot) = unpack_entry(entry);
+        let p = &surface.pairs[k as usize];
+        let side_a = if p.kind == PAIR_POINT_TRIANGLE { slot == 0 } else { slot < 2 };
+        let n = Vec3A::from_array(p.frame_normal);
+        let budget = BOUND_FRACTION * (p.distance - surface.min_separation).max(0.0);
+        (if side_a { n } else { -n }, budget)
+    };
+    for &entry in row {
+        let (n, budget) = half_space(entry);
+        let along = n.dot(d);
+        if along < -budget {
+            d += n * (-budget - along);
         }
-        center + d * (b / len2.sqrt())
-    } else {
-        p
     }
+    // ... then onto the ball, and scale towards x^det (inside every constraint) until all hold.
+    let b = clamp.w;
+    let len2 = d.length_squared();
+    if len2 > b * b {
+        d = if b > 0.0 { d * (b / len2.sqrt()) } else { Vec3A::ZERO };
+    }
+    let mut scale = 1.0f32;
+    for &entry in row {
+        let (n, budget) = half_space(entry);
+        let along = n.dot(d);
+        if along < -budget {
+            scale = scale.min(budget / -along);
+        }
+    }
+    center + d * scale
 }
 
 /// Sum of `w_k (x_k − x_k^n)` over a pair: the relative displacement of its closest points
@@ -483,27 +517,99 @@ pub(crate) fn relative_displacement(x: &[Vec3A; 4], start: &[Vec4], v: [u32; 4],
 mod tests {
     use super::*;
 
-    #[test]
-    fn clamp_keeps_points_inside_the_ball() {
-        let c = Vec4::new(1.0, 2.0, 3.0, 0.5);
-        let p = clamp_to_bound(Vec3A::new(4.0, 2.0, 3.0), c);
-        assert!((p - Vec3A::new(1.5, 2.0, 3.0)).length() < 1e-6);
-        let q = Vec3A::new(1.1, 2.1, 3.0);
-        assert_eq!(clamp_to_bound(q, c), q);
-        assert_eq!(clamp_to_bound(q, Vec4::new(1.0, 2.0, 3.0, 0.0)), Vec3A::new(1.0, 2.0, 3.0));
+    use crate::collision::surface_pairs::closest;
+    use crate::collision::test_rng::Rng;
+
+    /// A scratch holding `pairs` between vertices `0..n`.
+    fn scratch_with(pairs: Vec<ContactPair>, n: usize, min_separation: f32) -> SurfaceContactScratch {
+        let mut s = SurfaceContactScratch { pairs, min_separation, ..Default::default() };
+        build_vertex_pairs(&mut s.vertex_pairs, &s.pairs, n);
+        s
     }
 
     #[test]
-    fn vertex_pair_lists_skip_kinematic_vertices_and_keep_pair_order() {
+    fn isotropic_bound_keeps_points_inside_the_ball() {
+        let s = scratch_with(Vec::new(), 1, 0.0);
+        let c = Vec4::new(1.0, 2.0, 3.0, 0.5);
+        let p = limit_move(0, Vec3A::new(4.0, 2.0, 3.0), c, &s);
+        assert!((p - Vec3A::new(1.5, 2.0, 3.0)).length() < 1e-6);
+        let q = Vec3A::new(1.1, 2.1, 3.0);
+        assert_eq!(limit_move(0, q, c, &s), q);
+        assert_eq!(limit_move(0, q, Vec4::new(1.0, 2.0, 3.0, 0.0), &s), Vec3A::new(1.0, 2.0, 3.0));
+    }
+
+    #[test]
+    fn a_pair_pressed_to_the_floor_can_still_separate_and_slide() {
+        // Vertex 0 sits ξ above triangle (1, 2, 3) in the plane y = 0.
+        let xi = 1e-5;
+        let x = [Vec3A::new(0.2, xi, 0.2), Vec3A::ZERO, Vec3A::X, Vec3A::Z];
+        let c = closest(PAIR_POINT_TRIANGLE, &x);
+        let pair = ContactPair {
+            vertices: [0, 1, 2, 3],
+            frame_normal: c.normal.to_array(),
+            kind: PAIR_POINT_TRIANGLE,
+            distance: c.distance,
+            weights: c.weights,
+            ..Default::default()
+        };
+        let s = scratch_with(vec![pair], 4, xi);
+        let clamp = |k: usize| x[k].extend(0.01);
+        // Away from the triangle and sideways: free (within the isotropic bound).
+        let up = x[0] + Vec3A::new(0.003, 0.005, 0.0);
+        assert_eq!(limit_move(0, up, clamp(0), &s), up);
+        // Towards it: held at the detection height.
+        let down = limit_move(0, x[0] + Vec3A::new(0.004, -0.003, 0.0), clamp(0), &s);
+        assert!(down.y >= xi - 1e-9 && down.x > x[0].x, "{down}");
+        // The triangle may drop away from the point, not rise into it.
+        let t = limit_move(2, x[2] + Vec3A::new(0.0, -0.004, 0.002), clamp(2), &s);
+        assert_eq!(t, x[2] + Vec3A::new(0.0, -0.004, 0.002));
+        let t = limit_move(2, x[2] + Vec3A::new(0.0, 0.004, 0.0), clamp(2), &s);
+        assert!(t.y <= 1e-9, "{t}");
+    }
+
+    #[test]
+    fn limited_moves_never_close_a_gap_below_the_guarantee() {
+        // Random point–triangle and edge–edge pairs; every vertex moves to a random target,
+        // limited by the pair's half-spaces. The exact distance afterwards stays at least
+        // (1 − 2γ_p) d + 2γ_p ξ.
+        let mut rng = Rng(17);
+        let xi = 1e-5;
+        for case in 0..4000 {
+            let kind = if case % 2 == 0 { PAIR_POINT_TRIANGLE } else { PAIR_EDGE_EDGE };
+            let x: [Vec3A; 4] = std::array::from_fn(|_| rng.vec().as_vec3a() * 0.01);
+            let c = closest(kind, &x);
+            if !(c.distance > xi) {
+                continue;
+            }
+            let pair = ContactPair {
+                vertices: [0, 1, 2, 3],
+                frame_normal: c.normal.to_array(),
+                kind,
+                distance: c.distance,
+                weights: c.weights,
+                ..Default::default()
+            };
+            let s = scratch_with(vec![pair], 4, xi);
+            let moved: [Vec3A; 4] = std::array::from_fn(|k| {
+                let target = x[k] + rng.vec().as_vec3a() * 0.02;
+                limit_move(k, target, x[k].extend(1.0), &s)
+            });
+            let after = closest(kind, &moved).distance;
+            let floor = (1.0 - 2.0 * BOUND_FRACTION) * c.distance + 2.0 * BOUND_FRACTION * xi;
+            assert!(after >= floor * (1.0 - 1e-3) - 1e-7, "case {case}: {after} < {floor} (d = {})", c.distance);
+        }
+    }
+
+    #[test]
+    fn vertex_pair_lists_cover_every_vertex_in_pair_order() {
         let pairs = [
             ContactPair { vertices: [0, 1, 2, 3], ..Default::default() },
             ContactPair { vertices: [4, 0, 1, 2], ..Default::default() },
         ];
-        let flags = [0, VERTEX_KINEMATIC, 0, 0, 0];
         let mut csr = Csr::default();
-        build_vertex_pairs(&mut csr, &pairs, &flags, 5);
+        build_vertex_pairs(&mut csr, &pairs, 5);
         assert_eq!(csr.row(0), &[crate::mesh::pack_entry(0, 0), crate::mesh::pack_entry(1, 1)]);
-        assert!(csr.row(1).is_empty());
+        assert_eq!(csr.row(1), &[crate::mesh::pack_entry(0, 1), crate::mesh::pack_entry(1, 2)]);
         assert_eq!(csr.row(4), &[crate::mesh::pack_entry(1, 0)]);
     }
 }

@@ -5,7 +5,7 @@
 use glam::{Mat3A, Vec3A, Vec4};
 
 use super::parallel::{PhaseCell, SharedSlice};
-use super::vbd_contact::{SurfaceContactScratch, clamp_to_bound, relative_displacement};
+use super::vbd_contact::{SurfaceContactScratch, limit_move, relative_displacement};
 use crate::collision::{ContactModel, ContactParams, ContactPoint, Obstacle, add_contact, limit_step};
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
 use crate::math::solve_sym3;
@@ -155,7 +155,7 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     // crossed), then exact CCD against the static convex obstacles: the step may end on an
     // obstacle's surface, never inside (the contact force then pushes the vertex out).
     // SAFETY: the clamp data is written only in detection phases.
-    let within = clamp_to_bound(target, unsafe { inp.clamp.get(v) });
+    let within = limit_move(v, target, unsafe { inp.clamp.get(v) }, surface);
     let position = limit_step(inp.obstacles, x, within);
     VertexUpdate { position, residual2, in_contact, bounded: within != target }
 }
