@@ -5,15 +5,21 @@
 //! advance   CCD over x^n → x^(0) on swept-box candidates; bodies linked by a candidate pair
 //!           form a group, and each group's initial guess is scaled back to its earliest
 //!           time of impact (additive CCD leaves a tenth of the gap)
-//! detect    at x^det (x^(0), then every `detection_interval` sweeps): pairs within each
-//!           vertex's search radius, their distances, per-vertex bounds b_v = γ_p d_min(v)
-//! sweeps    every vertex update (and Chebyshev mix) stays within b_v of x^det
+//! detect    at x^det (x^(0), then every `detection_interval` sweeps while anything is near):
+//!           pairs within each vertex's search radius; those closer than the store limit
+//!           become contact pairs, the rest set the isotropic bound b_v = γ_p (d_min(v) − ξ)
+//! sweeps    every vertex update (and Chebyshev mix, and pin catch-up) is limited by
+//!           `limit_move`: within b_v of x^det, and per contact pair at most γ_p (d − ξ)
+//!           towards the other side along the pair's normal
 //! ```
 //!
-//! Why the bound certifies the whole step: a pair at distance `d` at detection has every vertex
-//! moving at most `γ_p d` (γ_p < ½), and points of a primitive move no more than its vertices,
-//! so the gap stays above `(1 − 2γ_p) d > 0`. A pair the broadphase did not report has boxes
-//! apart by more than the two search radii, and each vertex moves at most `2 γ_p r_v < r_v`.
+//! Why the bounds certify the whole step: a contact pair's closest points define separating
+//! planes; with each side's vertices approaching by at most γ_p (d − ξ) along the normal
+//! (γ_p < ½), each primitive stays behind its shifted plane and the gap stays above
+//! `(1 − 2γ_p) d + 2γ_p ξ > 0`, while both sides may move apart or slide freely. Any other pair
+//! the broadphase reported is at least d_min away and each of its vertices moves at most
+//! `γ_p d_min`. A pair the broadphase did not report has boxes apart by more than the two
+//! search radii, and each vertex moves at most `2 γ_p r_v < r_v`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
