@@ -42,6 +42,8 @@ pub mod mesh;
 pub mod runtime;
 pub mod solver;
 pub mod state;
+#[cfg(test)]
+pub(crate) mod test_rng;
 
 pub use error::PliantError;
 

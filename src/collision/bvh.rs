@@ -195,7 +195,7 @@ mod tests {
     use super::*;
 
     fn random_boxes(n: usize, seed: u64) -> Vec<Aabb> {
-        let mut rng = crate::collision::test_rng::Rng(seed);
+        let mut rng = crate::test_rng::Rng(seed);
         let mut next = move || rng.uniform_f32();
         (0..n)
             .map(|_| {

@@ -116,7 +116,7 @@ mod tests {
     use crate::collision::distance;
     use glam::{DQuat, DVec3, Vec3A};
 
-    use crate::collision::test_rng::Rng;
+    use crate::test_rng::Rng;
 
     #[derive(Clone, Copy, Debug)]
     enum Kind {

@@ -307,7 +307,7 @@ mod tests {
     use super::*;
     use glam::{DQuat, DVec3, Vec3A};
 
-    use crate::collision::test_rng::Rng;
+    use crate::test_rng::Rng;
 
     fn pt(x: &[DVec3; 4]) -> Closest<f64> {
         point_triangle::<f64>(x[0], x[1], x[2], x[3])

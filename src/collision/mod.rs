@@ -10,8 +10,6 @@ pub mod intersection;
 mod obstacle;
 pub mod surface_check;
 pub mod surface_pairs;
-#[cfg(test)]
-pub(crate) mod test_rng;
 
 pub use contact::{
     ContactModel, ContactParams, ContactPoint, ContactStiffness, add_contact, friction_f0, friction_f1_over_u,

@@ -54,7 +54,7 @@ mod tests {
     use glam::Vec3;
 
     fn soup(n: usize, seed: u64, size: f32) -> (Vec<Vec4>, Vec<[u32; 3]>) {
-        let mut rng = crate::collision::test_rng::Rng(seed);
+        let mut rng = crate::test_rng::Rng(seed);
         let mut next = move || rng.uniform_f32();
         let mut x = Vec::new();
         let mut tris = Vec::new();

@@ -49,19 +49,14 @@ pub fn cholesky_solve(a: &mut [f64], b: &mut [f64], n: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Deterministic pseudo-random numbers in [−1, 1).
-    fn lcg(state: &mut u64) -> f64 {
-        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((*state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    }
+    use crate::test_rng::Rng;
 
     #[test]
     fn solves_random_spd_systems() {
-        let mut s = 7u64;
+        let mut rng = Rng(7);
         for n in [1, 2, 3, 6, 12, 30] {
             // A = Bᵀ B + n I is SPD and moderately conditioned.
-            let b: Vec<f64> = (0..n * n).map(|_| lcg(&mut s)).collect();
+            let b: Vec<f64> = (0..n * n).map(|_| rng.signed()).collect();
             let mut a = vec![0.0; n * n];
             for i in 0..n {
                 for j in 0..n {
@@ -69,7 +64,7 @@ mod tests {
                 }
                 a[i * n + i] += n as f64;
             }
-            let x: Vec<f64> = (0..n).map(|_| lcg(&mut s)).collect();
+            let x: Vec<f64> = (0..n).map(|_| rng.signed()).collect();
             let mut rhs: Vec<f64> = (0..n).map(|i| (0..n).map(|j| a[i * n + j] * x[j]).sum()).collect();
             let mut f = a.clone();
             assert!(cholesky_solve(&mut f, &mut rhs, n));

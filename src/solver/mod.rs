@@ -6,6 +6,8 @@ pub mod init;
 pub mod integrator;
 pub(crate) mod parallel;
 mod rigid_correction;
+mod rigid_energy;
+mod union_find;
 pub mod vbd;
 mod vbd_contact;
 mod vbd_vertex;

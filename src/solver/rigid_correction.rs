@@ -41,10 +41,12 @@
 use glam::{DMat3, DVec3, Mat3A, Vec3A, Vec4};
 
 use super::parallel::{SharedSlice, SpinBarrier, chunk};
+use super::rigid_energy::{BodyQuadratic, Candidate, Coupling, FIXED, Problem, Side, arm, outer};
+use super::union_find::UnionFind;
 use super::vbd_contact::relative_displacement;
 use super::vbd_vertex::VertexInputs;
 use crate::collision::surface_pairs::ContactPair;
-use crate::collision::{Obstacle, friction_f0, friction_f1_over_u, friction_f1_prime, limit_step};
+use crate::collision::{Obstacle, limit_step};
 use crate::math::cholesky_solve;
 use crate::state::{SimState, VERTEX_KINEMATIC};
 
@@ -54,8 +56,6 @@ const NEWTON_STEPS: usize = 8;
 /// unknowns (48 bodies: a 288² Cholesky factorisation per Newton step, about 8 Mflop). Bodies
 /// of larger contact groups are left to the sweeps.
 const MAX_GROUP_BODIES: usize = 48;
-/// A body that takes no part in the current group solve.
-const FIXED: u32 = u32::MAX;
 
 /// A body's rigid motion: `x ↦ center + rotation (x − center) + translation`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -88,84 +88,12 @@ impl RigidMotion {
     }
 }
 
-/// One side of a contact point: its body's group slot (or `FIXED`), the sum of its weights and
-/// its arm from the body's centre. The point moves by `coef · (t + θ × arm)`.
-#[derive(Clone, Copy, Debug)]
-struct Side {
-    slot: u32,
-    coef: f64,
-    arm: DVec3,
-}
-
-impl Side {
-    const NONE: Self = Self { slot: FIXED, coef: 0.0, arm: DVec3::ZERO };
-}
-
-/// A vertex–obstacle pair that may touch during the correction.
-#[derive(Clone, Copy, Debug)]
-struct Candidate {
-    side: Side,
-    obstacle: u32,
-    /// Current position and `x^n` of the vertex.
-    position: DVec3,
-    start: DVec3,
-    /// Penalty stiffness of this vertex \[N/m\].
-    stiffness: f64,
-    /// Lagged normal force `λ = k_c (δ − d)₊` \[N\].
-    lambda: f64,
-    /// Lagged normal (defines the tangent plane of friction).
-    normal: DVec3,
-    /// Friction coefficient.
-    mu: f64,
-}
-
-/// A surface contact pair between a body of the group and another body (of the group, or
-/// fixed).
-#[derive(Clone, Copy, Debug)]
-struct Coupling {
-    sides: [Side; 2],
-    /// Linearised gap and slip at the current positions.
-    gap: f64,
-    slip: DVec3,
-    /// Lagged normal: direction of the gap and normal of the friction plane.
-    normal: DVec3,
-    stiffness: f64,
-    lambda: f64,
-    mu: f64,
-}
-
-/// Inertia and drag of one body in the coarse space.
-#[derive(Clone, Copy, Debug)]
-struct BodyQuadratic {
-    /// `A`-weighted centroid of the free vertices.
-    center: DVec3,
-    /// `ΣA` and `J = ΣA (|r|² I − r rᵀ)`.
-    stiff: f64,
-    inertia: DMat3,
-    /// `F = Σf` and `τ = Σ r × f`.
-    force: DVec3,
-    torque: DVec3,
-    /// Whether the body's coarse space includes rotation (volumetric bodies).
-    rotates: bool,
-}
-
-/// The energy `E(q)` of one group.
-#[derive(Clone, Debug, Default)]
-struct Problem {
-    bodies: Vec<BodyQuadratic>,
-    candidates: Vec<Candidate>,
-    couplings: Vec<Coupling>,
-    /// Contact offset δ and static slip of friction \[m\].
-    delta: f64,
-    static_slip: f64,
-}
-
 /// Reusable buffers of the correction (thread 0 only).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RigidScratch {
     problem: Problem,
-    /// Union–find over bodies.
-    parent: Vec<u32>,
+    /// Bodies linked by cross-body pairs.
+    sets: UnionFind,
     /// Per body: its group, or `FIXED`.
     group: Vec<u32>,
     /// Per body: its slot within its group.
@@ -245,149 +173,55 @@ pub(crate) fn correct_rigid(
     barrier.wait();
 }
 
-fn find(parent: &mut [u32], mut a: u32) -> u32 {
-    while parent[a as usize] != a {
-        let up = parent[parent[a as usize] as usize];
-        parent[a as usize] = up;
-        a = up;
-    }
-    a
-}
-
-fn outer(a: DVec3, b: DVec3) -> DMat3 {
-    DMat3::from_cols(a * b.x, a * b.y, a * b.z)
-}
-
-/// A point's arm from its body's centre, or zero for a body that does not rotate.
-fn arm(rotates: bool, r: DVec3) -> DVec3 {
-    if rotates { r } else { DVec3::ZERO }
-}
-
-/// `[r]×`: the matrix with `[r]× v = r × v`.
-fn skew(r: DVec3) -> DMat3 {
-    DMat3::from_cols(DVec3::new(0.0, r.z, -r.y), DVec3::new(-r.z, 0.0, r.x), DVec3::new(r.y, -r.x, 0.0))
-}
-
-/// Energy, gradient and Hessian (with respect to the contact point's displacement) of a
-/// penalty contact with gap `gap` along `normal`, and a lagged friction term with slip `slip`.
-struct ContactTerm {
-    energy: f64,
-    gradient: DVec3,
-    hessian: DMat3,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn contact_term(
-    gap: f64,
-    normal: DVec3,
-    stiffness: f64,
-    friction_normal: DVec3,
-    slip: DVec3,
-    mu_lambda: f64,
-    delta: f64,
-    static_slip: f64,
-    derivatives: bool,
-) -> ContactTerm {
-    let mut c = ContactTerm { energy: 0.0, gradient: DVec3::ZERO, hessian: DMat3::ZERO };
-    let pen = delta - gap;
-    if pen > 0.0 {
-        c.energy += 0.5 * stiffness * pen * pen;
-        if derivatives {
-            c.gradient -= normal * (stiffness * pen);
-            c.hessian += outer(normal, normal) * stiffness;
-        }
-    }
-    if mu_lambda > 0.0 {
-        let n0 = friction_normal;
-        let u = slip - n0 * n0.dot(slip);
-        let ul = u.length();
-        c.energy += mu_lambda * friction_f0(ul, static_slip);
-        if derivatives {
-            let tangent = DMat3::IDENTITY - outer(n0, n0);
-            // f1(u)/u, finite at u = 0: the isotropic sticking stiffness.
-            let f1_over_u = friction_f1_over_u(ul, static_slip);
-            if ul > 0.0 {
-                let uh = u / ul;
-                let along = outer(uh, uh);
-                c.gradient += u * (mu_lambda * f1_over_u);
-                c.hessian += (tangent - along) * (mu_lambda * f1_over_u)
-                    + along * (mu_lambda * friction_f1_prime(ul, static_slip));
-            } else {
-                c.hessian += tangent * (mu_lambda * f1_over_u);
-            }
-        }
-    }
-    c
-}
-
 impl RigidScratch {
     /// Groups the eligible bodies linked by cross-body pairs (in body order, so the result
     /// does not depend on pair order), and lists the pairs each group couples to.
     fn build_groups(&mut self, st: &SimState, eligible: &[bool], pairs: &[ContactPair]) {
         let nb = st.bodies.len();
-        self.parent.clear();
-        self.parent.extend(0..nb as u32);
+        self.sets.reset(nb);
         let sides = |p: &ContactPair| (st.vertex_body[p.vertices[0] as usize], st.vertex_body[p.vertices[3] as usize]);
         for p in pairs {
             let (a, b) = sides(p);
             if a != b && eligible[a as usize] && eligible[b as usize] {
-                let (ra, rb) = (find(&mut self.parent, a), find(&mut self.parent, b));
-                if ra != rb {
-                    self.parent[ra.max(rb) as usize] = ra.min(rb);
-                }
+                self.sets.union(a, b);
             }
         }
-        // Group ids in order of each group's first (lowest) body; sizes, then members.
+        // Each eligible body's root (its group's smallest body), and the group sizes.
         self.group.clear();
         self.group.resize(nb, FIXED);
-        let mut count: Vec<u32> = Vec::new();
+        self.slot.clear();
+        self.slot.resize(nb, 0);
         for b in 0..nb {
             if eligible[b] {
-                let r = find(&mut self.parent, b as u32) as usize;
-                if self.group[r] == FIXED {
-                    self.group[r] = count.len() as u32;
-                    count.push(0);
-                }
-                self.group[b] = self.group[r];
-                count[self.group[b] as usize] += 1;
+                let r = self.sets.find(b as u32);
+                self.group[b] = r;
+                self.slot[r as usize] += 1;
             }
         }
-        // Groups too large for a dense solve are dropped (their bodies stay fixed).
-        let mut renumber = vec![FIXED; count.len()];
-        let mut kept = 0u32;
-        for (g, &c) in count.iter().enumerate() {
-            if (c as usize) <= MAX_GROUP_BODIES {
-                renumber[g] = kept;
-                kept += 1;
-            }
-        }
-        self.starts.clear();
-        self.starts.resize(kept as usize + 1, 0);
-        for g in self.group.iter_mut() {
-            if *g != FIXED {
-                *g = renumber[*g as usize];
-                if *g != FIXED {
-                    self.starts[*g as usize + 1] += 1;
-                }
-            }
-        }
-        for g in 0..kept as usize {
-            self.starts[g + 1] += self.starts[g];
-        }
+        // Members of the groups small enough for a dense solve (the others stay fixed), group
+        // by group in order of their first body: the group ids and slots do not depend on the
+        // pair order.
+        let (group, slot) = (&mut self.group, &mut self.slot);
         self.members.clear();
-        self.members.resize(self.starts[kept as usize] as usize, 0);
-        self.slot.clear();
-        self.slot.resize(nb, FIXED);
-        let mut fill: Vec<u32> = self.starts[..kept as usize].to_vec();
-        for b in 0..nb {
-            let g = self.group[b];
-            if g != FIXED {
-                let k = fill[g as usize];
-                self.slot[b] = k - self.starts[g as usize];
-                self.members[k as usize] = b as u32;
-                fill[g as usize] += 1;
+        self.members.extend((0..nb as u32).filter(|&b| {
+            let r = group[b as usize];
+            r != FIXED && slot[r as usize] as usize <= MAX_GROUP_BODIES
+        }));
+        self.members.sort_unstable_by_key(|&b| (group[b as usize], b));
+        group.fill(FIXED);
+        self.starts.clear();
+        let mut root = FIXED;
+        for (k, &b) in self.members.iter().enumerate() {
+            let r = self.sets.find(b);
+            if r != root {
+                self.starts.push(k as u32);
+                root = r;
             }
+            let g = self.starts.len() - 1;
+            group[b as usize] = g as u32;
+            slot[b as usize] = k as u32 - self.starts[g];
         }
+        self.starts.push(self.members.len() as u32);
         self.group_pairs.clear();
         self.coupled.clear();
         self.coupled.resize(nb, false);
@@ -644,227 +478,9 @@ impl RigidScratch {
     }
 }
 
-/// Adds `scale · m` to the 3×3 block at `(row, col)` of a `dim × dim` row-major matrix.
-fn add_block(hess: &mut [f64], dim: usize, row: usize, col: usize, m: &DMat3, scale: f64) {
-    for r in 0..3 {
-        for c in 0..3 {
-            hess[(row + r) * dim + col + c] += scale * m.col(c)[r];
-        }
-    }
-}
-
-/// Adds a term of a point that moves by `Σ_sides coef (t + θ × arm)`, with gradient `g` and
-/// Hessian `h` with respect to that motion: `J_iᵀ g` and `J_iᵀ h J_j`, `J_i = coef_i [I, −[arm_i]×]`.
-fn add_point_term(grad: &mut [f64], hess: &mut [f64], sides: &[Side], g: DVec3, h: &DMat3) {
-    let dim = grad.len();
-    for si in sides.iter().filter(|s| s.slot != FIXED) {
-        let i = 6 * si.slot as usize;
-        let (gt, gr) = (g * si.coef, si.arm.cross(g) * si.coef);
-        for r in 0..3 {
-            grad[i + r] += gt[r];
-            grad[i + 3 + r] += gr[r];
-        }
-        let ski = skew(si.arm);
-        for sj in sides.iter().filter(|s| s.slot != FIXED) {
-            let j = 6 * sj.slot as usize;
-            let skj = skew(sj.arm);
-            let c = si.coef * sj.coef;
-            add_block(hess, dim, i, j, h, c);
-            add_block(hess, dim, i, j + 3, &(*h * skj), -c);
-            add_block(hess, dim, i + 3, j, &(ski * *h), c);
-            add_block(hess, dim, i + 3, j + 3, &(ski * *h * skj), -c);
-        }
-    }
-}
-
-impl Problem {
-    /// `E(q)`; with `derivatives`, also fills its gradient and dense row-major Hessian.
-    fn energy(&self, q: &[f64], obstacles: &[Obstacle], derivatives: Option<(&mut Vec<f64>, &mut Vec<f64>)>) -> f64 {
-        let dim = q.len();
-        let motion = |slot: u32| {
-            let i = 6 * slot as usize;
-            (DVec3::new(q[i], q[i + 1], q[i + 2]), DVec3::new(q[i + 3], q[i + 4], q[i + 5]))
-        };
-        let displacement = |s: &Side| {
-            if s.slot == FIXED {
-                DVec3::ZERO
-            } else {
-                let (t, theta) = motion(s.slot);
-                (t + theta.cross(s.arm)) * s.coef
-            }
-        };
-        let mut out = derivatives.map(|(g, h)| {
-            g.clear();
-            g.resize(dim, 0.0);
-            h.clear();
-            h.resize(dim * dim, 0.0);
-            (g, h)
-        });
-        let want = out.is_some();
-        let (delta, slip) = (self.delta, self.static_slip);
-        let mut e = 0.0;
-        for (slot, b) in self.bodies.iter().enumerate() {
-            let (t, theta) = motion(slot as u32);
-            let j_theta = b.inertia * theta;
-            e += 0.5 * b.stiff * t.length_squared() + 0.5 * theta.dot(j_theta) - b.force.dot(t) - b.torque.dot(theta);
-            if let Some((g, h)) = out.as_mut() {
-                let i = 6 * slot;
-                let (gt, gr) = (t * b.stiff - b.force, j_theta - b.torque);
-                for r in 0..3 {
-                    g[i + r] += gt[r];
-                    g[i + 3 + r] += gr[r];
-                }
-                add_block(h, dim, i, i, &DMat3::IDENTITY, b.stiff);
-                add_block(h, dim, i + 3, i + 3, &b.inertia, 1.0);
-            }
-        }
-        for cand in &self.candidates {
-            let p = cand.position + displacement(&cand.side);
-            let (d, n) = obstacles[cand.obstacle as usize].signed_distance(Vec3A::from(p.as_vec3()));
-            let mu_lambda = cand.mu * cand.lambda;
-            let term = contact_term(
-                d as f64,
-                n.as_dvec3(),
-                cand.stiffness,
-                cand.normal,
-                p - cand.start,
-                mu_lambda,
-                delta,
-                slip,
-                want,
-            );
-            e += term.energy;
-            if let Some((g, h)) = out.as_mut() {
-                add_point_term(g, h, &[cand.side], term.gradient, &term.hessian);
-            }
-        }
-        for cp in &self.couplings {
-            let s = displacement(&cp.sides[0]) + displacement(&cp.sides[1]);
-            let mu_lambda = cp.mu * cp.lambda;
-            let gap = cp.gap + cp.normal.dot(s);
-            let term = contact_term(gap, cp.normal, cp.stiffness, cp.normal, cp.slip + s, mu_lambda, delta, slip, want);
-            e += term.energy;
-            if let Some((g, h)) = out.as_mut() {
-                add_point_term(g, h, &cp.sides, term.gradient, &term.hessian);
-            }
-        }
-        e
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Deterministic pseudo-random numbers in [−1, 1).
-    fn rng(state: &mut u64) -> f64 {
-        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((*state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    }
-
-    fn vec(s: &mut u64, scale: f64) -> DVec3 {
-        DVec3::new(rng(s), rng(s), rng(s)) * scale
-    }
-
-    /// Two rotating bodies, one fixed partner, a ground contact, and pairs in the penalty,
-    /// sliding and sticking regimes.
-    fn problem() -> (Problem, Vec<Obstacle>) {
-        let mut s = 11u64;
-        let mut bodies = Vec::new();
-        for _ in 0..2 {
-            let a = vec(&mut s, 1.0);
-            let inertia = outer(a, a) * 50.0 + DMat3::from_diagonal(DVec3::new(30.0, 40.0, 35.0));
-            bodies.push(BodyQuadratic {
-                center: vec(&mut s, 0.5),
-                stiff: 900.0,
-                inertia,
-                force: vec(&mut s, 2.0),
-                torque: vec(&mut s, 0.5),
-                rotates: true,
-            });
-        }
-        let (delta, static_slip) = (1e-3, 1e-5);
-        let side = |slot: u32, coef: f64, s: &mut u64| Side { slot, coef, arm: vec(s, 0.1) };
-        let mut couplings = Vec::new();
-        for (k, slots) in [[0, 1], [1, 0], [0, FIXED], [1, 1], [FIXED, 1]].into_iter().enumerate() {
-            let sides = [side(slots[0], 1.0, &mut s), side(slots[1], -1.0, &mut s)];
-            let normal = vec(&mut s, 1.0).normalize();
-            // Slips from sticking (below 1e-5) to sliding; the test motions move contact points
-            // by about 1e-6 m, away from the regime boundary and from zero slip.
-            let slip = vec(&mut s, 1.0).normalize() * [3e-6, 6e-6, 1e-3, 3e-4, 2e-3][k];
-            couplings.push(Coupling {
-                sides,
-                gap: 0.4e-3 + 0.1e-3 * k as f64,
-                slip,
-                normal,
-                stiffness: 2e4,
-                lambda: 5.0,
-                mu: 0.4,
-            });
-        }
-        let candidates = vec![Candidate {
-            side: Side { slot: 0, coef: 1.0, arm: DVec3::new(0.05, -0.08, 0.02) },
-            obstacle: 0,
-            position: DVec3::new(0.25, 0.5e-3, -0.125),
-            start: DVec3::new(0.25 - 2e-4, 0.6e-3, -0.125),
-            // Soft, so that the f32 obstacle distance adds no noise to the differences.
-            stiffness: 1e2,
-            lambda: 3.0,
-            normal: DVec3::Y,
-            mu: 0.5,
-        }];
-        let ground = Obstacle::ground(0.0, 0.5);
-        (Problem { bodies, candidates, couplings, delta, static_slip }, vec![ground])
-    }
-
-    #[test]
-    fn energy_gradient_and_hessian_match_finite_differences() {
-        let (pb, obstacles) = problem();
-        let dim = 12;
-        let mut s = 5u64;
-        // Small motions: rotations of ~1e-5 rad, translations of ~1e-6 m.
-        let q: Vec<f64> = (0..dim).map(|i| rng(&mut s) * if i % 6 < 3 { 1e-6 } else { 1e-5 }).collect();
-        let (mut g, mut h) = (Vec::new(), Vec::new());
-        pb.energy(&q, &obstacles, Some((&mut g, &mut h)));
-        for i in 0..dim {
-            let step = if i % 6 < 3 { 1e-8 } else { 1e-7 };
-            let shifted = |d: f64| {
-                let mut p = q.clone();
-                p[i] += d;
-                p
-            };
-            let (qp, qm) = (shifted(step), shifted(-step));
-            let fd = (pb.energy(&qp, &obstacles, None) - pb.energy(&qm, &obstacles, None)) / (2.0 * step);
-            assert!((fd - g[i]).abs() <= 1e-4 * g[i].abs().max(1.0), "gradient {i}: {} vs fd {fd}", g[i]);
-            let (mut gp, mut gm, mut hp) = (Vec::new(), Vec::new(), Vec::new());
-            pb.energy(&qp, &obstacles, Some((&mut gp, &mut hp)));
-            pb.energy(&qm, &obstacles, Some((&mut gm, &mut hp)));
-            for r in 0..dim {
-                let fd = (gp[r] - gm[r]) / (2.0 * step);
-                let an = h[r * dim + i];
-                let scale = h[r * dim + r].abs().max(h[i * dim + i].abs()).sqrt().max(1.0);
-                assert!(
-                    (fd - an).abs() <= 1e-3 * scale * scale.max(an.abs().sqrt()),
-                    "hessian ({r}, {i}): {an} vs fd {fd}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn hessian_is_symmetric_positive_definite() {
-        let (pb, obstacles) = problem();
-        let q = vec![0.0; 12];
-        let (mut g, mut h) = (Vec::new(), Vec::new());
-        pb.energy(&q, &obstacles, Some((&mut g, &mut h)));
-        for r in 0..12 {
-            for c in 0..12 {
-                assert!((h[r * 12 + c] - h[c * 12 + r]).abs() <= 1e-9 * h[r * 12 + r].abs().max(1.0));
-            }
-        }
-        let mut rhs = g.clone();
-        assert!(cholesky_solve(&mut h, &mut rhs, 12));
-    }
 
     #[test]
     fn rigid_motion_applies_rotation_about_the_centre() {

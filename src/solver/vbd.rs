@@ -365,6 +365,13 @@ pub fn vbd_step(
                 }
             };
             let contact_ctx = ContactContext { st, model: s.contact, settings: s.surface_contact };
+            // A detection at the current positions, then pins move towards their targets as far
+            // as the new bounds allow.
+            let detect_and_catch_up = || {
+                detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh);
+                let (flags, clamp, surface) = (&flags_sh, &clamp_sh, &surface_cell);
+                catch_up_kinematic(t, threads, barrier, n, flags, targets, &pos, clamp, surface, &bound_hit);
+            };
 
             // The initial guess gets each free body's best rigid motion (inertia, contact,
             // friction), coupled through the last detection's pairs to the bodies it touches;
@@ -410,19 +417,7 @@ pub fn vbd_step(
                     }
                 }
                 barrier.wait();
-                detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh);
-                catch_up_kinematic(
-                    t,
-                    threads,
-                    barrier,
-                    n,
-                    &flags_sh,
-                    targets,
-                    &pos,
-                    &clamp_sh,
-                    &surface_cell,
-                    &bound_hit,
-                );
+                detect_and_catch_up();
             }
             let interval = s.surface_contact.detection_interval;
 
@@ -443,19 +438,7 @@ pub fn vbd_step(
                         if t == 0 {
                             bound_hit.store(false, Ordering::Relaxed);
                         }
-                        detect(t, threads, barrier, &contact_ctx, &surface_cell, &pos, &clamp_sh);
-                        catch_up_kinematic(
-                            t,
-                            threads,
-                            barrier,
-                            n,
-                            &flags_sh,
-                            targets,
-                            &pos,
-                            &clamp_sh,
-                            &surface_cell,
-                            &bound_hit,
-                        );
+                        detect_and_catch_up();
                     }
                 }
                 for c in 0..st.color_count() {

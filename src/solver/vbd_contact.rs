@@ -27,6 +27,7 @@ use glam::{Vec3A, Vec4};
 use parking_lot::Mutex;
 
 use super::parallel::{PhaseCell, SharedSlice, SpinBarrier, chunk};
+use super::union_find::UnionFind;
 use crate::collision::ContactModel;
 use crate::collision::bvh::Aabb;
 use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
@@ -114,7 +115,8 @@ pub struct SurfaceContactScratch {
     found: PerThread,
     /// Initial-advance scale per body.
     pub body_scale: Vec<f32>,
-    parent: Vec<u32>,
+    /// Bodies linked by a CCD candidate pair.
+    groups: UnionFind,
 }
 
 impl SurfaceContactScratch {
@@ -141,7 +143,6 @@ impl SurfaceContactScratch {
             self.on_surface[v as usize] = true;
         }
         self.body_scale.resize(st.bodies.len(), 1.0);
-        self.parent.resize(st.bodies.len(), 0);
         self.found.0.resize_with(threads, Default::default);
     }
 }
@@ -176,14 +177,6 @@ pub(crate) fn begin_step(
         scratch.vertex_pairs.offsets.clear();
         scratch.vertex_pairs.offsets.resize(st.vertex_count() + 1, 0);
     }
-}
-
-fn find(parent: &mut [u32], mut a: u32) -> u32 {
-    while parent[a as usize] != a {
-        parent[a as usize] = parent[parent[a as usize] as usize];
-        a = parent[a as usize];
-    }
-    a
 }
 
 /// The CCD-limited initial advance: fills `body_scale` with the fraction of `x^n → x^(0)` each
@@ -243,16 +236,11 @@ pub(crate) fn advance_scale(
     if t == 0 {
         // SAFETY: thread 0 alone.
         let s = unsafe { cell.get_mut() };
-        let SurfaceContactScratch { found, parent, body_scale, .. } = s;
-        for (b, p) in parent.iter_mut().enumerate() {
-            *p = b as u32;
-        }
+        let SurfaceContactScratch { found, groups, body_scale, .. } = s;
+        groups.reset(body_scale.len());
         for f in found.iter() {
             for &(a, b) in &f.lock().links {
-                let (ra, rb) = (find(parent, a), find(parent, b));
-                if ra != rb {
-                    parent[ra.max(rb) as usize] = ra.min(rb);
-                }
+                groups.union(a, b);
             }
         }
         // Group scale: the earliest time of impact of any pair in the group. Kinematic vertices
@@ -261,12 +249,12 @@ pub(crate) fn advance_scale(
         // group, so one ascending pass then hands every body its root's final value.
         for f in found.iter() {
             for &(b, toi) in &f.lock().hits {
-                let r = find(parent, b) as usize;
+                let r = groups.find(b) as usize;
                 body_scale[r] = body_scale[r].min(toi);
             }
         }
-        for b in 0..parent.len() {
-            body_scale[b] = body_scale[find(parent, b as u32) as usize];
+        for b in 0..body_scale.len() {
+            body_scale[b] = body_scale[groups.find(b as u32) as usize];
         }
     }
     barrier.wait();
@@ -524,7 +512,7 @@ mod tests {
     use super::*;
 
     use crate::collision::surface_pairs::closest;
-    use crate::collision::test_rng::Rng;
+    use crate::test_rng::Rng;
 
     /// A scratch holding `pairs` between vertices `0..n`.
     fn scratch_with(pairs: Vec<ContactPair>, n: usize, min_separation: f32) -> SurfaceContactScratch {

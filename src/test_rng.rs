@@ -1,5 +1,5 @@
-//! A deterministic random source shared by the collision module's tests, so failures
-//! reproduce from the seed alone.
+//! A deterministic random source shared by the crate's tests, so failures reproduce from the
+//! seed alone.
 
 use glam::DVec3;
 
@@ -11,6 +11,11 @@ impl Rng {
     pub fn uniform(&mut self) -> f64 {
         self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [−1, 1).
+    pub fn signed(&mut self) -> f64 {
+        self.uniform() * 2.0 - 1.0
     }
 
     /// Uniform in [0, 1) as f32.
