@@ -39,52 +39,48 @@ fn set_cells(scene: &mut Scene, body: usize, cells: &[u32]) {
     }
 }
 
+/// SCENES.md 9 at full resolution: four cubes, 300 frames, every pass criterion.
+/// Before pairs were reduced to the closest features, identical cubes stacked vertex over
+/// vertex were pushed sideways (the top cube swayed by −4…+11 mm and never rested; without
+/// friction the cubes slid apart); before the adaptive initial guess started touching bodies
+/// from x^n, the tower swayed by ±0.2 mm at 1.5 Hz with kinetic energy 1–3e-5 J.
 #[test]
-fn stack_soft_cubes_rests_without_intersection() {
+fn stack_soft_cubes_rests_with_the_analytic_shortening() {
     let mut loaded = load_edited("stack_soft_cubes", |_| {});
-    let run = run_checked(&mut loaded, 90);
-    let p = &run.frames.last().unwrap().probes;
+    let run = run_checked(&mut loaded, 300);
     let offset = 1e-3;
+    let (first, last) = (&run.frames[0], run.frames.last().unwrap());
+    // At rest (SCENES.md): over the last 0.5 s, kinetic energy below 1e-6 × the gravitational
+    // potential drop and every vertex slower than 1 cm/s.
+    let drop = first.energy.gravitational - last.energy.gravitational;
+    assert!(drop > 1.0, "the cubes did not settle: potential drop {drop} J");
+    for f in &run.frames[run.frames.len() - 30..] {
+        assert!(f.max_speed < 0.01, "frame {}: a vertex moves at {} m/s", f.frame, f.max_speed);
+        assert!(f.energy.kinetic < 1e-6 * drop, "frame {}: kinetic energy {} J", f.frame, f.energy.kinetic);
+    }
+    let p = &last.probes;
     let mut total = 0.0;
     for k in 0..4 {
-        let h = p[&format!("top{k}")][1] - p[&format!("bottom{k}")][1];
-        total += 0.2 - h;
-        assert!(h < 0.2, "cube {k} is not compressed: height {h}");
+        // A cube with j = 3 − k cubes above shortens by (j + ½) ρ g L² / E.
+        let analytic = (3.5 - k as f64) * 1000.0 * 9.81 * 0.04 / 1e6;
+        let shortening = 0.2 - (p[&format!("top{k}")][1] - p[&format!("bottom{k}")][1]);
+        assert!((shortening / analytic - 1.0).abs() < 0.10, "cube {k}: shortening {shortening} vs {analytic}");
+        total += shortening;
         if k > 0 {
             // The contact layer: the cube above rests on the one below, within twice the offset.
             let gap = p[&format!("bottom{k}")][1] - p[&format!("top{}", k - 1)][1];
             assert!(gap > 0.0 && gap < 2.0 * offset, "gap below cube {k}: {gap}");
         }
     }
-    println!("total shortening {:.3} mm (analytic 3.14 mm)", total * 1e3);
-}
-
-/// Two of the stack's cubes: a cube on a cube must come to rest with the analytic shortening.
-/// Before the coupled rigid correction the pair bounced at 3.6 Hz for ever (shortening
-/// 0.4–2.1 mm against 0.785 mm, kinetic energy ~1e-3 J at 5 s).
-#[test]
-fn cube_on_cube_comes_to_rest() {
-    let mut loaded = load_edited("stack_soft_cubes", |s| {
-        s.bodies.truncate(2);
-        s.probes.retain(|p| p.name.ends_with('0') || p.name.ends_with('1'));
-    });
-    let run = run_checked(&mut loaded, 300);
-    let offset = 1e-3;
-    // At rest over the last 0.5 s (SCENES.md: every vertex slower than 1 cm/s).
-    for f in &run.frames[run.frames.len() - 30..] {
-        assert!(f.max_speed < 0.01, "frame {}: a vertex moves at {} m/s", f.frame, f.max_speed);
-    }
-    let last = run.frames.last().unwrap();
-    let p = &last.probes;
-    let shortening: f64 = (0..2).map(|k| 0.2 - (p[&format!("top{k}")][1] - p[&format!("bottom{k}")][1])).sum();
-    // (k + ½) ρ g L² / E for k = 1, 0.
-    let analytic = 2.0 * 1000.0 * 9.81 * 0.04 / 1e6;
-    assert!((shortening / analytic - 1.0).abs() < 0.10, "shortening {shortening} vs {analytic}");
-    let gap = p["bottom1"][1] - p["top0"][1];
-    assert!(gap > 0.0 && gap < 2.0 * offset, "gap {gap}");
-    let drift = (p["top1"][0].powi(2) + p["top1"][2].powi(2)).sqrt();
+    assert!((total / 3.14e-3 - 1.0).abs() < 0.05, "total shortening {total} vs 3.14 mm");
+    let drift = (p["top3"][0].powi(2) + p["top3"][2].powi(2)).sqrt();
     assert!(drift < 1e-3, "top cube drifted {drift} m sideways");
-    println!("shortening {:.4} mm (analytic {:.4} mm), drift {:.3} mm", shortening * 1e3, analytic * 1e3, drift * 1e3);
+    let ke = run.frames[run.frames.len() - 30..].iter().map(|f| f.energy.kinetic).fold(0.0, f64::max);
+    println!(
+        "total shortening {:.3} mm (analytic 3.14 mm), drift {:.3} mm, kinetic energy ≤ {ke:.2e} J over the last 0.5 s",
+        total * 1e3,
+        drift * 1e3
+    );
 }
 
 #[test]

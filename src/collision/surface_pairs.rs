@@ -51,6 +51,108 @@ impl ContactPair {
     }
 }
 
+impl ContactPair {
+    /// Whether the pair has a contact energy (and friction). Pairs without one are kept for
+    /// their displacement bounds only (see [`keep_closest_features`]).
+    #[inline(always)]
+    pub fn has_energy(&self) -> bool {
+        self.stiffness > 0.0
+    }
+
+    /// Keeps the pair for its displacement bounds only: no energy, no friction.
+    #[inline]
+    pub fn drop_energy(&mut self) {
+        self.stiffness = 0.0;
+        self.friction_normal_force = 0.0;
+    }
+}
+
+/// Vertices of the triangle that carry the closest point of a vertex–triangle pair (nonzero
+/// weight): one for a triangle corner, two for an edge, three for the face.
+#[inline]
+fn closest_feature(p: &ContactPair) -> ([u32; 3], usize) {
+    let mut f = [u32::MAX; 3];
+    let mut n = 0;
+    for k in 1..4 {
+        if p.weights[k] != 0.0 {
+            f[n] = p.vertices[k];
+            n += 1;
+        }
+    }
+    (f, n)
+}
+
+/// Among the vertex–triangle pairs of one vertex, keeps the energy only of those whose closest
+/// point is a local minimum of the distance to the other surface; the rest keep their bounds.
+///
+/// A vertex over a triangle corner or edge finds that same closest point once in every
+/// triangle sharing it: six times over a vertex of a flat fan, twice over an edge, once over
+/// a face. Summing them all made the energy of a flat contact a bumpy landscape whose maxima
+/// sat wherever vertices lie over vertices. Two identical cubes stacked face to face (vertex
+/// over vertex everywhere, rims coincident) were pushed sideways and never came to rest, and
+/// without friction they slid apart.
+///
+/// The rule uses the closest features only, never a comparison of distances, so f32 rounding
+/// of nearly equal distances cannot keep two copies. If the closest feature `F` of pair `p`
+/// (a corner or an edge) is part of another pair's triangle `q`, then `q` is at least as close
+/// (its distance is a minimum over a superset of `F`), and `p` gives way. When the
+/// containment goes both ways, both pairs have the same closest point and the earlier pair
+/// stays. Face pairs never give way. Every group of duplicates keeps one pair, and the kept
+/// energy is that of the nearest point of each surface patch, continuous as the vertex moves.
+/// Separate contacts (the two walls of a concave corner, two layers around a sheet) do not
+/// share a feature and all keep their energy.
+pub fn keep_closest_features(pairs: &mut [ContactPair]) {
+    let contains = |q: &ContactPair, f: &([u32; 3], usize)| f.0[..f.1].iter().all(|v| q.vertices[1..].contains(v));
+    let mut nearest: Option<(usize, ContactPair)> = None;
+    let mut kept = 0;
+    for i in 0..pairs.len() {
+        if nearest.is_none_or(|(_, q)| pairs[i].distance < q.distance) {
+            nearest = Some((i, pairs[i]));
+        }
+        let feature = closest_feature(&pairs[i]);
+        if feature.1 == 3 {
+            kept += 1;
+            continue;
+        }
+        let gives_way = pairs
+            .iter()
+            .enumerate()
+            .any(|(j, q)| j != i && contains(q, &feature) && !(j > i && contains(&pairs[i], &closest_feature(q))));
+        if gives_way {
+            pairs[i].drop_energy();
+        } else {
+            kept += 1;
+        }
+    }
+    // Rounding in the feature classification could in principle make every pair give way;
+    // the contact then keeps its nearest pair.
+    if kept == 0
+        && let Some((i, pair)) = nearest
+    {
+        pairs[i] = pair;
+    }
+}
+
+/// Closest-point parameter band, as a fraction of each edge, over which an edge–edge pair's
+/// energy fades out towards an end point.
+pub const EDGE_END_BAND: f32 = 0.1;
+
+/// Energy scale of an edge–edge pair from its closest-point weights at detection: 1 while
+/// both closest points lie well inside their edges, falling smoothly to 0 at an end point.
+///
+/// An edge–edge pair whose closest point is an end point measures the distance from that
+/// vertex to the other edge, which the vertex's own point–triangle pairs already carry
+/// (against the triangles on that edge; see [`keep_closest_features`]). Counting it again
+/// doubled the contact at every rim and corner. Fading over a band rather than cutting at the
+/// end point keeps the energy continuous while the crossing point slides off an edge.
+#[inline]
+pub fn edge_edge_energy_scale(weights: &[f32; 4]) -> f32 {
+    // weights = [1 − s, s, −(1 − u), −u]
+    let end = weights[0].min(weights[1]).min(-weights[2]).min(-weights[3]);
+    let t = (end / EDGE_END_BAND).clamp(0.0, 1.0);
+    t * t * (3.0 - 2.0 * t)
+}
+
 /// Closest points of a pair of `kind` with vertex positions `x` (in pair order).
 #[inline(always)]
 pub fn closest(kind: u32, x: &[Vec3A; 4]) -> Closest<f32> {
@@ -186,4 +288,176 @@ pub fn primitive_box<const K: usize>(x: &[Vec4], y: Option<&[Vec4]>, p: [u32; K]
         }
     }
     b.inflate(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::Rng;
+
+    /// Every vertex–triangle pair of point `p` against `triangles` closer than `limit`, in
+    /// triangle order, as detection stores them (unit stiffness and normal force).
+    fn pairs_of(p: Vec3A, points: &[Vec3A], triangles: &[[u32; 3]], limit: f32) -> Vec<ContactPair> {
+        let pi = points.len() as u32;
+        let mut all = points.to_vec();
+        all.push(p);
+        let mut out = Vec::new();
+        for &t in triangles {
+            let v = point_triangle_vertices(pi, t);
+            let c = closest(PAIR_POINT_TRIANGLE, &v.map(|i| all[i as usize]));
+            if c.distance < limit {
+                out.push(ContactPair {
+                    vertices: v,
+                    frame_normal: c.normal.to_array(),
+                    kind: PAIR_POINT_TRIANGLE,
+                    stiffness: 1.0,
+                    friction_normal_force: 1.0,
+                    friction: 0.5,
+                    distance: c.distance,
+                    weights: c.weights,
+                });
+            }
+        }
+        out
+    }
+
+    /// A jittered `n × n` grid in the plane y = `y`, two triangles per cell with alternating
+    /// diagonals, vertex indices offset by `base`.
+    fn plane_patch(n: usize, y: f32, base: u32, rng: &mut Rng) -> (Vec<Vec3A>, Vec<[u32; 3]>) {
+        let mut pts = Vec::new();
+        for i in 0..=n {
+            for j in 0..=n {
+                let jitter = if i == 0 || j == 0 || i == n || j == n { 0.0 } else { 0.25 };
+                let x = i as f32 + jitter * rng.signed() as f32;
+                let z = j as f32 + jitter * rng.signed() as f32;
+                pts.push(Vec3A::new(x, y, z));
+            }
+        }
+        let id = |i: usize, j: usize| base + (i * (n + 1) + j) as u32;
+        let mut tris = Vec::new();
+        for i in 0..n {
+            for j in 0..n {
+                let (a, b, c, d) = (id(i, j), id(i + 1, j), id(i + 1, j + 1), id(i, j + 1));
+                if (i + j) % 2 == 0 {
+                    tris.extend([[a, b, c], [a, c, d]]);
+                } else {
+                    tris.extend([[a, b, d], [b, c, d]]);
+                }
+            }
+        }
+        (pts, tris)
+    }
+
+    fn with_energy(pairs: &[ContactPair]) -> Vec<&ContactPair> {
+        pairs.iter().filter(|p| p.has_energy()).collect()
+    }
+
+    #[test]
+    fn a_flat_surface_contributes_one_pair_wherever_the_point_is() {
+        let mut rng = Rng(7);
+        let (pts, tris) = plane_patch(6, 0.0, 0, &mut rng);
+        let mut over_vertex = 0;
+        for k in 0..4000 {
+            // Every fourth point sits exactly over a grid vertex or on an edge's vertical
+            // plane, where six or two triangles report the same closest point.
+            let p = match k % 4 {
+                0 => {
+                    let v = pts[(rng.uniform() * pts.len() as f64) as usize];
+                    over_vertex += 1;
+                    Vec3A::new(v.x, 0.01 + 0.3 * rng.uniform_f32(), v.z)
+                }
+                _ => Vec3A::new(
+                    1.0 + 4.0 * rng.uniform_f32(),
+                    0.01 + 0.3 * rng.uniform_f32(),
+                    1.0 + 4.0 * rng.uniform_f32(),
+                ),
+            };
+            let mut pairs = pairs_of(p, &pts, &tris, 0.6);
+            let min = pairs.iter().map(|q| q.distance).fold(f32::INFINITY, f32::min);
+            keep_closest_features(&mut pairs);
+            let kept = with_energy(&pairs);
+            assert_eq!(kept.len(), 1, "p = {p}: {} pairs keep their energy", kept.len());
+            assert!((kept[0].distance - min).abs() <= 1e-6 * min, "p = {p}: {} vs {min}", kept[0].distance);
+            assert!((kept[0].distance - p.y).abs() < 1e-5, "p = {p}: {} vs height", kept[0].distance);
+            // Dropped pairs keep their bounds: same geometry, no energy.
+            assert!(pairs.iter().all(|q| q.has_energy() || q.friction_normal_force == 0.0));
+        }
+        assert!(over_vertex > 500);
+    }
+
+    #[test]
+    fn a_convex_rim_and_corner_count_once() {
+        // A unit box, two triangles per face; points outside it near edges and corners.
+        let c = |i: u32| Vec3A::new((i & 1) as f32, ((i >> 1) & 1) as f32, ((i >> 2) & 1) as f32);
+        let pts: Vec<Vec3A> = (0..8).map(c).collect();
+        let quads = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]];
+        let tris: Vec<[u32; 3]> = quads.iter().flat_map(|q| [[q[0], q[1], q[2]], [q[0], q[2], q[3]]]).collect();
+        let mut rng = Rng(11);
+        let mut rim = 0;
+        for _ in 0..4000 {
+            let p = Vec3A::new(rng.uniform_f32(), rng.uniform_f32(), rng.uniform_f32()) * 1.4 - Vec3A::splat(0.2);
+            let outside = p.cmplt(Vec3A::ZERO).any() || p.cmpgt(Vec3A::ONE).any();
+            if !outside {
+                continue;
+            }
+            let mut pairs = pairs_of(p, &pts, &tris, 0.3);
+            if pairs.is_empty() {
+                continue;
+            }
+            let out_axes = (p.cmplt(Vec3A::ZERO) | p.cmpgt(Vec3A::ONE)).bitmask().count_ones();
+            rim += (out_axes > 1) as usize;
+            let min = pairs.iter().map(|q| q.distance).fold(f32::INFINITY, f32::min);
+            keep_closest_features(&mut pairs);
+            let kept = with_energy(&pairs);
+            assert_eq!(kept.len(), 1, "p = {p}: {} pairs keep their energy", kept.len());
+            assert!((kept[0].distance - min).abs() <= 1e-6 * min, "p = {p}: {} vs {min}", kept[0].distance);
+        }
+        assert!(rim > 300, "{rim} points beyond an edge or corner");
+    }
+
+    #[test]
+    fn separate_contacts_all_keep_their_energy() {
+        // A point between two parallel sheets is pushed by both.
+        let mut rng = Rng(3);
+        let (mut pts, mut tris) = plane_patch(4, 0.0, 0, &mut rng);
+        let (top, top_tris) = plane_patch(4, 0.2, pts.len() as u32, &mut rng);
+        pts.extend(top);
+        tris.extend(top_tris);
+        for _ in 0..500 {
+            let p = Vec3A::new(1.0 + 2.0 * rng.uniform_f32(), 0.1, 1.0 + 2.0 * rng.uniform_f32());
+            let mut pairs = pairs_of(p, &pts, &tris, 0.3);
+            keep_closest_features(&mut pairs);
+            assert_eq!(with_energy(&pairs).len(), 2, "p = {p}");
+        }
+        // A point in a concave corner (floor and wall) is pushed by both.
+        let pts = [
+            Vec3A::new(0.0, 0.0, 0.0),
+            Vec3A::new(1.0, 0.0, 0.0),
+            Vec3A::new(0.0, 0.0, 1.0),
+            Vec3A::new(0.0, 1.0, 0.0),
+        ];
+        let tris = [[0, 2, 1], [0, 3, 2]];
+        let mut pairs = pairs_of(Vec3A::new(0.1, 0.1, 0.5), &pts, &tris, 0.3);
+        keep_closest_features(&mut pairs);
+        assert_eq!(with_energy(&pairs).len(), 2);
+    }
+
+    #[test]
+    fn edge_edge_energy_fades_smoothly_towards_end_points() {
+        let w = |s: f32, u: f32| [1.0 - s, s, u - 1.0, -u];
+        assert_eq!(edge_edge_energy_scale(&w(0.5, 0.5)), 1.0);
+        assert_eq!(edge_edge_energy_scale(&w(EDGE_END_BAND, 0.7)), 1.0);
+        assert_eq!(edge_edge_energy_scale(&w(0.0, 0.5)), 0.0);
+        assert_eq!(edge_edge_energy_scale(&w(0.5, 1.0)), 0.0);
+        // Continuous and monotone across the band, symmetric in both edges and both ends.
+        let mut last = 0.0;
+        for k in 0..=1000 {
+            let s = k as f32 / 1000.0 * 0.5;
+            let e = edge_edge_energy_scale(&w(s, 0.5));
+            assert!(e >= last && e - last < 0.02, "s = {s}");
+            assert!((e - edge_edge_energy_scale(&w(1.0 - s, 0.5))).abs() < 1e-5);
+            assert_eq!(e, edge_edge_energy_scale(&w(0.5, s)));
+            last = e;
+        }
+    }
 }

@@ -18,6 +18,15 @@ pub enum Initialization {
     InertiaAndGravity,
     /// (d) adaptive (default): `x̂ + w ã g` with `ã` the clamped fraction of the last step's
     /// acceleration along gravity: free-falling vertices get gravity, resting ones do not.
+    ///
+    /// Bodies that touched another body at the last contact detection, and take the rigid
+    /// correction, start from `x^n` instead (Pliant; not in \[VBD\]). Their best rigid motion,
+    /// measured against the true inertia target `x̂`, comes from the rigid correction, so
+    /// translation and rotation keep their momentum. What they lose is the carried velocity of
+    /// their deformation, which a fixed sweep count cannot converge within a stack: four
+    /// stacked soft cubes swayed by ±0.2 mm at 1.5 Hz for good with `x̂`, and more sweeps made
+    /// it worse (kinetic energy 1–3e-5 J at 30 sweeps, 1e-4 J at 100); starting from `x^n`
+    /// they rest (below 2e-7 J).
     #[default]
     Adaptive,
 }

@@ -360,6 +360,9 @@ impl RigidScratch {
                 break;
             }
             let p = &pairs[k as usize];
+            if !p.has_energy() {
+                continue;
+            }
             let xs = p.vertices.map(|v| x(v as usize));
             let body_a = st.vertex_body[p.vertices[0] as usize];
             let mut sides = [Side::NONE; 2];

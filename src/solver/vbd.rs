@@ -41,6 +41,8 @@ struct BodyScratch {
     toi: Vec<f32>,
     /// Takes the rigid correction.
     eligible: Vec<bool>,
+    /// Touched another body at the last detection.
+    touching: Vec<bool>,
     /// No Chebyshev mixing (`FROZEN_*`).
     frozen: Vec<u32>,
     /// Rigid correction.
@@ -54,6 +56,7 @@ impl BodyScratch {
     fn resize(&mut self, bodies: usize) {
         self.toi.resize(bodies, 1.0);
         self.eligible.resize(bodies, false);
+        self.touching.resize(bodies, false);
         self.frozen.resize(bodies, 0);
         self.motions.resize(bodies, RigidMotion::IDENTITY);
         self.residual2.resize(bodies, 0.0);
@@ -185,6 +188,19 @@ pub fn vbd_step(
             eligible[b as usize] = false;
         }
     }
+    // Bodies that touched another body at the last detection and take the rigid correction
+    // start the adaptive initial guess from x^n (see `Initialization::Adaptive`).
+    let touching = &mut scratch.body_scratch.touching;
+    touching.fill(false);
+    if s.initialization == Initialization::Adaptive {
+        for p in scratch.surface.pairs.iter().filter(|p| p.has_energy()) {
+            let (a, b) = (state.vertex_body[p.vertices[0] as usize], state.vertex_body[p.vertices[3] as usize]);
+            if a != b && eligible[a as usize] && eligible[b as usize] {
+                touching[a as usize] = true;
+                touching[b as usize] = true;
+            }
+        }
+    }
     // Chebyshev needs a few sweeps to pay off ([VBD] §3.8; ALGORITHMS §2.8).
     let chebyshev = s.chebyshev_rho.filter(|_| s.iterations >= 4);
     let chebyshev_stopped = AtomicBool::new(false);
@@ -237,8 +253,16 @@ pub fn vbd_step(
         let st: &SimState = state;
         let targets: &[Vec4] = targets;
         // Per-body scratch, reset for this step.
-        let BodyScratch { toi: body_toi, eligible, frozen, motions, residual2: body_r2, min_residual2: body_min_r2 } =
-            body_scratch;
+        let BodyScratch {
+            toi: body_toi,
+            eligible,
+            touching,
+            frozen,
+            motions,
+            residual2: body_r2,
+            min_residual2: body_min_r2,
+        } = body_scratch;
+        let touching: &[bool] = touching;
         body_toi.fill(1.0);
         frozen.fill(0);
         body_min_r2.fill(f64::INFINITY);
@@ -278,7 +302,11 @@ pub fn vbd_step(
                     let (offset, toi) = if flag & VERTEX_KINEMATIC != 0 {
                         (Vec3A::from_vec4(targets[v]) - x, 1.0)
                     } else {
-                        let offset = s.initialization.offset(step.predictor, step.weight, s.gravity, accel);
+                        let offset = if touching[st.vertex_body[v] as usize] {
+                            Vec3A::ZERO
+                        } else {
+                            s.initialization.offset(step.predictor, step.weight, s.gravity, accel)
+                        };
                         let toi = obstacles.iter().filter_map(|o| o.first_entry(x, x + offset)).fold(1.0f32, f32::min);
                         (offset, toi)
                     };

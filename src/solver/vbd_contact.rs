@@ -32,7 +32,8 @@ use crate::collision::ContactModel;
 use crate::collision::bvh::Aabb;
 use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
 use crate::collision::surface_pairs::{
-    ContactPair, PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE, SurfaceBroadphase, gather, primitive_box,
+    ContactPair, PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE, SurfaceBroadphase, edge_edge_energy_scale, gather,
+    keep_closest_features, primitive_box,
 };
 use crate::mesh::{Csr, unpack_entry};
 use crate::state::SimState;
@@ -338,7 +339,17 @@ pub(crate) fn detect(
             if c.distance < store_limit {
                 // Close pairs bound their vertices along the pair's normal only (see
                 // `limit_move`), so that they can always move apart.
-                out.push(make_pair(st, ctx, kind, v, c.distance, c.normal, &c.weights));
+                let mut pair = make_pair(st, ctx, kind, v, c.distance, c.normal, &c.weights);
+                if kind == PAIR_EDGE_EDGE {
+                    let scale = edge_edge_energy_scale(&c.weights);
+                    if scale > 0.0 {
+                        pair.stiffness *= scale;
+                        pair.friction_normal_force *= scale;
+                    } else {
+                        pair.drop_energy();
+                    }
+                }
+                out.push(pair);
             } else {
                 for &i in &v {
                     dmin[i as usize].fetch_min(c.distance.to_bits(), Ordering::Relaxed);
@@ -349,7 +360,9 @@ pub(crate) fn detect(
         for k in chunk(st.surface_vertices.len(), threads, t) {
             let v = st.surface_vertices[k];
             let q = Aabb::point(Vec3A::from_vec4(x[v as usize])).inflate(s.radius[v as usize]);
+            let first = f.point_triangle.len();
             bp.point_triangle_candidates(st, v, &q, |_, pv| visit(PAIR_POINT_TRIANGLE, pv, &mut f.point_triangle));
+            keep_closest_features(&mut f.point_triangle[first..]);
         }
         for e in chunk(st.surface_edges.len(), threads, t) {
             bp.edge_edge_candidates(st, e as u32, |_, pv| visit(PAIR_EDGE_EDGE, pv, &mut f.edge_edge));

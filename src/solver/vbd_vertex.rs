@@ -127,6 +127,9 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     for &entry in surface.vertex_pairs.row(v) {
         let (k, slot) = unpack_entry(entry);
         let pair = &surface.pairs[k as usize];
+        if !pair.has_energy() {
+            continue;
+        }
         let xs = pair.vertices.map(|i| load(pos, i));
         let normal = Vec3A::from_array(pair.frame_normal);
         let point = ContactPoint::<f32> {
