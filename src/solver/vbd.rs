@@ -18,7 +18,8 @@ use super::integrator::{Integrator, realised_acceleration};
 use super::parallel::{PhaseCell, SharedSlice, chunk, run_workers};
 use super::rigid_correction::{RigidBuffers, RigidMotion, RigidScratch, correct_rigid};
 use super::vbd_contact::{
-    ContactContext, SurfaceContactScratch, SurfaceContactSettings, advance_scale, begin_step, detect, limit_move,
+    ContactContext, SurfaceContactScratch, SurfaceContactSettings, advance_certified, advance_scale, begin_step,
+    detect, limit_move,
 };
 use super::vbd_vertex::{VertexInputs, update_vertex};
 use crate::collision::{ContactModel, Obstacle, limit_step};
@@ -209,6 +210,8 @@ pub fn vbd_step(
     let chebyshev_stopped = AtomicBool::new(false);
     // Some vertex met its displacement bound since the last contact detection.
     let bound_hit = AtomicBool::new(false);
+    // Some vertex's initial path leaves the last step's bounds: the CCD advance must run.
+    let advance_needed = AtomicBool::new(false);
 
     // Split the state into what the parallel region reads and what it writes.
     let mut positions = std::mem::take(&mut state.positions);
@@ -429,7 +432,18 @@ pub fn vbd_step(
             if surface_on {
                 // SAFETY: `start` is read-only after the prepare phase.
                 let start = unsafe { start_sh.as_slice() };
-                advance_scale(t, threads, barrier, &contact_ctx, &surface_cell, start, &pos);
+                // SAFETY: the scratch is read-only until the next detection.
+                if !advance_certified(chunk(n, threads, t), unsafe { surface_cell.get() }, start, &pos) {
+                    advance_needed.store(true, Ordering::Relaxed);
+                }
+                barrier.wait();
+                if advance_needed.load(Ordering::Relaxed) {
+                    advance_scale(t, threads, barrier, &contact_ctx, &surface_cell, start, &pos);
+                } else if t == 0 {
+                    // SAFETY: thread 0 alone until the barrier below.
+                    unsafe { surface_cell.get_mut() }.body_scale.fill(1.0);
+                }
+                barrier.wait();
                 // SAFETY: the scratch is read-only until the next detection.
                 let scale = unsafe { &surface_cell.get().body_scale };
                 for v in chunk(n, threads, t) {
@@ -594,6 +608,10 @@ pub fn vbd_step(
         });
         *rigid_buf = rigid_scratch.into_inner();
         *surface = surface_cell.into_inner();
+        if surface_on {
+            // SAFETY: the workers are done; nothing else reads or writes the bounds.
+            surface.keep_bounds(unsafe { clamp_sh.as_slice() });
+        }
         // End the shared borrows before the vectors move back into the state.
         let _ = (vel_sh, acc_sh, flags_sh);
         state.velocities = velocities;

@@ -121,6 +121,11 @@ pub struct SurfaceContactScratch {
     pub body_scale: Vec<f32>,
     /// Bodies linked by a CCD candidate pair.
     groups: UnionFind,
+    /// The bounds of the last detection (`clamp` as `detect` wrote it), kept past the end of
+    /// the step so that the next step's initial advance can be certified without CCD.
+    last_bounds: Vec<Vec4>,
+    /// `last_bounds`, `pairs` and `vertex_pairs` belong to the current topology.
+    bounds_valid: bool,
 }
 
 impl SurfaceContactScratch {
@@ -131,6 +136,14 @@ impl SurfaceContactScratch {
         self.pairs.clear();
         self.vertex_pairs.entries.clear();
         self.vertex_pairs.offsets.clear();
+        self.bounds_valid = false;
+    }
+
+    /// Keeps the step's last bounds for [`advance_certified`] (after the sweeps).
+    pub(crate) fn keep_bounds(&mut self, clamp: &[Vec4]) {
+        self.last_bounds.clear();
+        self.last_bounds.extend_from_slice(clamp);
+        self.bounds_valid = true;
     }
 
     fn resize(&mut self, st: &SimState, threads: usize, model: &ContactModel) {
@@ -174,13 +187,41 @@ pub(crate) fn begin_step(
     enabled: bool,
 ) {
     scratch.resize(st, threads, model);
+    if scratch.last_bounds.len() != st.vertex_count() {
+        scratch.bounds_valid = false;
+    }
     if !enabled {
+        scratch.bounds_valid = false;
         // No detection this step: empty pair lists for every vertex.
         scratch.pairs.clear();
         scratch.vertex_pairs.entries.clear();
         scratch.vertex_pairs.offsets.clear();
         scratch.vertex_pairs.offsets.resize(st.vertex_count() + 1, 0);
     }
+}
+
+/// Whether the straight paths `x^n → x^(0)` of the vertices in `range` stay inside the bounds
+/// of the last detection, which then certify them free of crossings without CCD. Each
+/// vertex's allowed region (a ball around its detection position, cut by the half-spaces of
+/// its stored pairs; see [`limit_move`]) is convex, so a path whose two ends lie inside it lies
+/// inside it; and the guarantee of `limit_move` holds for any positions inside the regions,
+/// however they were reached (user edits and rollbacks included).
+pub(crate) fn advance_certified(
+    range: std::ops::Range<usize>,
+    surface: &SurfaceContactScratch,
+    start: &[Vec4],
+    guess: &SharedSlice<'_, Vec4>,
+) -> bool {
+    if !surface.bounds_valid {
+        return false;
+    }
+    range.into_iter().all(|v| {
+        let bound = surface.last_bounds[v];
+        let a = Vec3A::from_vec4(start[v]);
+        // SAFETY: the caller's phase does not write the guesses of this range.
+        let b = Vec3A::from_vec4(unsafe { guess.get(v) });
+        limit_move(v, a, bound, surface) == a && limit_move(v, b, bound, surface) == b
+    })
 }
 
 /// The CCD-limited initial advance: fills `body_scale` with the fraction of `x^n → x^(0)` each
@@ -546,6 +587,30 @@ mod tests {
         let q = Vec3A::new(1.1, 2.1, 3.0);
         assert_eq!(limit_move(0, q, c, &s), q);
         assert_eq!(limit_move(0, q, Vec4::new(1.0, 2.0, 3.0, 0.0), &s), Vec3A::new(1.0, 2.0, 3.0));
+    }
+
+    #[test]
+    fn an_initial_path_is_certified_only_inside_the_last_bounds() {
+        // Two vertices, each with a ball of radius 0.5 around its detection position.
+        let mut s = scratch_with(Vec::new(), 2, 0.0);
+        let bounds = [Vec4::new(0.0, 0.0, 0.0, 0.5), Vec4::new(1.0, 0.0, 0.0, 0.5)];
+        let start = [Vec4::new(0.1, 0.0, 0.0, 0.0), Vec4::new(1.0, 0.2, 0.0, 0.0)];
+        let certified = |s: &SurfaceContactScratch, guess: [Vec4; 2]| {
+            let mut g = guess;
+            advance_certified(0..2, s, &start, &SharedSlice::new(&mut g))
+        };
+        let inside = [Vec4::new(-0.3, 0.1, 0.0, 0.0), Vec4::new(1.0, -0.4, 0.0, 0.0)];
+        // Bounds from no detection (first step, topology edit) certify nothing.
+        assert!(!certified(&s, inside));
+        s.keep_bounds(&bounds);
+        assert!(certified(&s, inside));
+        // One end outside one ball: the CCD advance must run.
+        assert!(!certified(&s, [inside[0], Vec4::new(1.0, -0.6, 0.0, 0.0)]));
+        s.forget_pairs();
+        assert!(!certified(&s, inside));
+        // A start outside its ball (a vertex moved by the user) is not certified either.
+        s.keep_bounds(&[bounds[0], Vec4::new(1.0, 0.0, 0.0, 0.1)]);
+        assert!(!certified(&s, [inside[0], Vec4::new(1.0, 0.05, 0.0, 0.0)]));
     }
 
     #[test]
