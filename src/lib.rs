@@ -34,6 +34,8 @@
 pub mod body;
 pub mod collision;
 pub mod error;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 #[cfg(feature = "serde")]
 pub mod io;
 pub mod material;

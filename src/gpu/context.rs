@@ -1,0 +1,106 @@
+//! Adapter and device selection.
+
+use thiserror::Error;
+
+/// How to pick the GPU.
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    /// Preferred adapter class when no name is given.
+    pub power_preference: wgpu::PowerPreference,
+    /// Use the first adapter whose name contains this (case-insensitive), e.g. `"llvmpipe"`
+    /// or `"H100"`.
+    pub adapter_name: Option<String>,
+}
+
+/// Why no GPU context could be made.
+#[derive(Debug, Error)]
+pub enum GpuError {
+    /// The platform offers no adapter at all.
+    #[error("no GPU adapter: {reason}")]
+    NoAdapter {
+        /// What wgpu reported.
+        reason: String,
+    },
+    /// No adapter matched [`GpuOptions::adapter_name`].
+    #[error("no GPU adapter whose name contains {wanted:?}; adapters: {found:?}")]
+    AdapterNotFound {
+        /// The requested name.
+        wanted: String,
+        /// Names of the adapters present.
+        found: Vec<String>,
+    },
+    /// The adapter refused the device.
+    #[error("GPU adapter {adapter:?} refused a device: {reason}")]
+    Device {
+        /// Adapter name.
+        adapter: String,
+        /// What wgpu reported.
+        reason: String,
+    },
+    /// Reading a buffer back failed.
+    #[error("GPU readback of {buffer:?} failed: {reason}")]
+    Readback {
+        /// Buffer label.
+        buffer: String,
+        /// What wgpu reported.
+        reason: String,
+    },
+}
+
+/// A device and queue with what Pliant needs to know about them.
+pub struct GpuContext {
+    /// The device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    /// Adapter name, backend and driver (recorded with every benchmark row).
+    pub adapter_info: wgpu::AdapterInfo,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext").field("adapter", &self.adapter_info.name).finish_non_exhaustive()
+    }
+}
+
+impl GpuContext {
+    /// Picks an adapter and opens a device. Limits are WebGPU's defaults, raised to what the
+    /// adapter has only for buffer sizes (large meshes); no optional feature is required.
+    pub fn new(options: &GpuOptions) -> Result<Self, GpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = match &options.adapter_name {
+            Some(wanted) => {
+                let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+                let found: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                let key = wanted.to_lowercase();
+                adapters
+                    .into_iter()
+                    .find(|a| a.get_info().name.to_lowercase().contains(&key))
+                    .ok_or(GpuError::AdapterNotFound { wanted: wanted.clone(), found })?
+            }
+            None => pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: options.power_preference,
+                force_fallback_adapter: false,
+                compatible_surface: None,
+                // A native library, not untrusted web content: report the adapter's own limits.
+                apply_limit_buckets: false,
+            }))
+            .map_err(|e| GpuError::NoAdapter { reason: e.to_string() })?,
+        };
+        let adapter_info = adapter.get_info();
+        let available = adapter.limits();
+        let required_limits = wgpu::Limits {
+            max_storage_buffer_binding_size: available.max_storage_buffer_binding_size,
+            max_buffer_size: available.max_buffer_size,
+            ..wgpu::Limits::default()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("pliant"),
+            required_features: wgpu::Features::empty(),
+            required_limits,
+            ..Default::default()
+        }))
+        .map_err(|e| GpuError::Device { adapter: adapter_info.name.clone(), reason: e.to_string() })?;
+        Ok(Self { device, queue, adapter_info })
+    }
+}

@@ -1,0 +1,3 @@
+//! Host wrappers, one per WGSL kernel in `shaders/` and named as it.
+
+pub mod vbd_inertia;

@@ -1,0 +1,59 @@
+//! The GPU backend on wgpu (work in progress, issue 7): a device context, buffers packed
+//! straight from [`crate::state`] with bytemuck, and one host wrapper per WGSL kernel, named as
+//! its shader (`shaders/vbd_inertia.wgsl` ↔ [`kernels::vbd_inertia`]).
+//!
+//! Every kernel stays within WebGPU's default limits (at most 8 storage buffers per stage, no
+//! f64), so the same code runs on Vulkan, Metal, DX12 and in the browser. The CPU path is the
+//! oracle: each kernel has a parity test against the CPU code it mirrors.
+
+pub mod buffers;
+pub mod context;
+pub mod kernels;
+
+pub use context::{GpuContext, GpuError, GpuOptions};
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::{GpuContext, GpuOptions};
+
+    /// A context for a GPU test, or `None` (the test is skipped, with a message) when this
+    /// machine has no adapter. With `PLIANT_REQUIRE_GPU=1` (CI, on Mesa lavapipe) a missing
+    /// adapter fails the test instead.
+    pub fn context() -> Option<GpuContext> {
+        match GpuContext::new(&GpuOptions::default()) {
+            Ok(ctx) => Some(ctx),
+            Err(e) if std::env::var("PLIANT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+                panic!("PLIANT_REQUIRE_GPU=1 but no GPU context: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipping a GPU test: {e}");
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every shader in `shaders/` parses and validates for the WebGPU baseline: no
+    /// capabilities beyond the default (in particular no f64).
+    #[test]
+    fn every_shader_validates_for_webgpu() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+        let mut count = 0;
+        for entry in std::fs::read_dir(&dir).expect("shaders/ exists") {
+            let path = entry.expect("directory entry").path();
+            if path.extension().is_none_or(|e| e != "wgsl") {
+                continue;
+            }
+            let source = std::fs::read_to_string(&path).expect("shader reads");
+            let module = naga::front::wgsl::parse_str(&source)
+                .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));
+            naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));
+            count += 1;
+        }
+        assert!(count >= 1, "no shader found in {}", dir.display());
+    }
+}
