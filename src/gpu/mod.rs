@@ -9,6 +9,7 @@
 pub mod buffers;
 pub mod context;
 pub mod kernels;
+pub mod readback;
 
 pub use context::{GpuContext, GpuError, GpuOptions};
 
