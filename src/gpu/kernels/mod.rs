@@ -1,3 +1,4 @@
 //! Host wrappers, one per WGSL kernel in `shaders/` and named as it.
 
+pub mod vbd_finish;
 pub mod vbd_inertia;
