@@ -1,0 +1,158 @@
+//! Host side of `shaders/vbd_chebyshev.wgsl`: the Chebyshev mix after a sweep and the shift of
+//! the two previous iterates.
+
+use bytemuck::{Pod, Zeroable};
+use wgpu::util::DeviceExt;
+
+use crate::gpu::GpuContext;
+
+/// WGSL source.
+pub const SHADER: &str = include_str!("../../../shaders/vbd_chebyshev.wgsl");
+
+/// Invocations per workgroup (`@workgroup_size` in the shader).
+const WORKGROUP: u32 = 64;
+
+/// The shader's `Params` uniform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct Params {
+    omega: f32,
+    count: u32,
+    _pad: [u32; 2],
+}
+
+/// What the kernel reads and writes.
+pub struct VbdChebyshevBuffers<'a> {
+    /// Positions after the sweep (vec4), mixed in place.
+    pub positions: &'a wgpu::Buffer,
+    /// The previous iterate `x_{n−1}` (vec4), shifted.
+    pub previous: &'a wgpu::Buffer,
+    /// The iterate before it, `x_{n−2}` (vec4), shifted.
+    pub before_previous: &'a wgpu::Buffer,
+    /// `SimState::color_vertices` (the free vertices).
+    pub color_vertices: &'a wgpu::Buffer,
+    /// `SimState::vertex_body`.
+    pub vertex_body: &'a wgpu::Buffer,
+    /// Per body: nonzero when it is not accelerated this step.
+    pub frozen: &'a wgpu::Buffer,
+}
+
+/// The compiled kernel.
+pub struct VbdChebyshev {
+    pipeline: wgpu::ComputePipeline,
+}
+
+impl VbdChebyshev {
+    /// Compiles the shader for `ctx`'s device.
+    pub fn new(ctx: &GpuContext) -> Self {
+        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("vbd_chebyshev"),
+            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
+        });
+        let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("vbd_chebyshev"),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        Self { pipeline }
+    }
+
+    /// Records the mix with relaxation `omega` over the first `count` free vertices.
+    pub fn encode(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        omega: f32,
+        count: u32,
+        b: &VbdChebyshevBuffers<'_>,
+    ) {
+        let params = Params { omega, count, _pad: [0; 2] };
+        let uniform = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("vbd_chebyshev params"),
+            contents: bytemuck::bytes_of(&params),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let buffers = [b.positions, b.previous, b.before_previous, b.color_vertices, b.vertex_body, b.frozen];
+        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
+        entries.extend(
+            buffers
+                .iter()
+                .enumerate()
+                .map(|(k, buf)| wgpu::BindGroupEntry { binding: k as u32 + 1, resource: buf.as_entire_binding() }),
+        );
+        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("vbd_chebyshev"),
+            layout: &self.pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let mut pass = encoder
+            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("vbd_chebyshev"), timestamp_writes: None });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(count.div_ceil(WORKGROUP), 1, 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::{Vec3A, Vec4};
+
+    use super::*;
+    use crate::gpu::buffers::{read_blocking, storage};
+    use crate::gpu::test_support;
+    use crate::solver::chebyshev::mix;
+    use crate::test_rng::Rng;
+
+    /// GPU against the CPU mix, with one of three bodies frozen and a vertex left out of the
+    /// free list (a pinned one, which keeps its position and history).
+    #[test]
+    fn matches_the_cpu_mix_and_history_shift() {
+        let Some(ctx) = test_support::context() else { return };
+        let n = 900;
+        let mut rng = Rng(17);
+        let mut v4 = || (rng.vec() * 2.0).as_vec3().extend(0.0);
+        let x: Vec<Vec4> = (0..n).map(|_| v4()).collect();
+        let p1: Vec<Vec4> = (0..n).map(|_| v4()).collect();
+        let p2: Vec<Vec4> = (0..n).map(|_| v4()).collect();
+        let free: Vec<u32> = (0..n as u32).filter(|v| v % 10 != 3).collect();
+        let body: Vec<u32> = (0..n as u32).map(|v| v / 300).collect();
+        let frozen: Vec<u32> = vec![0, 1, 0];
+        let bufs = [
+            storage(&ctx, "positions", &x, true),
+            storage(&ctx, "previous", &p1, true),
+            storage(&ctx, "before_previous", &p2, true),
+            storage(&ctx, "color_vertices", &free, false),
+            storage(&ctx, "vertex_body", &body, false),
+            storage(&ctx, "frozen", &frozen, false),
+        ];
+        let b = VbdChebyshevBuffers {
+            positions: &bufs[0],
+            previous: &bufs[1],
+            before_previous: &bufs[2],
+            color_vertices: &bufs[3],
+            vertex_body: &bufs[4],
+            frozen: &bufs[5],
+        };
+        let omega = 1.7;
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        VbdChebyshev::new(&ctx).encode(&ctx, &mut encoder, omega, free.len() as u32, &b);
+        ctx.queue.submit([encoder.finish()]);
+        let gx: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
+        let g1: Vec<Vec4> = read_blocking(&ctx, &bufs[1], n).expect("previous");
+        let g2: Vec<Vec4> = read_blocking(&ctx, &bufs[2], n).expect("before_previous");
+        for v in 0..n {
+            let (ex, e1, e2) = if free.contains(&(v as u32)) {
+                let xb = Vec3A::from_vec4(x[v]);
+                let m = if frozen[body[v] as usize] == 0 { mix(omega, xb, Vec3A::from_vec4(p2[v])) } else { xb };
+                (m.extend(0.0), m.extend(0.0), p1[v])
+            } else {
+                (x[v], p1[v], p2[v])
+            };
+            let close = |a: Vec4, b: Vec4| (a - b).length() <= 1e-6 * b.length().max(1.0);
+            assert!(close(gx[v], ex) && close(g1[v], e1) && close(g2[v], e2), "vertex {v}");
+        }
+    }
+}
