@@ -163,6 +163,13 @@ pub fn closest(kind: u32, x: &[Vec3A; 4]) -> Closest<f32> {
     }
 }
 
+/// Bodies of the two sides of a pair with vertices `v` (pair order): the first vertex belongs
+/// to one primitive and the last to the other, for both pair kinds.
+#[inline(always)]
+pub fn pair_bodies(st: &SimState, v: [u32; 4]) -> (u32, u32) {
+    (st.vertex_body[v[0] as usize], st.vertex_body[v[3] as usize])
+}
+
 /// Whether the primitives with vertices `v` (pair order) may contact: they share no vertex,
 /// and they are on different bodies or on a self-colliding one. Pairs of kinematic vertices
 /// count too: kinematic vertices approach their targets under the same displacement bounds.
@@ -175,7 +182,7 @@ pub fn pair_allowed(st: &SimState, v: [u32; 4]) -> bool {
             }
         }
     }
-    let (ba, bb) = (st.vertex_body[v[0] as usize], st.vertex_body[v[3] as usize]);
+    let (ba, bb) = pair_bodies(st, v);
     ba != bb || st.bodies[ba as usize].self_collision != 0
 }
 

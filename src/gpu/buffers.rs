@@ -14,7 +14,8 @@ pub fn storage<T: Pod>(ctx: &GpuContext, label: &str, data: &[T], writable: bool
     }
     // wgpu rejects zero-sized bindings; an empty array still gets one element of room.
     let bytes = bytemuck::cast_slice::<T, u8>(data);
-    let contents: Vec<u8> = if bytes.is_empty() { vec![0; std::mem::size_of::<T>().max(4)] } else { bytes.to_vec() };
+    let contents: std::borrow::Cow<'_, [u8]> =
+        if bytes.is_empty() { vec![0; std::mem::size_of::<T>().max(4)].into() } else { bytes.into() };
     ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: &contents, usage })
 }
 

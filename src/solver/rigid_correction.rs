@@ -45,7 +45,7 @@ use super::rigid_energy::{BodyQuadratic, Candidate, Coupling, FIXED, Problem, Si
 use super::union_find::UnionFind;
 use super::vbd_contact::relative_displacement;
 use super::vbd_vertex::VertexInputs;
-use crate::collision::surface_pairs::ContactPair;
+use crate::collision::surface_pairs::{ContactPair, pair_bodies};
 use crate::collision::{Obstacle, limit_step};
 use crate::math::cholesky_solve;
 use crate::state::{SimState, VERTEX_KINEMATIC};
@@ -179,7 +179,7 @@ impl RigidScratch {
     fn build_groups(&mut self, st: &SimState, eligible: &[bool], pairs: &[ContactPair]) {
         let nb = st.bodies.len();
         self.sets.reset(nb);
-        let sides = |p: &ContactPair| (st.vertex_body[p.vertices[0] as usize], st.vertex_body[p.vertices[3] as usize]);
+        let sides = |p: &ContactPair| pair_bodies(st, p.vertices);
         for p in pairs {
             let (a, b) = sides(p);
             if a != b && eligible[a as usize] && eligible[b as usize] {

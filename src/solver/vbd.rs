@@ -22,6 +22,7 @@ use super::vbd_contact::{
     detect, limit_move,
 };
 use super::vbd_vertex::{VertexInputs, update_vertex};
+use crate::collision::surface_pairs::pair_bodies;
 use crate::collision::{ContactModel, Obstacle, limit_step};
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
@@ -198,7 +199,7 @@ pub fn vbd_step(
     touching.fill(false);
     if s.initialization == Initialization::Adaptive {
         for p in scratch.surface.pairs.iter().filter(|p| p.has_energy()) {
-            let (a, b) = (state.vertex_body[p.vertices[0] as usize], state.vertex_body[p.vertices[3] as usize]);
+            let (a, b) = pair_bodies(state, p.vertices);
             if a != b && eligible[a as usize] && eligible[b as usize] {
                 touching[a as usize] = true;
                 touching[b as usize] = true;

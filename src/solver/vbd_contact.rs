@@ -33,7 +33,7 @@ use crate::collision::bvh::Aabb;
 use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
 use crate::collision::surface_pairs::{
     ContactPair, PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE, SurfaceBroadphase, edge_edge_energy_scale, gather,
-    keep_closest_features, primitive_box,
+    keep_closest_features, pair_bodies, primitive_box,
 };
 use crate::mesh::{Csr, unpack_entry};
 use crate::state::SimState;
@@ -253,7 +253,7 @@ pub(crate) fn advance_scale(
         f.links.clear();
         f.hits.clear();
         let mut test = |kind: u32, v: [u32; 4]| {
-            let (ba, bb) = (st.vertex_body[v[0] as usize], st.vertex_body[v[3] as usize]);
+            let (ba, bb) = pair_bodies(st, v);
             if ba != bb {
                 f.links.push((ba.min(bb), ba.max(bb)));
             }
@@ -385,13 +385,10 @@ pub(crate) fn detect(
                 // `limit_move`), so that they can always move apart.
                 let mut pair = make_pair(st, ctx, kind, v, c.distance, c.normal, &c.weights);
                 if kind == PAIR_EDGE_EDGE {
+                    // A scale of 0 leaves the pair with its bounds only (see `has_energy`).
                     let scale = edge_edge_energy_scale(&c.weights);
-                    if scale > 0.0 {
-                        pair.stiffness *= scale;
-                        pair.friction_normal_force *= scale;
-                    } else {
-                        pair.drop_energy();
-                    }
+                    pair.stiffness *= scale;
+                    pair.friction_normal_force *= scale;
                 }
                 out.push(pair);
             } else {
@@ -479,14 +476,14 @@ fn make_pair(
     // Stiffness from the mass the pair moves: the mean of the two sides' interpolated masses.
     let m = 0.5 * (0..4).map(|k| w[k].abs() * st.masses[v[k] as usize]).sum::<f32>();
     let stiffness = PAIR_STIFFNESS_FACTOR * ctx.model.stiffness.for_mass(m);
-    let (ba, bb) = (st.vertex_body[v[0] as usize] as usize, st.vertex_body[v[3] as usize] as usize);
+    let (ba, bb) = pair_bodies(st, v);
     ContactPair {
         vertices: v,
         frame_normal: normal.to_array(),
         kind,
         stiffness,
         friction_normal_force: stiffness * (ctx.model.offset - distance).max(0.0),
-        friction: 0.5 * (st.bodies[ba].friction + st.bodies[bb].friction),
+        friction: 0.5 * (st.bodies[ba as usize].friction + st.bodies[bb as usize].friction),
         distance,
         weights: *w,
     }

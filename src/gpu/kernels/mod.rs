@@ -1,6 +1,76 @@
-//! Host wrappers, one per WGSL kernel in `shaders/` and named as it.
+//! Host wrappers, one per WGSL kernel in `shaders/` and named as it, over one shared
+//! [`ComputeKernel`] that compiles a shader and records a dispatch.
+
+use wgpu::util::DeviceExt;
+
+use crate::gpu::GpuContext;
 
 pub mod vbd_chebyshev;
 pub mod vbd_color;
 pub mod vbd_finish;
 pub mod vbd_inertia;
+
+/// Invocations per workgroup: every kernel's `@workgroup_size(64)`.
+pub const WORKGROUP: u32 = 64;
+
+/// A compiled one-entry-point compute shader whose bind group 0 is a uniform at binding 0
+/// followed by storage buffers at bindings 1, 2, …
+pub struct ComputeKernel {
+    pipeline: wgpu::ComputePipeline,
+    label: &'static str,
+}
+
+impl ComputeKernel {
+    /// Compiles `source` (entry point `main`) for `ctx`'s device.
+    pub fn new(ctx: &GpuContext, label: &'static str, source: &str) -> Self {
+        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(label),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(label),
+            layout: None,
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        Self { pipeline, label }
+    }
+
+    /// Records one dispatch of `invocations` threads with uniform `params` and `buffers` bound
+    /// in order from binding 1.
+    pub fn encode(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        params: &[u8],
+        buffers: &[&wgpu::Buffer],
+        invocations: u32,
+    ) {
+        // One uniform per dispatch: several dispatches of a kernel share an encoder (one per
+        // colour), and a queue write would reach them all with its last value.
+        let uniform = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(self.label),
+            contents: params,
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
+        entries.extend(
+            buffers
+                .iter()
+                .enumerate()
+                .map(|(k, buf)| wgpu::BindGroupEntry { binding: k as u32 + 1, resource: buf.as_entire_binding() }),
+        );
+        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(self.label),
+            layout: &self.pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let mut pass = encoder
+            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(self.label), timestamp_writes: None });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(invocations.div_ceil(WORKGROUP), 1, 1);
+    }
+}

@@ -1,16 +1,12 @@
 //! Host side of `shaders/vbd_chebyshev.wgsl`: the Chebyshev mix after a sweep and the shift of
 //! the two previous iterates.
 
-use bytemuck::{Pod, Zeroable};
-use wgpu::util::DeviceExt;
-
+use super::ComputeKernel;
 use crate::gpu::GpuContext;
+use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
 pub const SHADER: &str = include_str!("../../../shaders/vbd_chebyshev.wgsl");
-
-/// Invocations per workgroup (`@workgroup_size` in the shader).
-const WORKGROUP: u32 = 64;
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -39,25 +35,13 @@ pub struct VbdChebyshevBuffers<'a> {
 
 /// The compiled kernel.
 pub struct VbdChebyshev {
-    pipeline: wgpu::ComputePipeline,
+    kernel: ComputeKernel,
 }
 
 impl VbdChebyshev {
     /// Compiles the shader for `ctx`'s device.
     pub fn new(ctx: &GpuContext) -> Self {
-        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("vbd_chebyshev"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-        });
-        let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("vbd_chebyshev"),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        Self { pipeline }
+        Self { kernel: ComputeKernel::new(ctx, "vbd_chebyshev", SHADER) }
     }
 
     /// Records the mix with relaxation `omega` over the first `count` free vertices.
@@ -70,29 +54,8 @@ impl VbdChebyshev {
         b: &VbdChebyshevBuffers<'_>,
     ) {
         let params = Params { omega, count, _pad: [0; 2] };
-        let uniform = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("vbd_chebyshev params"),
-            contents: bytemuck::bytes_of(&params),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
         let buffers = [b.positions, b.previous, b.before_previous, b.color_vertices, b.vertex_body, b.frozen];
-        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
-        entries.extend(
-            buffers
-                .iter()
-                .enumerate()
-                .map(|(k, buf)| wgpu::BindGroupEntry { binding: k as u32 + 1, resource: buf.as_entire_binding() }),
-        );
-        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("vbd_chebyshev"),
-            layout: &self.pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        let mut pass = encoder
-            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("vbd_chebyshev"), timestamp_writes: None });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(count.div_ceil(WORKGROUP), 1, 1);
+        self.kernel.encode(ctx, encoder, bytemuck::bytes_of(&params), &buffers, count);
     }
 }
 

@@ -1,17 +1,13 @@
 //! Host side of `shaders/vbd_color.wgsl`: one VBD colour pass over tet vertices (stable
 //! neo-Hookean elasticity and inertia), positions updated in place.
 
-use bytemuck::{Pod, Zeroable};
-use wgpu::util::DeviceExt;
-
+use super::ComputeKernel;
 use crate::gpu::GpuContext;
 use crate::mesh::Csr;
+use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
 pub const SHADER: &str = include_str!("../../../shaders/vbd_color.wgsl");
-
-/// Invocations per workgroup (`@workgroup_size` in the shader).
-const WORKGROUP: u32 = 64;
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -52,25 +48,13 @@ pub struct VbdColorBuffers<'a> {
 
 /// The compiled kernel.
 pub struct VbdColor {
-    pipeline: wgpu::ComputePipeline,
+    kernel: ComputeKernel,
 }
 
 impl VbdColor {
     /// Compiles the shader for `ctx`'s device.
     pub fn new(ctx: &GpuContext) -> Self {
-        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("vbd_color"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-        });
-        let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("vbd_color"),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        Self { pipeline }
+        Self { kernel: ComputeKernel::new(ctx, "vbd_color", SHADER) }
     }
 
     /// Records the pass over colour vertices `first..first + count` into `encoder`;
@@ -86,29 +70,8 @@ impl VbdColor {
         b: &VbdColorBuffers<'_>,
     ) {
         let params = Params { first, count, entries: vertex_count as u32 + 1, _pad: 0 };
-        let uniform = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("vbd_color params"),
-            contents: bytemuck::bytes_of(&params),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
         let buffers = [b.positions, b.start, b.steps, b.color_vertices, b.adjacency, b.tets, b.materials];
-        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
-        entries.extend(
-            buffers
-                .iter()
-                .enumerate()
-                .map(|(k, buf)| wgpu::BindGroupEntry { binding: k as u32 + 1, resource: buf.as_entire_binding() }),
-        );
-        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("vbd_color"),
-            layout: &self.pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        let mut pass = encoder
-            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("vbd_color"), timestamp_writes: None });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(count.div_ceil(WORKGROUP), 1, 1);
+        self.kernel.encode(ctx, encoder, bytemuck::bytes_of(&params), &buffers, count);
     }
 }
 

@@ -1,16 +1,12 @@
 //! Host side of `shaders/vbd_finish.wgsl`: the end-of-step velocity and realised acceleration
 //! of every vertex.
 
-use bytemuck::{Pod, Zeroable};
-use wgpu::util::DeviceExt;
-
+use super::ComputeKernel;
 use crate::gpu::GpuContext;
+use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
 pub const SHADER: &str = include_str!("../../../shaders/vbd_finish.wgsl");
-
-/// Invocations per workgroup (`@workgroup_size` in the shader).
-const WORKGROUP: u32 = 64;
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -39,53 +35,20 @@ pub struct VbdFinishBuffers<'a> {
 
 /// The compiled kernel.
 pub struct VbdFinish {
-    pipeline: wgpu::ComputePipeline,
+    kernel: ComputeKernel,
 }
 
 impl VbdFinish {
     /// Compiles the shader for `ctx`'s device.
     pub fn new(ctx: &GpuContext) -> Self {
-        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("vbd_finish"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-        });
-        let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("vbd_finish"),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        Self { pipeline }
+        Self { kernel: ComputeKernel::new(ctx, "vbd_finish", SHADER) }
     }
 
     /// Records one dispatch over `count` vertices into `encoder`.
     pub fn encode(&self, ctx: &GpuContext, encoder: &mut wgpu::CommandEncoder, count: usize, b: &VbdFinishBuffers<'_>) {
         let params = Params { count: count as u32, _pad: [0; 3] };
-        let uniform = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("vbd_finish params"),
-            contents: bytemuck::bytes_of(&params),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
         let buffers = [b.positions, b.initial, b.steps, b.velocities, b.accelerations, b.flags];
-        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
-        entries.extend(
-            buffers
-                .iter()
-                .enumerate()
-                .map(|(k, buf)| wgpu::BindGroupEntry { binding: k as u32 + 1, resource: buf.as_entire_binding() }),
-        );
-        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("vbd_finish"),
-            layout: &self.pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        let mut pass = encoder
-            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("vbd_finish"), timestamp_writes: None });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups((count as u32).div_ceil(WORKGROUP), 1, 1);
+        self.kernel.encode(ctx, encoder, bytemuck::bytes_of(&params), &buffers, count as u32);
     }
 }
 

@@ -1,18 +1,14 @@
 //! Host side of `shaders/vbd_inertia.wgsl`: inertia targets, velocity-update coefficients and
 //! the initial guess of a VBD step, one invocation per vertex.
 
-use bytemuck::{Pod, Zeroable};
-use glam::Vec3A;
-use wgpu::util::DeviceExt;
-
+use super::ComputeKernel;
 use crate::gpu::GpuContext;
 use crate::solver::{Initialization, Integrator};
+use bytemuck::{Pod, Zeroable};
+use glam::Vec3A;
 
 /// WGSL source.
 pub const SHADER: &str = include_str!("../../../shaders/vbd_inertia.wgsl");
-
-/// Invocations per workgroup (`@workgroup_size` in the shader).
-const WORKGROUP: u32 = 64;
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -88,25 +84,13 @@ pub struct VbdInertiaBuffers<'a> {
 
 /// The compiled kernel.
 pub struct VbdInertia {
-    pipeline: wgpu::ComputePipeline,
+    kernel: ComputeKernel,
 }
 
 impl VbdInertia {
     /// Compiles the shader for `ctx`'s device.
     pub fn new(ctx: &GpuContext) -> Self {
-        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("vbd_inertia"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-        });
-        let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("vbd_inertia"),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        Self { pipeline }
+        Self { kernel: ComputeKernel::new(ctx, "vbd_inertia", SHADER) }
     }
 
     /// Records one dispatch over `params.count` vertices into `encoder`.
@@ -117,29 +101,8 @@ impl VbdInertia {
         params: &VbdInertiaParams,
         b: &VbdInertiaBuffers<'_>,
     ) {
-        let uniform = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("vbd_inertia params"),
-            contents: bytemuck::bytes_of(params),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
         let buffers = [b.positions, b.velocities, b.accelerations, b.masses, b.flags, b.targets, b.steps];
-        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
-        entries.extend(
-            buffers
-                .iter()
-                .enumerate()
-                .map(|(k, buf)| wgpu::BindGroupEntry { binding: k as u32 + 1, resource: buf.as_entire_binding() }),
-        );
-        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("vbd_inertia"),
-            layout: &self.pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        let mut pass = encoder
-            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("vbd_inertia"), timestamp_writes: None });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(params.count.div_ceil(WORKGROUP), 1, 1);
+        self.kernel.encode(ctx, encoder, bytemuck::bytes_of(params), &buffers, params.count);
     }
 }
 
