@@ -1,7 +1,7 @@
 // End of a VBD step, one invocation per vertex: the GPU twin of the finish phase in
 // src/solver/vbd.rs. Velocity v = c1 Δx + c0 and realised acceleration a = (Δx − (x̂ − x^n)) / w,
 // with Δx = (x − x^(0)) + (x^(0) − x^n): the sweeps' motion plus the exact initial offset, so
-// that no ulp of |x| enters the velocity. Host wrapper: src/gpu/kernels/vbd_finish.rs.
+// that no ulp of |x| enters the velocity. Host wrapper: src/gpu/kernels/vbd_finish.rs; prepended: lib/step.wgsl.
 
 struct Params {
     count: u32,
@@ -10,15 +10,6 @@ struct Params {
     _pad2: u32,
 }
 
-// Written by vbd_inertia (shaders/vbd_inertia.wgsl); the offset may be shortened since.
-struct VertexStep {
-    predictor: vec4<f32>,
-    inertia: vec4<f32>,
-    velocity: vec4<f32>,
-    offset: vec4<f32>,
-}
-
-const VERTEX_NO_HISTORY: u32 = 2u;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> positions: array<vec4<f32>>;

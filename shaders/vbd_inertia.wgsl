@@ -1,6 +1,6 @@
 // Inertia and initial guess of a VBD step, one invocation per vertex: the GPU twin of the
 // per-vertex part of the prepare phase in src/solver/vbd.rs (Integrator::vertex_step and
-// Initialization::offset). Host wrapper: src/gpu/kernels/vbd_inertia.rs.
+// Initialization::offset). Host wrapper: src/gpu/kernels/vbd_inertia.rs; prepended: lib/step.wgsl.
 
 struct Params {
     gravity: vec3<f32>,
@@ -13,17 +13,6 @@ struct Params {
     _pad: u32,
 }
 
-// Per vertex, as the CPU stores it: x̂ − x^n and w; the inertia target offset x̂ − x^n + w g
-// and m / w; the velocity update v = c1 Δx + c0; the initial guess x^(0) − x^n.
-struct VertexStep {
-    predictor: vec4<f32>,
-    inertia: vec4<f32>,
-    velocity: vec4<f32>,
-    offset: vec4<f32>,
-}
-
-const VERTEX_KINEMATIC: u32 = 1u;
-const VERTEX_NO_HISTORY: u32 = 2u;
 // ã this close to 1 counts as free fall (src/solver/init.rs).
 const FREE_FALL_SNAP: f32 = 1e-3;
 
@@ -84,6 +73,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         offset = targets[v].xyz - positions[v].xyz;
     }
     steps[v] = VertexStep(
+        positions[v],
         vec4<f32>(predictor, weight),
         vec4<f32>(predictor + params.gravity * weight, masses[v] / weight),
         vec4<f32>(c0, c1),

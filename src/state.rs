@@ -22,6 +22,11 @@ pub const VERTEX_KINEMATIC: u32 = 1;
 /// the next step assumes free flight (`a = g`).
 pub const VERTEX_NO_HISTORY: u32 = 2;
 
+/// Per-body step flag: the body touched a contact this step (Chebyshev leaves it alone).
+pub const FROZEN_CONTACT: u32 = 1;
+/// Per-body step flag: the body's sweeps stopped contracting (Chebyshev off for the step).
+pub const FROZEN_DIVERGED: u32 = 2;
+
 /// Per-element material constants, as the energies use them.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]

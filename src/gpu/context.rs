@@ -37,6 +37,12 @@ pub enum GpuError {
         /// What wgpu reported.
         reason: String,
     },
+    /// The scene uses something the GPU step does not do (yet); the CPU path does.
+    #[error("the GPU step does not support {feature}")]
+    Unsupported {
+        /// What, with the offending value.
+        feature: String,
+    },
     /// Reading a buffer back failed.
     #[error("GPU readback of {buffer:?} failed: {reason}")]
     Readback {

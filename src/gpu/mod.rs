@@ -9,6 +9,8 @@
 pub mod buffers;
 pub mod context;
 pub mod kernels;
+pub mod obstacles;
+pub mod pack;
 pub mod readback;
 
 pub use context::{GpuContext, GpuError, GpuOptions};
@@ -36,25 +38,29 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
-    /// Every shader in `shaders/` parses and validates for the WebGPU baseline: no
-    /// capabilities beyond the default (in particular no f64).
+    /// Every kernel, composed with the `shaders/lib/` files it uses, parses and validates for
+    /// the WebGPU baseline: no capabilities beyond the default (in particular no f64). Every
+    /// `shaders/*.wgsl` file is a registered kernel.
     #[test]
     fn every_shader_validates_for_webgpu() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
-        let mut count = 0;
-        for entry in std::fs::read_dir(&dir).expect("shaders/ exists") {
-            let path = entry.expect("directory entry").path();
-            if path.extension().is_none_or(|e| e != "wgsl") {
-                continue;
-            }
-            let source = std::fs::read_to_string(&path).expect("shader reads");
-            let module = naga::front::wgsl::parse_str(&source)
-                .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));
+        use super::kernels::SHADERS;
+        for (name, source) in SHADERS {
+            let module =
+                naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
                 .validate(&module)
-                .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));
-            count += 1;
+                .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
         }
-        assert!(count >= 1, "no shader found in {}", dir.display());
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+        let mut files = 0;
+        for entry in std::fs::read_dir(&dir).expect("shaders/ exists") {
+            let path = entry.expect("directory entry").path();
+            if path.extension().is_some_and(|e| e == "wgsl") {
+                let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+                assert!(SHADERS.iter().any(|(name, _)| *name == stem), "{} is not a registered kernel", path.display());
+                files += 1;
+            }
+        }
+        assert_eq!(files, SHADERS.len());
     }
 }

@@ -9,8 +9,8 @@ mod rigid_correction;
 mod rigid_energy;
 mod union_find;
 pub mod vbd;
-mod vbd_contact;
-mod vbd_vertex;
+pub(crate) mod vbd_contact;
+pub(crate) mod vbd_vertex;
 
 pub use init::Initialization;
 pub use integrator::Integrator;

@@ -24,17 +24,13 @@ use super::vbd_contact::{
 use super::vbd_vertex::{VertexInputs, update_vertex};
 use crate::collision::surface_pairs::pair_bodies;
 use crate::collision::{ContactModel, Obstacle, limit_step};
-use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
+use crate::state::{FROZEN_CONTACT, FROZEN_DIVERGED, SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
 /// Chebyshev stops for the rest of a step, for one body, when a sweep's squared residual of
 /// that body exceeds this multiple of the smallest one seen in the step (the residual norm grew
 /// tenfold): a within-step blow-up. Gauss–Seidel residuals fluctuate by far less while
 /// converging.
 const CHEBYSHEV_GROWTH_LIMIT: f64 = 100.0;
-/// `BodyScratch::frozen`: the body touched a contact this step.
-const FROZEN_CONTACT: u32 = 1;
-/// `BodyScratch::frozen`: the body's sweeps stopped contracting.
-const FROZEN_DIVERGED: u32 = 2;
 
 /// Per-body scratch of one step.
 #[derive(Clone, Debug, Default)]
@@ -343,20 +339,11 @@ pub fn vbd_step(
                 unsafe {
                     let x = Vec3A::from_vec4(pos.get(v));
                     let mut offset = Vec3A::from_vec4(offset_sh.get(v));
-                    let mut x0 = x + offset;
                     if flags_sh.get(v) & VERTEX_KINEMATIC == 0 {
                         let toi = body_toi_sh.get(st.vertex_body[v] as usize);
-                        if toi < 1.0 {
-                            offset *= toi * (1.0 - 1e-4);
-                            x0 = x + offset;
-                        }
-                        // Vertices already inside an obstacle may not start deeper.
-                        let p = limit_step(obstacles, x, x0);
-                        if p != x0 {
-                            x0 = p;
-                            offset = p - x;
-                        }
+                        offset = advanced_offset(obstacles, x, offset, toi);
                     }
+                    let x0 = x + offset;
                     offset_sh.set(v, offset.extend(0.0));
                     let x0 = x0.extend(0.0);
                     x0_sh.set(v, x0);
@@ -633,6 +620,17 @@ pub fn vbd_step(
         contact_pairs: pairs.len() as u32,
         min_pair_distance: pairs.iter().map(|p| p.distance).fold(f32::INFINITY, f32::min),
     }
+}
+
+/// The initial offset `x^(0) − x^n` of a free vertex at `x` = x^n whose body first meets an
+/// obstacle at `body_toi` along its offsets: shortened to just before that time, and never
+/// deeper into an obstacle the vertex already is inside.
+#[inline]
+pub(crate) fn advanced_offset(obstacles: &[Obstacle], x: Vec3A, offset: Vec3A, body_toi: f32) -> Vec3A {
+    let offset = if body_toi < 1.0 { offset * (body_toi * (1.0 - 1e-4)) } else { offset };
+    let x0 = x + offset;
+    let p = limit_step(obstacles, x, x0);
+    if p != x0 { p - x } else { offset }
 }
 
 /// Moves kinematic vertices toward their end-of-step targets as far as their contact bound

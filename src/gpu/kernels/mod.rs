@@ -1,14 +1,39 @@
 //! Host wrappers, one per WGSL kernel in `shaders/` and named as it, over one shared
 //! [`ComputeKernel`] that compiles a shader and records a dispatch.
+//!
+//! WGSL has no includes: code shared by several kernels lives in `shaders/lib/` and a wrapper's
+//! `SHADER` is the library files it needs followed by its own file, joined at compile time.
 
 use wgpu::util::DeviceExt;
 
 use crate::gpu::GpuContext;
 
+pub mod step_guard;
+pub mod vbd_advance;
 pub mod vbd_chebyshev;
 pub mod vbd_color;
+pub mod vbd_divergence;
 pub mod vbd_finish;
 pub mod vbd_inertia;
+
+/// `SHADER` of a kernel: the `shaders/lib/` files it names, then `shaders/<kernel>.wgsl`.
+macro_rules! compose {
+    ($kernel:literal $(, $lib:literal)*) => {
+        concat!($(include_str!(concat!("../../../shaders/lib/", $lib, ".wgsl")), "\n",)* include_str!(concat!("../../../shaders/", $kernel, ".wgsl")))
+    };
+}
+pub(crate) use compose;
+
+/// Every kernel's name (its file in `shaders/`) and composed source, for validation.
+pub const SHADERS: &[(&str, &str)] = &[
+    ("step_guard", step_guard::SHADER),
+    ("vbd_advance", vbd_advance::SHADER),
+    ("vbd_chebyshev", vbd_chebyshev::SHADER),
+    ("vbd_color", vbd_color::SHADER),
+    ("vbd_divergence", vbd_divergence::SHADER),
+    ("vbd_finish", vbd_finish::SHADER),
+    ("vbd_inertia", vbd_inertia::SHADER),
+];
 
 /// Invocations per workgroup: every kernel's `@workgroup_size(64)`.
 pub const WORKGROUP: u32 = 64;
@@ -72,5 +97,18 @@ impl ComputeKernel {
         pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(invocations.div_ceil(WORKGROUP), 1, 1);
+    }
+
+    /// Records one dispatch with uniform `params` and `buffers`; see [`ComputeKernel::encode`].
+    /// A plain-old-data `params` struct is passed as its bytes.
+    pub fn encode_pod<P: bytemuck::Pod>(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        params: &P,
+        buffers: &[&wgpu::Buffer],
+        invocations: u32,
+    ) {
+        self.encode(ctx, encoder, bytemuck::bytes_of(params), buffers, invocations);
     }
 }

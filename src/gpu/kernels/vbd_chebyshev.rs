@@ -3,18 +3,21 @@
 
 use super::ComputeKernel;
 use crate::gpu::GpuContext;
+use crate::gpu::obstacles::GpuObstacleSet;
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str = include_str!("../../../shaders/vbd_chebyshev.wgsl");
+pub const SHADER: &str = super::compose!("vbd_chebyshev", "obstacles");
 
 /// The shader's `Params` uniform.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
 struct Params {
     omega: f32,
     count: u32,
-    _pad: [u32; 2],
+    vertex_body: u32,
+    _pad: u32,
+    obstacles: GpuObstacleSet,
 }
 
 /// What the kernel reads and writes.
@@ -25,10 +28,8 @@ pub struct VbdChebyshevBuffers<'a> {
     pub previous: &'a wgpu::Buffer,
     /// The iterate before it, `x_{n−2}` (vec4), shifted.
     pub before_previous: &'a wgpu::Buffer,
-    /// `SimState::color_vertices` (the free vertices).
-    pub color_vertices: &'a wgpu::Buffer,
-    /// `SimState::vertex_body`.
-    pub vertex_body: &'a wgpu::Buffer,
+    /// The packed `index` ([`crate::gpu::pack::pack_index`]): the free vertices first.
+    pub index: &'a wgpu::Buffer,
     /// Per body: nonzero when it is not accelerated this step.
     pub frozen: &'a wgpu::Buffer,
 }
@@ -44,18 +45,22 @@ impl VbdChebyshev {
         Self { kernel: ComputeKernel::new(ctx, "vbd_chebyshev", SHADER) }
     }
 
-    /// Records the mix with relaxation `omega` over the first `count` free vertices.
+    /// Records the mix with relaxation `omega` over the first `count` free vertices;
+    /// `vertex_body` is where that table starts in `index`.
+    #[allow(clippy::too_many_arguments)]
     pub fn encode(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         omega: f32,
         count: u32,
+        vertex_body: u32,
+        obstacles: &GpuObstacleSet,
         b: &VbdChebyshevBuffers<'_>,
     ) {
-        let params = Params { omega, count, _pad: [0; 2] };
-        let buffers = [b.positions, b.previous, b.before_previous, b.color_vertices, b.vertex_body, b.frozen];
-        self.kernel.encode(ctx, encoder, bytemuck::bytes_of(&params), &buffers, count);
+        let params = Params { omega, count, vertex_body, _pad: 0, obstacles: *obstacles };
+        let buffers = [b.positions, b.previous, b.before_previous, b.index, b.frozen];
+        self.kernel.encode_pod(ctx, encoder, &params, &buffers, count);
     }
 }
 
@@ -64,13 +69,14 @@ mod tests {
     use glam::{Vec3A, Vec4};
 
     use super::*;
+    use crate::collision::{Obstacle, limit_step};
     use crate::gpu::buffers::{read_blocking, storage};
     use crate::gpu::test_support;
     use crate::solver::chebyshev::mix;
     use crate::test_rng::Rng;
 
-    /// GPU against the CPU mix, with one of three bodies frozen and a vertex left out of the
-    /// free list (a pinned one, which keeps its position and history).
+    /// GPU against the CPU mix and obstacle clamp, with one of three bodies frozen and a vertex
+    /// left out of the free list (a pinned one, which keeps its position and history).
     #[test]
     fn matches_the_cpu_mix_and_history_shift() {
         let Some(ctx) = test_support::context() else { return };
@@ -83,39 +89,51 @@ mod tests {
         let free: Vec<u32> = (0..n as u32).filter(|v| v % 10 != 3).collect();
         let body: Vec<u32> = (0..n as u32).map(|v| v / 300).collect();
         let frozen: Vec<u32> = vec![0, 1, 0];
+        let index: Vec<u32> = free.iter().chain(&body).copied().collect();
+        // The ground and a sphere inside the cloud of points: some mixes end inside.
+        let obstacles =
+            [Obstacle::ground(-0.5, 0.5), Obstacle::sphere(glam::Vec3::new(0.3, 0.0, 0.2), 0.8, 0.2).expect("sphere")];
         let bufs = [
             storage(&ctx, "positions", &x, true),
             storage(&ctx, "previous", &p1, true),
             storage(&ctx, "before_previous", &p2, true),
-            storage(&ctx, "color_vertices", &free, false),
-            storage(&ctx, "vertex_body", &body, false),
+            storage(&ctx, "index", &index, false),
             storage(&ctx, "frozen", &frozen, false),
         ];
         let b = VbdChebyshevBuffers {
             positions: &bufs[0],
             previous: &bufs[1],
             before_previous: &bufs[2],
-            color_vertices: &bufs[3],
-            vertex_body: &bufs[4],
-            frozen: &bufs[5],
+            index: &bufs[3],
+            frozen: &bufs[4],
         };
         let omega = 1.7;
+        let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        VbdChebyshev::new(&ctx).encode(&ctx, &mut encoder, omega, free.len() as u32, &b);
+        VbdChebyshev::new(&ctx).encode(&ctx, &mut encoder, omega, free.len() as u32, free.len() as u32, &set, &b);
         ctx.queue.submit([encoder.finish()]);
         let gx: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
         let g1: Vec<Vec4> = read_blocking(&ctx, &bufs[1], n).expect("previous");
         let g2: Vec<Vec4> = read_blocking(&ctx, &bufs[2], n).expect("before_previous");
+        let mut clamped = 0;
         for v in 0..n {
             let (ex, e1, e2) = if free.contains(&(v as u32)) {
                 let xb = Vec3A::from_vec4(x[v]);
-                let m = if frozen[body[v] as usize] == 0 { mix(omega, xb, Vec3A::from_vec4(p2[v])) } else { xb };
+                let m = if frozen[body[v] as usize] == 0 {
+                    let mixed = mix(omega, xb, Vec3A::from_vec4(p2[v]));
+                    let limited = limit_step(&obstacles, xb, mixed);
+                    clamped += usize::from(limited != mixed);
+                    limited
+                } else {
+                    xb
+                };
                 (m.extend(0.0), m.extend(0.0), p1[v])
             } else {
                 (x[v], p1[v], p2[v])
             };
-            let close = |a: Vec4, b: Vec4| (a - b).length() <= 1e-6 * b.length().max(1.0);
+            let close = |a: Vec4, b: Vec4| (a - b).length() <= 2e-6 * b.length().max(1.0);
             assert!(close(gx[v], ex) && close(g1[v], e1) && close(g2[v], e2), "vertex {v}");
         }
+        assert!(clamped > 20, "only {clamped} mixes met an obstacle");
     }
 }

@@ -1,49 +1,64 @@
-//! Host side of `shaders/vbd_color.wgsl`: one VBD colour pass over tet vertices (stable
-//! neo-Hookean elasticity and inertia), positions updated in place.
+//! Host side of `shaders/vbd_color.wgsl`: one VBD colour pass over tet vertices (elasticity,
+//! damping, inertia, obstacle contact and friction, the obstacle path clamp), positions updated
+//! in place.
 
 use super::ComputeKernel;
+use crate::collision::{ContactModel, ContactStiffness};
 use crate::gpu::GpuContext;
-use crate::mesh::Csr;
+use crate::gpu::obstacles::GpuObstacleSet;
+use crate::gpu::pack::IndexLayout;
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str = include_str!("../../../shaders/vbd_color.wgsl");
+pub const SHADER: &str = super::compose!("vbd_color", "step", "obstacles");
 
 /// The shader's `Params` uniform.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
 struct Params {
     first: u32,
     count: u32,
-    entries: u32,
-    _pad: u32,
-}
-
-/// A vertex → (element, slot) adjacency in one buffer, as the kernel reads it: the `n + 1` row
-/// offsets, then the entries (a WebGPU stage has only 8 storage buffers).
-pub fn pack_adjacency(csr: &Csr) -> Vec<u32> {
-    let mut packed = Vec::with_capacity(csr.offsets.len() + csr.entries.len());
-    packed.extend_from_slice(&csr.offsets);
-    packed.extend_from_slice(&csr.entries);
-    packed
+    tet_offsets: u32,
+    tet_entries: u32,
+    vertex_body: u32,
+    bodies: u32,
+    stiffness_per_mass: u32,
+    stiffness: f32,
+    offset: f32,
+    static_slip: f32,
+    _pad: [u32; 2],
+    obstacles: GpuObstacleSet,
 }
 
 /// What the kernel reads and writes.
 pub struct VbdColorBuffers<'a> {
     /// Positions (vec4), updated in place for the colour's vertices.
     pub positions: &'a wgpu::Buffer,
-    /// `x^n` (vec4).
-    pub start: &'a wgpu::Buffer,
     /// Per-vertex [`super::vbd_inertia::GpuVertexStep`].
     pub steps: &'a wgpu::Buffer,
-    /// `SimState::color_vertices`.
-    pub color_vertices: &'a wgpu::Buffer,
-    /// [`pack_adjacency`] of `SimState::tet_adjacency`.
-    pub adjacency: &'a wgpu::Buffer,
+    /// [`crate::gpu::pack::pack_index`].
+    pub index: &'a wgpu::Buffer,
     /// `SimState::tets`.
     pub tets: &'a wgpu::Buffer,
-    /// `SimState::materials`.
-    pub materials: &'a wgpu::Buffer,
+    /// [`crate::gpu::pack::pack_records`].
+    pub records: &'a wgpu::Buffer,
+    /// Per vertex: `‖f‖²` of its last update (f32).
+    pub residuals: &'a wgpu::Buffer,
+    /// Per body: `FROZEN_CONTACT` is or-ed in when a vertex touches an obstacle (u32).
+    pub frozen: &'a wgpu::Buffer,
+}
+
+/// The per-step constants of a colour pass.
+#[derive(Clone, Copy, Debug)]
+pub struct VbdColorSetup<'a> {
+    /// Offsets of the tables in `index`.
+    pub layout: IndexLayout,
+    /// Index of the first body record in `records`.
+    pub body_records: u32,
+    /// Contact constants of the step.
+    pub contact: ContactModel,
+    /// The obstacles.
+    pub obstacles: &'a GpuObstacleSet,
 }
 
 /// The compiled kernel.
@@ -57,122 +72,203 @@ impl VbdColor {
         Self { kernel: ComputeKernel::new(ctx, "vbd_color", SHADER) }
     }
 
-    /// Records the pass over colour vertices `first..first + count` into `encoder`;
-    /// `vertex_count` is the number of vertices (where the packed adjacency's entries start,
-    /// minus one).
+    /// Records the pass over colour vertices `first..first + count` (entries of
+    /// `color_vertices`) into `encoder`.
     pub fn encode(
         &self,
         ctx: &GpuContext,
         encoder: &mut wgpu::CommandEncoder,
         first: u32,
         count: u32,
-        vertex_count: usize,
+        setup: &VbdColorSetup<'_>,
         b: &VbdColorBuffers<'_>,
     ) {
-        let params = Params { first, count, entries: vertex_count as u32 + 1, _pad: 0 };
-        let buffers = [b.positions, b.start, b.steps, b.color_vertices, b.adjacency, b.tets, b.materials];
-        self.kernel.encode(ctx, encoder, bytemuck::bytes_of(&params), &buffers, count);
+        let (stiffness_per_mass, stiffness) = match setup.contact.stiffness {
+            ContactStiffness::Absolute(k) => (0, k),
+            ContactStiffness::PerMass(k) => (1, k),
+        };
+        let l = &setup.layout;
+        let params = Params {
+            first: l.color_vertices + first,
+            count,
+            tet_offsets: l.tet_offsets,
+            tet_entries: l.tet_entries,
+            vertex_body: l.vertex_body,
+            bodies: setup.body_records,
+            stiffness_per_mass,
+            stiffness,
+            offset: setup.contact.offset,
+            static_slip: setup.contact.static_slip,
+            _pad: [0; 2],
+            obstacles: *setup.obstacles,
+        };
+        let buffers = [b.positions, b.steps, b.index, b.tets, b.records, b.residuals, b.frozen];
+        self.kernel.encode_pod(ctx, encoder, &params, &buffers, count);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use glam::{Vec3, Vec3A, Vec4};
+    use glam::{Mat3A, Quat, Vec3, Vec3A, Vec4};
 
     use super::*;
-    use crate::gpu::buffers::{read_blocking, storage};
+    use crate::collision::Obstacle;
+    use crate::gpu::buffers::{output, read_blocking, storage};
     use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
+    use crate::gpu::pack::{pack_index, pack_records};
     use crate::gpu::test_support;
-    use crate::material::{stable_neo_hookean, tet};
-    use crate::math::solve_sym3;
-    use crate::mesh::{TetMesh, TetSplit, unpack_entry};
     use crate::prelude::*;
+    use crate::solver::Integrator;
+    use crate::solver::parallel::{PhaseCell, SharedSlice};
+    use crate::solver::vbd_contact::SurfaceContactScratch;
+    use crate::solver::vbd_vertex::{VertexInputs, update_vertex};
+    use crate::state::FROZEN_CONTACT;
     use crate::test_rng::Rng;
 
-    /// One colour pass on a deformed box: GPU against the same update assembled from the CPU's
-    /// material functions (inertia, stable neo-Hookean vertex terms, 3×3 solve).
+    /// Every colour pass of one sweep on two damped boxes (stable neo-Hookean with linear drag,
+    /// StVK) pressed into the ground, a sphere and a tilted box, with sliding velocities: GPU
+    /// against the CPU's `update_vertex` on the same iterate.
     #[test]
-    fn a_colour_pass_matches_the_cpu_update() {
+    fn colour_passes_match_the_cpu_vertex_update() {
         let Some(ctx) = test_support::context() else { return };
         let mut world = World::new(StepConfig::default()).expect("world");
-        let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [4, 4, 4], TetSplit::Six).expect("mesh");
+        let mesh = || TetMesh::box_mesh(Vec3::splat(0.2), [4, 4, 4], TetSplit::Six).expect("mesh");
         world.bodies.insert(
-            SoftBodyBuilder::tetrahedral(mesh)
+            SoftBodyBuilder::tetrahedral(mesh())
                 .material(StableNeoHookean::from_young_poisson(1.0e5, 0.3))
-                .density(1000.0)
+                .damping(0.01)
+                .linear_damping(0.5)
+                .friction(0.4)
+                .translation(Vec3::new(0.0, 0.1, 0.0))
                 .build()
                 .expect("body"),
         );
-        world.step();
+        world.bodies.insert(
+            SoftBodyBuilder::tetrahedral(mesh())
+                .material(StVK::from_young_poisson(2.0e5, 0.35))
+                .damping(0.02)
+                .translation(Vec3::new(0.5, 0.1, 0.0))
+                .build()
+                .expect("body"),
+        );
+        world.sync();
         let st = world.state();
         let n = st.vertex_count();
+        let obstacles = [
+            Obstacle::ground(0.003, 0.6),
+            Obstacle::sphere(Vec3::new(0.0, 0.25, 0.1), 0.06, 0.3).expect("sphere"),
+            Obstacle::cuboid(Vec3::new(0.6, 0.22, 0.0), Vec3::splat(0.05), Quat::from_rotation_z(0.5), 0.2)
+                .expect("box"),
+        ];
         let h = 1.0f32 / 60.0;
+        let g = Vec3A::new(0.0, -9.81, 0.0);
         let mut rng = Rng(5);
         let start: Vec<Vec4> = st.positions.clone();
-        // A deformed iterate (±4 mm on 5 cm cells) and random inertia targets.
         let positions: Vec<Vec4> = start.iter().map(|&p| p + (rng.vec() * 0.004).as_vec3().extend(0.0)).collect();
         let steps: Vec<GpuVertexStep> = (0..n)
-            .map(|v| GpuVertexStep {
-                predictor: [0.0, 0.0, 0.0, h * h],
-                inertia: (rng.vec() * 0.003).as_vec3().extend(st.masses[v] / (h * h)).to_array(),
-                velocity: [0.0; 4],
-                offset: [0.0; 4],
+            .map(|v| {
+                let s = Integrator::Newmark.vertex_step(h, (rng.vec() * 0.3).as_vec3a(), g);
+                GpuVertexStep {
+                    start: start[v].to_array(),
+                    predictor: s.predictor.extend(s.weight).to_array(),
+                    inertia: (s.predictor + g * s.weight).extend(st.masses[v] / s.weight).to_array(),
+                    velocity: s.c0.extend(s.c1).to_array(),
+                    offset: [0.0; 4],
+                }
             })
             .collect();
+        let contact =
+            ContactModel { stiffness: ContactStiffness::default_for(9.81, 1e-3), offset: 1e-3, static_slip: 1e-4 * h };
+        let (index, layout) = pack_index(st);
+        let (records, body_records) = pack_records(st);
         let bufs = [
             storage(&ctx, "positions", &positions, true),
-            storage(&ctx, "start", &start, false),
             storage(&ctx, "steps", &steps, false),
-            storage(&ctx, "color_vertices", &st.color_vertices, false),
-            storage(&ctx, "adjacency", &pack_adjacency(&st.tet_adjacency), false),
+            storage(&ctx, "index", &index, false),
             storage(&ctx, "tets", &st.tets, false),
-            storage(&ctx, "materials", &st.materials, false),
+            storage(&ctx, "records", &records, false),
+            output::<f32>(&ctx, "residuals", n),
+            output::<u32>(&ctx, "frozen", st.bodies.len()),
         ];
         let b = VbdColorBuffers {
             positions: &bufs[0],
-            start: &bufs[1],
-            steps: &bufs[2],
-            color_vertices: &bufs[3],
-            adjacency: &bufs[4],
-            tets: &bufs[5],
-            materials: &bufs[6],
+            steps: &bufs[1],
+            index: &bufs[2],
+            tets: &bufs[3],
+            records: &bufs[4],
+            residuals: &bufs[5],
+            frozen: &bufs[6],
         };
+        let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
+        let setup = VbdColorSetup { layout, body_records, contact, obstacles: &set };
         let kernel = VbdColor::new(&ctx);
-        let (first, end) = (st.color_offsets[0], st.color_offsets[1]);
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        kernel.encode(&ctx, &mut encoder, first, end - first, n, &b);
+        for c in 0..st.color_count() {
+            let (first, end) = (st.color_offsets[c], st.color_offsets[c + 1]);
+            kernel.encode(&ctx, &mut encoder, first, end - first, &setup, &b);
+        }
         ctx.queue.submit([encoder.finish()]);
         let gpu: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
-        let colour: Vec<u32> = st.color_vertices[first as usize..end as usize].to_vec();
-        let x = |i: u32| Vec3A::from_vec4(positions[i as usize]);
-        let mut moved = 0;
-        for v in 0..n as u32 {
-            let expected = if colour.contains(&v) {
-                let s = &steps[v as usize];
-                let dx = x(v) - Vec3A::from_vec4(start[v as usize]);
-                let inertia = Vec4::from_array(s.inertia);
-                let mut f = (Vec3A::from_vec4(inertia) - dx) * inertia.w;
-                let mut hm = glam::Mat3A::from_diagonal(Vec3::splat(inertia.w));
-                for &entry in st.tet_adjacency.row(v as usize) {
-                    let (e, slot) = unpack_entry(entry);
-                    let t = &st.tets[e as usize];
-                    let xs = t.vertices.map(x);
-                    let fd = tet::deformation_gradient::<f32>(&xs, &t.dm_inv());
-                    let g = tet::shape_gradient::<f32>(&t.dm_inv(), slot as usize);
-                    let m = &st.materials[t.material as usize];
-                    let (grad, hb, _) = stable_neo_hookean::vertex_terms::<f32>(&fd, None, g, t.volume, m.mu, m.lambda);
-                    f -= grad;
-                    hm += hb;
-                }
-                moved += 1;
-                x(v) + solve_sym3::<f32>(&hm, f).expect("solvable")
-            } else {
-                x(v)
+        let residuals: Vec<f32> = read_blocking(&ctx, &bufs[5], n).expect("residuals");
+        let frozen: Vec<u32> = read_blocking(&ctx, &bufs[6], st.bodies.len()).expect("frozen");
+
+        // The CPU sweep, colour by colour, from the same iterate.
+        let inertia: Vec<Vec4> = steps.iter().map(|s| Vec4::from_array(s.inertia)).collect();
+        let velocity: Vec<Vec4> = steps.iter().map(|s| Vec4::from_array(s.velocity)).collect();
+        let rates: Vec<Mat3A> = st
+            .tets
+            .iter()
+            .map(|t| {
+                let xn = t.vertices.map(|i| Vec3A::from_vec4(start[i as usize]));
+                let c = t.vertices.map(|i| velocity[i as usize]);
+                let col = |k: usize| (Vec3A::from_vec4(c[k]) - Vec3A::from_vec4(c[0])) - (xn[k] - xn[0]) * c[0].w;
+                Mat3A::from_cols(col(1), col(2), col(3)) * t.dm_inv()
+            })
+            .collect();
+        let mut no_pairs = SurfaceContactScratch::default();
+        no_pairs.vertex_pairs.offsets = vec![0; n + 1];
+        let surface = PhaseCell::new(no_pairs);
+        let mut clamp = vec![Vec4::new(0.0, 0.0, 0.0, f32::INFINITY); n];
+        let clamp = SharedSlice::new(&mut clamp);
+        let inputs = VertexInputs {
+            state: st,
+            start: &start,
+            inertia: &inertia,
+            velocity: &velocity,
+            obstacles: &obstacles,
+            contact,
+            tet_rates: &rates,
+            surface: &surface,
+            clamp: &clamp,
+        };
+        let mut cpu = positions.clone();
+        let mut in_contact = vec![false; st.bodies.len()];
+        let mut cpu_residuals = vec![0.0f32; n];
+        for c in 0..st.color_count() {
+            let updates: Vec<_> = {
+                let pos = SharedSlice::new(&mut cpu);
+                st.color(c).iter().map(|&v| (v, update_vertex(v as usize, &pos, &inputs))).collect()
             };
-            let got = Vec3A::from_vec4(gpu[v as usize]);
-            let tolerance = 1e-5 * (expected - x(v)).length().max(1e-4) + 1e-7;
-            assert!((got - expected).length() <= tolerance, "vertex {v}: GPU {got} vs CPU {expected}");
+            for (v, u) in updates {
+                cpu[v as usize] = u.position.extend(0.0);
+                cpu_residuals[v as usize] = u.residual2;
+                in_contact[st.vertex_body[v as usize] as usize] |= u.in_contact;
+            }
         }
-        assert!(moved > 10, "colour 0 has {moved} vertices");
+        let mut moved = 0;
+        for v in 0..n {
+            let (got, want) = (Vec3A::from_vec4(gpu[v]), Vec3A::from_vec4(cpu[v]));
+            let step = (want - Vec3A::from_vec4(positions[v])).length();
+            // Later colours see earlier colours' rounding: 1e-5 of the step, plus f32 noise.
+            assert!((got - want).length() <= 1e-5 * step.max(1e-3) + 2e-7, "vertex {v}: GPU {got} vs CPU {want}");
+            let r = cpu_residuals[v];
+            assert!((residuals[v] - r).abs() <= 1e-3 * r + 1e-9, "vertex {v}: residual² {} vs {r}", residuals[v]);
+            moved += usize::from(step > 1e-5);
+        }
+        assert!(moved > n / 2, "{moved} of {n} vertices moved");
+        for (b, &touch) in in_contact.iter().enumerate() {
+            assert!(touch, "body {b} should touch an obstacle");
+            assert_eq!(frozen[b] & FROZEN_CONTACT != 0, touch, "body {b}");
+        }
     }
 }

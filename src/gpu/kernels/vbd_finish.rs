@@ -6,7 +6,7 @@ use crate::gpu::GpuContext;
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str = include_str!("../../../shaders/vbd_finish.wgsl");
+pub const SHADER: &str = super::compose!("vbd_finish", "step");
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -81,6 +81,7 @@ mod tests {
                 let integrator = if k % 2 == 0 { Integrator::Newmark } else { Integrator::BackwardEuler };
                 let s = integrator.vertex_step(h, Vec3A::from_vec4(v4(3.0)), Vec3A::from_vec4(v4(10.0)));
                 GpuVertexStep {
+                    start: [0.0; 4],
                     predictor: s.predictor.extend(s.weight).to_array(),
                     inertia: [0.0; 4],
                     velocity: s.c0.extend(s.c1).to_array(),

@@ -8,7 +8,7 @@ use bytemuck::{Pod, Zeroable};
 use glam::Vec3A;
 
 /// WGSL source.
-pub const SHADER: &str = include_str!("../../../shaders/vbd_inertia.wgsl");
+pub const SHADER: &str = super::compose!("vbd_inertia", "step");
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -53,13 +53,15 @@ impl VbdInertiaParams {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuVertexStep {
+    /// `x^n` (w as stored).
+    pub start: [f32; 4],
     /// `x̂ − x^n` and the weight `w`.
     pub predictor: [f32; 4],
     /// `x̂ − x^n + w g` and `m / w`.
     pub inertia: [f32; 4],
     /// `c0` and `c1` of the velocity update `v = c1 Δx + c0`.
     pub velocity: [f32; 4],
-    /// The initial guess `x^(0) − x^n` (w unused).
+    /// The initial guess `x^(0) − x^n` (w: scratch of `vbd_advance`).
     pub offset: [f32; 4],
 }
 
@@ -190,12 +192,14 @@ mod tests {
                         init.offset(s.predictor, s.weight, g, accel)
                     };
                     let cpu = GpuVertexStep {
+                        start: positions[v].to_array(),
                         predictor: s.predictor.extend(s.weight).to_array(),
                         inertia: (s.predictor + g * s.weight).extend(masses[v] / s.weight).to_array(),
                         velocity: s.c0.extend(s.c1).to_array(),
                         offset: offset.extend(0.0).to_array(),
                     };
                     let pairs = [
+                        (gpu[v].start, cpu.start),
                         (gpu[v].predictor, cpu.predictor),
                         (gpu[v].inertia, cpu.inertia),
                         (gpu[v].velocity, cpu.velocity),

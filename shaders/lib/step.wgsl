@@ -1,0 +1,35 @@
+// Data shared by the VBD step kernels, laid out as src/state.rs and src/gpu/kernels/vbd_inertia.rs
+// store it. Not a kernel: host wrappers prepend this file (src/gpu/kernels/mod.rs compose).
+
+const VERTEX_KINEMATIC: u32 = 1u;
+const VERTEX_NO_HISTORY: u32 = 2u;
+
+// Per vertex, written by vbd_inertia: x^n; x̂ − x^n and the weight w; the inertia target offset
+// x̂ − x^n + w g and m / w; the velocity update v = c1 Δx + c0 as (c0, c1); the initial guess
+// x^(0) − x^n (w: the vertex's first obstacle contact along it, while vbd_advance runs).
+struct VertexStep {
+    start: vec4<f32>,
+    predictor: vec4<f32>,
+    inertia: vec4<f32>,
+    velocity: vec4<f32>,
+    offset: vec4<f32>,
+}
+
+// src/state.rs TetElement: 80 bytes.
+struct Tet {
+    vertices: vec4<u32>,
+    dm_inv: mat3x3<f32>,
+    volume: f32,
+    material: u32,
+    _pad: vec2<u32>,
+}
+
+// Body flags of a step (src/solver/vbd.rs FROZEN_*): not accelerated by Chebyshev.
+const FROZEN_CONTACT: u32 = 1u;
+const FROZEN_DIVERGED: u32 = 2u;
+
+// Infinity or NaN, by bits: comparisons with NaN may be folded away by a shader compiler.
+fn non_finite(x: vec4<f32>) -> bool {
+    let e = vec4<u32>(0x7f800000u);
+    return any((bitcast<vec4<u32>>(x) & e) == e);
+}

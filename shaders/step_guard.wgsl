@@ -1,0 +1,71 @@
+// The GPU step as a transaction (src/runtime/transaction.rs): after each substep, a body with a
+// non-finite position, velocity or acceleration is rolled back to the substep's start at rest,
+// so no NaN ever leaves the GPU. Three dispatches by `phase`:
+//   0  per vertex: flag its body (first bad vertex, and which fields) in `bad`;
+//   1  per vertex of a flagged body: x ← x^n, v = a = 0, no integrator history;
+//   2  per body: fold this substep's flags into the frame's (`frame_bad`, read back by the
+//      host with the frame, which reports a PliantEvent::NonFiniteState).
+// Per body, two words: u32::MAX − first bad vertex (0: none), and field bits (1 position,
+// 2 velocity, 4 acceleration). Host wrapper: src/gpu/kernels/step_guard.rs; prepended:
+// lib/step.wgsl.
+
+struct Params {
+    phase: u32,
+    count: u32,
+    // Where vertex_body starts in `index`.
+    vertex_body: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read_write> positions: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> velocities: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> accelerations: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> flags: array<u32>;
+@group(0) @binding(5) var<storage, read> steps: array<VertexStep>;
+@group(0) @binding(6) var<storage, read> index: array<u32>;
+@group(0) @binding(7) var<storage, read_write> bad: array<atomic<u32>>;
+@group(0) @binding(8) var<storage, read_write> frame_bad: array<atomic<u32>>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    let i = id.x;
+    if i >= params.count {
+        return;
+    }
+    switch params.phase {
+        case 0u: {
+            var fields = 0u;
+            if non_finite(positions[i]) {
+                fields |= 1u;
+            }
+            if non_finite(velocities[i]) {
+                fields |= 2u;
+            }
+            if non_finite(accelerations[i]) {
+                fields |= 4u;
+            }
+            if fields != 0u {
+                let b = index[params.vertex_body + i];
+                atomicMax(&bad[2u * b], 0xffffffffu - i);
+                atomicOr(&bad[2u * b + 1u], fields);
+            }
+        }
+        case 1u: {
+            let b = index[params.vertex_body + i];
+            if atomicLoad(&bad[2u * b + 1u]) != 0u {
+                positions[i] = steps[i].start;
+                velocities[i] = vec4<f32>(0.0);
+                accelerations[i] = vec4<f32>(0.0);
+                flags[i] |= VERTEX_NO_HISTORY;
+            }
+        }
+        default: {
+            let fields = atomicLoad(&bad[2u * i + 1u]);
+            if fields != 0u {
+                atomicMax(&frame_bad[2u * i], atomicLoad(&bad[2u * i]));
+                atomicOr(&frame_bad[2u * i + 1u], fields);
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Host side of `shaders/step_guard.wgsl`: bodies whose substep produced a non-finite value are
+//! rolled back to the substep's start at rest, on the GPU, and flagged for the host.
+
+use super::ComputeKernel;
+use crate::gpu::GpuContext;
+use bytemuck::{Pod, Zeroable};
+
+/// WGSL source.
+pub const SHADER: &str = super::compose!("step_guard", "step");
+
+/// Field bits of a flagged body, as the shader sets them.
+pub const BAD_POSITION: u32 = 1;
+/// See [`BAD_POSITION`].
+pub const BAD_VELOCITY: u32 = 2;
+/// See [`BAD_POSITION`].
+pub const BAD_ACCELERATION: u32 = 4;
+
+/// The shader's `Params` uniform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct Params {
+    phase: u32,
+    count: u32,
+    vertex_body: u32,
+    _pad: u32,
+}
+
+/// A body's flags after a frame, decoded from the two words per body the kernel writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadBody {
+    /// First offending vertex (global index).
+    pub vertex: u32,
+    /// `BAD_*` bits.
+    pub fields: u32,
+}
+
+/// Decodes the per-body words of `frame_bad`; `None` for a body that stayed finite.
+pub fn decode(words: &[u32]) -> Vec<Option<BadBody>> {
+    words.chunks_exact(2).map(|w| (w[1] != 0).then(|| BadBody { vertex: u32::MAX - w[0], fields: w[1] })).collect()
+}
+
+/// What the kernel reads and writes.
+pub struct StepGuardBuffers<'a> {
+    /// `SimState::positions` (vec4).
+    pub positions: &'a wgpu::Buffer,
+    /// `SimState::velocities` (vec4).
+    pub velocities: &'a wgpu::Buffer,
+    /// `SimState::accelerations` (vec4).
+    pub accelerations: &'a wgpu::Buffer,
+    /// `SimState::flags`.
+    pub flags: &'a wgpu::Buffer,
+    /// Per-vertex [`super::vbd_inertia::GpuVertexStep`] (its `start` is restored).
+    pub steps: &'a wgpu::Buffer,
+    /// [`crate::gpu::pack::pack_index`].
+    pub index: &'a wgpu::Buffer,
+    /// Two u32 per body for this substep (zeroed before it).
+    pub bad: &'a wgpu::Buffer,
+    /// Two u32 per body for the frame (zeroed before the frame's first substep).
+    pub frame_bad: &'a wgpu::Buffer,
+}
+
+/// The compiled kernel.
+pub struct StepGuard {
+    kernel: ComputeKernel,
+}
+
+impl StepGuard {
+    /// Compiles the shader for `ctx`'s device.
+    pub fn new(ctx: &GpuContext) -> Self {
+        Self { kernel: ComputeKernel::new(ctx, "step_guard", SHADER) }
+    }
+
+    /// Records the check, the rollback and the fold into the frame's flags.
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode(
+        &self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        vertices: u32,
+        bodies: u32,
+        vertex_body: u32,
+        b: &StepGuardBuffers<'_>,
+    ) {
+        encoder.clear_buffer(b.bad, 0, None);
+        let buffers = [b.positions, b.velocities, b.accelerations, b.flags, b.steps, b.index, b.bad, b.frame_bad];
+        for (phase, count) in [(0, vertices), (1, vertices), (2, bodies)] {
+            let params = Params { phase, count, vertex_body, _pad: 0 };
+            self.kernel.encode_pod(ctx, encoder, &params, &buffers, count);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::Vec4;
+
+    use super::*;
+    use crate::gpu::buffers::{output, read_blocking, storage};
+    use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
+    use crate::gpu::test_support;
+    use crate::state::{VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
+
+    /// Body 1 of three gets a NaN velocity and an infinite position: only its vertices return to
+    /// the substep's start at rest, and the flags name its first bad vertex and both fields.
+    #[test]
+    fn rolls_back_only_the_body_with_a_non_finite_value() {
+        let Some(ctx) = test_support::context() else { return };
+        let n = 300;
+        let vertex_body: Vec<u32> = (0..n as u32).map(|v| v / 100).collect();
+        let start: Vec<Vec4> = (0..n).map(|v| Vec4::new(v as f32, 1.0, 2.0, 0.0)).collect();
+        let mut positions: Vec<Vec4> = start.iter().map(|p| *p + Vec4::new(0.0, 0.5, 0.0, 0.0)).collect();
+        let mut velocities = vec![Vec4::new(0.0, -1.0, 0.0, 0.0); n];
+        velocities[170].y = f32::NAN;
+        positions[130].x = f32::INFINITY;
+        let accelerations = vec![Vec4::new(0.0, -9.81, 0.0, 0.0); n];
+        let flags: Vec<u32> = (0..n as u32).map(|v| if v % 50 == 0 { VERTEX_KINEMATIC } else { 0 }).collect();
+        let steps: Vec<GpuVertexStep> =
+            start.iter().map(|s| GpuVertexStep { start: s.to_array(), ..Default::default() }).collect();
+        let bufs = [
+            storage(&ctx, "positions", &positions, true),
+            storage(&ctx, "velocities", &velocities, true),
+            storage(&ctx, "accelerations", &accelerations, true),
+            storage(&ctx, "flags", &flags, true),
+            storage(&ctx, "steps", &steps, false),
+            storage(&ctx, "index", &vertex_body, false),
+            output::<u32>(&ctx, "bad", 6),
+            output::<u32>(&ctx, "frame_bad", 6),
+        ];
+        let b = StepGuardBuffers {
+            positions: &bufs[0],
+            velocities: &bufs[1],
+            accelerations: &bufs[2],
+            flags: &bufs[3],
+            steps: &bufs[4],
+            index: &bufs[5],
+            bad: &bufs[6],
+            frame_bad: &bufs[7],
+        };
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        StepGuard::new(&ctx).encode(&ctx, &mut encoder, n as u32, 3, 0, &b);
+        ctx.queue.submit([encoder.finish()]);
+        let x: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
+        let v: Vec<Vec4> = read_blocking(&ctx, &bufs[1], n).expect("velocities");
+        let a: Vec<Vec4> = read_blocking(&ctx, &bufs[2], n).expect("accelerations");
+        let f: Vec<u32> = read_blocking(&ctx, &bufs[3], n).expect("flags");
+        let frame: Vec<u32> = read_blocking(&ctx, &bufs[7], 6).expect("frame flags");
+        for k in 0..n {
+            if vertex_body[k] == 1 {
+                assert_eq!((x[k], v[k], a[k]), (start[k], Vec4::ZERO, Vec4::ZERO), "vertex {k}");
+                assert_eq!(f[k], flags[k] | VERTEX_NO_HISTORY);
+            } else {
+                assert_eq!((x[k], v[k], a[k], f[k]), (positions[k], velocities[k], accelerations[k], flags[k]));
+            }
+        }
+        let bad = decode(&frame);
+        assert_eq!(bad, vec![None, Some(BadBody { vertex: 130, fields: BAD_POSITION | BAD_VELOCITY }), None]);
+    }
+}

@@ -1,0 +1,80 @@
+//! The state's arrays as the kernels bind them, packed straight from [`SimState`] with
+//! bytemuck. WebGPU gives a compute stage 8 storage buffers, so the integer tables share one
+//! `index` buffer and the per-material and per-body constants one `records` buffer; each
+//! kernel gets the offsets of its tables in its uniform.
+
+use crate::state::SimState;
+
+/// Where each table starts in the packed `index` buffer (in u32s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IndexLayout {
+    /// `color_vertices` (always first: the free vertices, colour by colour).
+    pub color_vertices: u32,
+    /// The tet adjacency's `n + 1` row offsets.
+    pub tet_offsets: u32,
+    /// The tet adjacency's entries (`element << 2 | slot`).
+    pub tet_entries: u32,
+    /// `vertex_body`.
+    pub vertex_body: u32,
+    /// Total length.
+    pub len: u32,
+}
+
+/// `color_vertices`, the tet adjacency and `vertex_body` in one array, with their offsets.
+pub fn pack_index(st: &SimState) -> (Vec<u32>, IndexLayout) {
+    let mut index = Vec::with_capacity(
+        st.color_vertices.len() + st.tet_adjacency.offsets.len() + st.tet_adjacency.entries.len() + st.vertex_count(),
+    );
+    let mut layout = IndexLayout { color_vertices: 0, ..Default::default() };
+    index.extend_from_slice(&st.color_vertices);
+    layout.tet_offsets = index.len() as u32;
+    index.extend_from_slice(&st.tet_adjacency.offsets);
+    layout.tet_entries = index.len() as u32;
+    index.extend_from_slice(&st.tet_adjacency.entries);
+    layout.vertex_body = index.len() as u32;
+    index.extend_from_slice(&st.vertex_body);
+    layout.len = index.len() as u32;
+    (index, layout)
+}
+
+/// `materials` (one vec4 each) followed by `bodies` (two vec4 each), as raw vec4s; returns
+/// them with the index of the first body record.
+pub fn pack_records(st: &SimState) -> (Vec<[f32; 4]>, u32) {
+    let mut records: Vec<[f32; 4]> = bytemuck::cast_slice(&st.materials).to_vec();
+    let bodies = records.len() as u32;
+    records.extend_from_slice(bytemuck::cast_slice(&st.bodies));
+    (records, bodies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prelude::*;
+
+    #[test]
+    fn tables_land_at_their_offsets() {
+        let mut world = World::new(StepConfig::default()).expect("world");
+        for k in 0..2 {
+            let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [2, 2, 2 + k], TetSplit::Six).expect("mesh");
+            world.bodies.insert(SoftBodyBuilder::tetrahedral(mesh).friction(0.3 + k as f32).build().expect("body"));
+        }
+        world.sync();
+        let st = world.state();
+        let (index, l) = pack_index(st);
+        let at = |base: u32, len: usize| &index[base as usize..base as usize + len];
+        assert_eq!(at(l.color_vertices, st.color_vertices.len()), &st.color_vertices[..]);
+        assert_eq!(at(l.tet_offsets, st.tet_adjacency.offsets.len()), &st.tet_adjacency.offsets[..]);
+        assert_eq!(at(l.tet_entries, st.tet_adjacency.entries.len()), &st.tet_adjacency.entries[..]);
+        assert_eq!(at(l.vertex_body, st.vertex_count()), &st.vertex_body[..]);
+        assert_eq!(l.len as usize, index.len());
+        let (records, bodies) = pack_records(st);
+        assert_eq!(bodies as usize, st.materials.len());
+        for (b, body) in st.bodies.iter().enumerate() {
+            let r = records[bodies as usize + 2 * b];
+            assert_eq!(r[0].to_bits(), body.vertex_start);
+            assert_eq!(r[1].to_bits(), body.vertex_count);
+            assert_eq!((r[2], r[3]), (body.friction, body.linear_damping));
+        }
+        assert_eq!(records[0][1], st.materials[0].mu);
+    }
+}
