@@ -3,10 +3,12 @@
 // so no NaN ever leaves the GPU. Three dispatches by `phase`:
 //   0  per vertex: flag its body (first bad vertex, and which fields) in `bad`;
 //   1  per vertex of a flagged body: x ← x^n, v = a = 0, no integrator history;
-//   2  per body: fold this substep's flags into the frame's (`frame_bad`, read back by the
-//      host with the frame, which reports a PliantEvent::NonFiniteState).
-// Per body, two words: u32::MAX − first bad vertex (0: none), and field bits (1 position,
-// 2 velocity, 4 acceleration). Host wrapper: src/gpu/kernels/step_guard.rs; prepended:
+//   2  per body: count the rollback in `rollbacks` (never cleared: the host reads the counts
+//      with each finished frame and reports every new one as a PliantEvent::NonFiniteState, so
+//      none is lost when a frame is dropped or the state is downloaded instead).
+// `bad`, per body, two words: u32::MAX − first bad vertex (0: none), and field bits
+// (1 position, 2 velocity, 4 acceleration). `rollbacks`, per body, three words: the count, and
+// the last rollback's two words. Host wrapper: src/gpu/kernels/step_guard.rs; prepended:
 // lib/step.wgsl.
 
 struct Params {
@@ -25,7 +27,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read> steps: array<VertexStep>;
 @group(0) @binding(6) var<storage, read> index: array<u32>;
 @group(0) @binding(7) var<storage, read_write> bad: array<atomic<u32>>;
-@group(0) @binding(8) var<storage, read_write> frame_bad: array<atomic<u32>>;
+@group(0) @binding(8) var<storage, read_write> rollbacks: array<atomic<u32>>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
@@ -63,8 +65,9 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         default: {
             let fields = atomicLoad(&bad[2u * i + 1u]);
             if fields != 0u {
-                atomicMax(&frame_bad[2u * i], atomicLoad(&bad[2u * i]));
-                atomicOr(&frame_bad[2u * i + 1u], fields);
+                atomicAdd(&rollbacks[3u * i], 1u);
+                atomicStore(&rollbacks[3u * i + 1u], atomicLoad(&bad[2u * i]));
+                atomicStore(&rollbacks[3u * i + 2u], fields);
             }
         }
     }

@@ -39,6 +39,7 @@ fn overflowing_step_is_rolled_back_with_an_event_naming_the_body() {
             assert_eq!(*body, wild);
             assert_eq!(name, "hand_driven");
         }
+        other => panic!("unexpected event {other:?}"),
     }
     assert!(events[0].to_string().contains("body `hand_driven`"));
     // Restored where it was, at rest; nothing non-finite is visible; the other body moved on.

@@ -3,6 +3,7 @@
 //! ```text
 //! pliant                                   run the main demo (drop_cube) and print its summary
 //! pliant run <scene.json|bundled name> [--out DIR] [--frames N] [--threads K] [--export obj]
+//!             [--backend cpu|gpu|auto] [--adapter NAME]
 //! pliant scenes                            list the bundled scenes
 //! ```
 
@@ -13,6 +14,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use pliant::io::bundled::{BUNDLED_SCENES, bundled_scene};
 use pliant::io::{LoadedScene, RunOptions, RunResult, SceneError, expand_sweep, run_scene};
+use pliant::runtime::Backend;
 
 #[derive(Parser)]
 #[command(name = "pliant", version, about = "Run Pliant soft-body scenes headless: metrics, probes, OBJ frames.")]
@@ -48,6 +50,13 @@ enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Where to step: cpu (default), gpu (fails without an adapter) or auto (GPU when there
+        /// is one and the scene allows it, else CPU with the reason printed).
+        #[arg(long, default_value = "cpu")]
+        backend: Backend,
+        /// GPU adapter to use: the first whose name contains this (e.g. llvmpipe, H100).
+        #[arg(long)]
+        adapter: Option<String>,
     },
     /// List the bundled scenes.
     Scenes,
@@ -59,10 +68,10 @@ fn main() -> ExitCode {
         None => {
             println!("Pliant demo: a soft cube dropped on the ground (bundled scene `drop_cube`).");
             println!("Run `pliant --help` for the scene runner; outputs go to out/drop_cube.\n");
-            run("drop_cube", None, None, None, Some(Export::Obj), false)
+            run("drop_cube", &Where::default(), None, Some(Export::Obj), false)
         }
-        Some(Command::Run { scene, out, frames, threads, export, quiet }) => {
-            run(&scene, out, frames, threads, export, quiet)
+        Some(Command::Run { scene, out, frames, threads, export, quiet, backend, adapter }) => {
+            run(&scene, &Where { out, threads, backend, adapter }, frames, export, quiet)
         }
         Some(Command::Scenes) => {
             list_scenes();
@@ -87,14 +96,17 @@ fn list_scenes() {
     }
 }
 
-fn run(
-    scene: &str,
+/// Where a run writes and steps.
+#[derive(Default)]
+struct Where {
     out: Option<PathBuf>,
-    frames: Option<u32>,
     threads: Option<usize>,
-    export: Option<Export>,
-    quiet: bool,
-) -> Result<(), SceneError> {
+    backend: Backend,
+    adapter: Option<String>,
+}
+
+fn run(scene: &str, at: &Where, frames: Option<u32>, export: Option<Export>, quiet: bool) -> Result<(), SceneError> {
+    let (out, threads) = (at.out.clone(), at.threads);
     let (json, base) = match bundled_scene(scene) {
         Some(j) if !Path::new(scene).exists() => (j.to_owned(), PathBuf::from("examples/scenes")),
         _ => {
@@ -114,6 +126,25 @@ fn run(
             scene.solver.threads = t;
         }
         let mut loaded = scene.build(&base)?;
+        if at.backend != Backend::Cpu {
+            let config = pliant::runtime::StepConfig {
+                backend: at.backend,
+                gpu_adapter: at.adapter.clone(),
+                ..loaded.world.config().clone()
+            };
+            loaded.world.set_config(config).map_err(|e| SceneError::InvalidValue {
+                field: "--backend".into(),
+                value: at.backend.to_string(),
+                reason: e.to_string(),
+            })?;
+            if let Some(ctx) = loaded.world.gpu_context() {
+                println!("GPU adapter: {} ({:?})", ctx.adapter_info.name, ctx.adapter_info.backend);
+            }
+            match loaded.world.why_not_gpu() {
+                Some(reason) => println!("stepping on the CPU: {reason}"),
+                None => println!("stepping on the GPU"),
+            }
+        }
         let dir = if variants.len() > 1 { out.join(format!("variant_{k:02}")) } else { out.clone() };
         if variants.len() > 1 {
             println!("[{}/{}] {}", k + 1, variants.len(), v.label);

@@ -12,6 +12,7 @@ pub mod kernels;
 pub mod obstacles;
 pub mod pack;
 pub mod readback;
+pub mod step;
 
 pub use context::{GpuContext, GpuError, GpuOptions};
 

@@ -58,12 +58,23 @@ impl ReadbackRing {
     /// mapping it; returns at once. Returns `false`, and drops the frame, when every slot is
     /// still in flight or unread: the host is behind, and a newer frame will follow.
     pub fn enqueue(&self, ctx: &GpuContext, source: &wgpu::Buffer, frame: u64) -> bool {
+        self.enqueue_parts(ctx, &[(source, self.size)], frame)
+    }
+
+    /// As [`ReadbackRing::enqueue`], for a frame made of several buffers: the first `bytes` of
+    /// each, one after the other (their total must be the ring's size).
+    pub fn enqueue_parts(&self, ctx: &GpuContext, parts: &[(&wgpu::Buffer, u64)], frame: u64) -> bool {
+        debug_assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), self.size);
         let Some(slot) = self.slots.iter().find(|s| *s.state.lock() == SlotState::Free) else {
             return false;
         };
         let mut encoder =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback copy") });
-        encoder.copy_buffer_to_buffer(source, 0, &slot.buffer, 0, self.size);
+        let mut at = 0;
+        for &(source, bytes) in parts {
+            encoder.copy_buffer_to_buffer(source, 0, &slot.buffer, at, bytes);
+            at += bytes;
+        }
         ctx.queue.submit([encoder.finish()]);
         *slot.state.lock() = SlotState::InFlight { frame };
         let state = slot.state.clone();

@@ -63,7 +63,10 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
     write_obj(loaded, 0)?;
     let mut records = Vec::with_capacity(frames as usize);
     for _ in 0..frames {
-        let r = loaded.world.step();
+        let mut r = loaded.world.step();
+        // Metrics and probes need this frame's state: wait for the GPU (the runner is a tool,
+        // not a game loop).
+        loaded.world.complete_report(&mut r);
         let probes: BTreeMap<String, Vec<f64>> =
             loaded.probes.iter().map(|p| (p.name.clone(), evaluate(loaded, p))).collect();
         let m = FrameMetrics {

@@ -17,6 +17,43 @@ pub struct ConfigError {
     pub reason: &'static str,
 }
 
+/// Where a world's steps run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
+pub enum Backend {
+    /// The GPU when an adapter exists and the scene is one the GPU step takes; otherwise the
+    /// CPU, with the reason logged and reported as [`crate::runtime::PliantEvent::BackendFallback`].
+    Auto,
+    /// The CPU (default): every feature, the oracle the GPU path is tested against.
+    #[default]
+    Cpu,
+    /// The GPU (wgpu). A world cannot be made without an adapter; a scene the GPU step does
+    /// not take yet runs on the CPU with the reason reported, as for `Auto`.
+    Gpu,
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::Cpu => "cpu",
+            Self::Gpu => "gpu",
+        })
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "cpu" => Ok(Self::Cpu),
+            "gpu" => Ok(Self::Gpu),
+            other => Err(format!("unknown backend {other:?}: use auto, cpu or gpu")),
+        }
+    }
+}
+
 /// How a step is taken.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepConfig {
@@ -61,6 +98,11 @@ pub struct StepConfig {
     /// each detection lets every vertex move up to 0.45× its distance to the nearest
     /// primitive, so detecting again frees motion in dense contact).
     pub contact_detection_interval: u32,
+    /// Where steps run (default [`Backend::Cpu`]).
+    pub backend: Backend,
+    /// With the GPU backend: use the first adapter whose name contains this (case-insensitive,
+    /// e.g. `"llvmpipe"`, `"H100"`); `None` (default) picks the high-performance adapter.
+    pub gpu_adapter: Option<String>,
 }
 
 impl Default for StepConfig {
@@ -80,6 +122,8 @@ impl Default for StepConfig {
             rigid_correction: true,
             surface_contact: true,
             contact_detection_interval: 5,
+            backend: Backend::Cpu,
+            gpu_adapter: None,
         }
     }
 }

@@ -2,8 +2,9 @@
 
 use crate::body::SoftBodyHandle;
 
-/// Something the caller should know about.
+/// Something the caller should know about. More kinds will come (match with a `_` arm).
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum PliantEvent {
     /// A body's step produced NaN or infinity: the step was rolled back for that body, its
     /// velocity zeroed, and the simulation continued. The caller never sees the bad values.
@@ -19,6 +20,12 @@ pub enum PliantEvent {
         /// `"position"`, `"velocity"` or `"acceleration"`.
         field: &'static str,
     },
+    /// Steps run on the CPU although the configuration asked for the GPU (`Backend::Auto` or
+    /// `Backend::Gpu`), or run on the GPU again; reported when the reason changes.
+    BackendFallback {
+        /// Why the GPU is not used (`None`: it is used again).
+        reason: Option<String>,
+    },
 }
 
 impl std::fmt::Display for PliantEvent {
@@ -28,6 +35,8 @@ impl std::fmt::Display for PliantEvent {
                 f,
                 "body `{name}`: non-finite {field} at vertex {vertex} in the step starting at t = {time:.4} s; step rolled back, velocity zeroed"
             ),
+            Self::BackendFallback { reason: Some(reason) } => write!(f, "stepping on the CPU: {reason}"),
+            Self::BackendFallback { reason: None } => write!(f, "stepping on the GPU"),
         }
     }
 }

@@ -50,6 +50,22 @@ pub(crate) fn update_pin_flags(
     changed
 }
 
+/// Whether [`update_pin_flags`] at time `t` would change the kinematic set (without capturing
+/// anchors or touching the state).
+pub(crate) fn pin_set_changes(st: &SimState, bodies: &BodySet, slots: &[BodySlot], t: f64) -> bool {
+    slots.iter().any(|s| {
+        let Some(body) = bodies.get(s.handle) else { return false };
+        let base = s.vertex_start as usize;
+        let mut mark = vec![false; s.vertex_count as usize];
+        for pin in body.pins.iter().filter(|p| p.active_at(t)) {
+            for &v in &pin.vertices {
+                mark[v as usize] = true;
+            }
+        }
+        mark.iter().enumerate().any(|(local, &k)| (st.flags[base + local] & VERTEX_KINEMATIC != 0) != k)
+    })
+}
+
 /// Forgets the anchors of a body's pins, so they are captured again from the current
 /// positions (after the body was teleported).
 pub(crate) fn reset_anchors(pins: &mut [Pin]) {

@@ -9,7 +9,7 @@ mod report;
 mod transaction;
 mod world;
 
-pub use config::{ConfigError, StepConfig};
+pub use config::{Backend, ConfigError, StepConfig};
 pub use events::PliantEvent;
 pub use report::{Energies, StepReport};
 pub use world::{Intersection, World};

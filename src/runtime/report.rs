@@ -24,8 +24,22 @@ impl Energies {
 }
 
 /// What happened in one `World::step`.
+///
+/// On the GPU backend a step returns before the GPU has run it: the fields measured from the
+/// state (`residual`, `energy`, `max_speed`, `min_obstacle_distance`, `contact_vertices`,
+/// `pin_lag`) are left at their defaults, and rollbacks are reported with the step in which
+/// their frame came back. [`crate::runtime::World::complete_report`] waits for the GPU and
+/// fills the state measures in.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepReport {
+    /// Where the step ran.
+    pub backend: crate::runtime::Backend,
+    /// Time the caller's thread spent in `step()` \[ms\]: the whole step on the CPU; recording
+    /// and submitting it on the GPU.
+    pub game_thread_ms: f64,
+    /// The frame whose state the host copy holds after this step (the newest finished GPU
+    /// frame; equal to `frame` on the CPU).
+    pub state_frame: u64,
     /// Frame number after the step (1 for the first step).
     pub frame: u64,
     /// Simulated time after the step \[s\].

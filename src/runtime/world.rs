@@ -2,10 +2,13 @@
 
 use std::time::Instant;
 
+#[cfg(feature = "gpu")]
+mod gpu;
+
 use glam::{Vec3, Vec3A, Vec4};
 
 use super::assemble::{BodySlot, assemble, rebuild_color_lists};
-use super::config::{ConfigError, StepConfig};
+use super::config::{Backend, ConfigError, StepConfig};
 use super::energy;
 use super::events::PliantEvent;
 use super::kinematics::{reset_anchors, update_pin_flags, write_targets};
@@ -76,13 +79,18 @@ pub struct World {
     events: Vec<PliantEvent>,
     /// Scratch for `update_pin_flags`.
     pin_marks: Vec<bool>,
+    /// The GPU backend's device and state.
+    #[cfg(feature = "gpu")]
+    gpu: gpu::GpuRuntime,
 }
 
 impl World {
-    /// An empty world.
+    /// An empty world. With [`Backend::Gpu`] this opens the GPU (the adapter named by
+    /// `config.gpu_adapter`, or the high-performance one) and fails without one; with
+    /// [`Backend::Auto`] a missing adapter only sends steps to the CPU.
     pub fn new(config: StepConfig) -> Result<Self, ConfigError> {
         config.validate()?;
-        Ok(Self {
+        let mut world = Self {
             bodies: BodySet::new(),
             obstacles: Vec::new(),
             config,
@@ -95,7 +103,34 @@ impl World {
             snapshot: Snapshot::default(),
             events: Vec::new(),
             pin_marks: Vec::new(),
-        })
+            #[cfg(feature = "gpu")]
+            gpu: gpu::GpuRuntime::default(),
+        };
+        world.open_backend_for_config()?;
+        Ok(world)
+    }
+
+    #[cfg(feature = "gpu")]
+    fn open_backend_for_config(&mut self) -> Result<(), ConfigError> {
+        self.open_backend(None)
+    }
+
+    #[cfg(not(feature = "gpu"))]
+    fn open_backend_for_config(&mut self) -> Result<(), ConfigError> {
+        match self.config.backend {
+            Backend::Cpu => Ok(()),
+            Backend::Gpu => Err(ConfigError {
+                field: "backend",
+                value: "gpu".into(),
+                reason: "this build of pliant has no GPU backend (enable the `gpu` feature)",
+            }),
+            Backend::Auto => {
+                self.events.push(PliantEvent::BackendFallback {
+                    reason: Some("this build of pliant has no GPU backend (the `gpu` feature is off)".into()),
+                });
+                Ok(())
+            }
+        }
     }
 
     /// The step configuration.
@@ -103,10 +138,16 @@ impl World {
         &self.config
     }
 
-    /// Replaces the step configuration (validated).
+    /// Replaces the step configuration (validated). A change of backend or adapter waits for
+    /// the GPU once and carries the state over.
     pub fn set_config(&mut self, config: StepConfig) -> Result<(), ConfigError> {
         config.validate()?;
-        self.config = config;
+        let reopen = config.backend != self.config.backend || config.gpu_adapter != self.config.gpu_adapter;
+        let old = std::mem::replace(&mut self.config, config);
+        if reopen && let Err(e) = self.open_backend_for_config() {
+            self.config = old;
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -139,6 +180,9 @@ impl World {
         }
         // Dynamic state carries over only within the same set: another set's handles name
         // other bodies.
+        // The GPU's state is the current one: bring it over before repacking.
+        #[cfg(feature = "gpu")]
+        self.drop_gpu_state();
         let same_set = self.built_version.is_some_and(|(id, _)| id == self.bodies.id);
         let old_slots: &[BodySlot] = if same_set { &self.slots } else { &[] };
         let (state, slots) = assemble(&self.bodies, &self.state, old_slots);
@@ -168,6 +212,9 @@ impl World {
 
     fn checked_slot(&mut self, h: SoftBodyHandle) -> Result<BodySlot, PliantError> {
         self.sync();
+        // An edit applies to the current state, not to the last frame read back.
+        #[cfg(feature = "gpu")]
+        self.pull_gpu_state();
         self.slot(h).copied().ok_or(PliantError::InvalidHandle(h))
     }
 
@@ -287,9 +334,17 @@ impl World {
     }
 
     /// Advances the world by one frame (`config.dt`, in `config.substeps` substeps).
+    ///
+    /// On the GPU backend the step is recorded and submitted and `step()` returns without
+    /// waiting for it; see [`StepReport`] for what such a report holds and
+    /// [`World::latest_positions`] for the newest finished frame.
     pub fn step(&mut self) -> StepReport {
         let wall = Instant::now();
         self.sync();
+        #[cfg(feature = "gpu")]
+        if let Some(report) = self.try_step_gpu(wall) {
+            return report;
+        }
         let c = &self.config;
         let h = c.substep_dt();
         let threads = c.resolved_threads(self.state.color_vertices.len());
@@ -309,8 +364,13 @@ impl World {
                 ..SurfaceContactSettings::default()
             },
         };
-        let mut report =
-            StepReport { substeps: c.substeps, iterations: c.iterations, threads, ..StepReport::default() };
+        let mut report = StepReport {
+            backend: Backend::Cpu,
+            substeps: c.substeps,
+            iterations: c.iterations,
+            threads,
+            ..StepReport::default()
+        };
         for substep in 0..c.substeps {
             let t0 = self.time;
             if update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, t0, &mut self.pin_marks) {
@@ -353,12 +413,34 @@ impl World {
         }
         self.frame += 1;
         report.frame = self.frame;
+        report.state_frame = self.frame;
         report.time = self.time;
-        report.energy = energy::energies(&self.state, settings.gravity, &self.obstacles, &contact);
+        self.measure(&mut report);
+        report.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+        report.game_thread_ms = report.wall_ms;
+        report
+    }
+
+    /// Fills the report's measures of the host state: energies, largest speed, obstacle
+    /// distance.
+    fn measure(&self, report: &mut StepReport) {
+        let gravity = Vec3A::from(self.config.gravity);
+        let contact = self.contact_model(self.config.substep_dt());
+        report.energy = energy::energies(&self.state, gravity, &self.obstacles, &contact);
         report.max_speed = energy::max_speed(&self.state.velocities);
         report.min_obstacle_distance = energy::min_obstacle_distance(&self.state.positions, &self.obstacles);
-        report.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
-        report
+    }
+
+    /// Completes a GPU step's report: waits for the GPU, brings the host copy of the state up
+    /// to date and measures it (energies, largest speed, obstacle distance). A CPU report is
+    /// complete already and left as it is. For tools and tests, not for a game loop.
+    pub fn complete_report(&mut self, report: &mut StepReport) {
+        if report.backend == Backend::Gpu {
+            #[cfg(feature = "gpu")]
+            self.wait_for_gpu();
+            report.state_frame = self.frame;
+            self.measure(report);
+        }
     }
 }
 

@@ -35,6 +35,33 @@ pub const SHADERS: &[(&str, &str)] = &[
     ("vbd_inertia", vbd_inertia::SHADER),
 ];
 
+/// A kernel with its uniform and buffers bound: one dispatch, recorded again every step.
+pub struct Bound {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    /// Kept alive with the bind group that names it.
+    _uniform: wgpu::Buffer,
+    workgroups: u32,
+}
+
+impl Bound {
+    /// Records the dispatch into `pass`.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[]);
+        pass.dispatch_workgroups(self.workgroups, 1, 1);
+    }
+}
+
+/// Records `bounds` in order into one compute pass of their own.
+pub fn record_pass(encoder: &mut wgpu::CommandEncoder, label: &str, bounds: &[Bound]) {
+    let mut pass =
+        encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });
+    for b in bounds {
+        b.record(&mut pass);
+    }
+}
+
 /// Invocations per workgroup: every kernel's `@workgroup_size(64)`.
 pub const WORKGROUP: u32 = 64;
 
@@ -63,22 +90,14 @@ impl ComputeKernel {
         Self { pipeline, label }
     }
 
-    /// Records one dispatch of `invocations` threads with uniform `params` and `buffers` bound
-    /// in order from binding 1.
-    pub fn encode(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        params: &[u8],
-        buffers: &[&wgpu::Buffer],
-        invocations: u32,
-    ) {
-        // One uniform per dispatch: several dispatches of a kernel share an encoder (one per
-        // colour), and a queue write would reach them all with its last value.
+    /// Binds uniform `params` and `buffers` (in order from binding 1) for dispatches of
+    /// `invocations` threads. The binding is kept and recorded again every step, so a step
+    /// creates no buffer and no bind group.
+    pub fn bind(&self, ctx: &GpuContext, params: &[u8], buffers: &[&wgpu::Buffer], invocations: u32) -> Bound {
         let uniform = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(self.label),
             contents: params,
-            usage: wgpu::BufferUsages::UNIFORM,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         });
         let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
         entries.extend(
@@ -92,23 +111,22 @@ impl ComputeKernel {
             layout: &self.pipeline.get_bind_group_layout(0),
             entries: &entries,
         });
-        let mut pass = encoder
-            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(self.label), timestamp_writes: None });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(invocations.div_ceil(WORKGROUP), 1, 1);
+        Bound {
+            pipeline: self.pipeline.clone(),
+            bind_group,
+            _uniform: uniform,
+            workgroups: invocations.div_ceil(WORKGROUP),
+        }
     }
 
-    /// Records one dispatch with uniform `params` and `buffers`; see [`ComputeKernel::encode`].
-    /// A plain-old-data `params` struct is passed as its bytes.
-    pub fn encode_pod<P: bytemuck::Pod>(
+    /// [`ComputeKernel::bind`] with a plain-old-data `params` struct passed as its bytes.
+    pub fn bind_pod<P: bytemuck::Pod>(
         &self,
         ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         params: &P,
         buffers: &[&wgpu::Buffer],
         invocations: u32,
-    ) {
-        self.encode(ctx, encoder, bytemuck::bytes_of(params), buffers, invocations);
+    ) -> Bound {
+        self.bind(ctx, bytemuck::bytes_of(params), buffers, invocations)
     }
 }

@@ -1,7 +1,7 @@
 //! Host side of `shaders/step_guard.wgsl`: bodies whose substep produced a non-finite value are
 //! rolled back to the substep's start at rest, on the GPU, and flagged for the host.
 
-use super::ComputeKernel;
+use super::{Bound, ComputeKernel};
 use crate::gpu::GpuContext;
 use bytemuck::{Pod, Zeroable};
 
@@ -25,18 +25,26 @@ struct Params {
     _pad: u32,
 }
 
-/// A body's flags after a frame, decoded from the two words per body the kernel writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BadBody {
-    /// First offending vertex (global index).
+/// Words per body in the `rollbacks` buffer.
+pub const ROLLBACK_WORDS: usize = 3;
+
+/// A body's rollbacks since its state was uploaded, decoded from the `rollbacks` buffer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rollbacks {
+    /// Substeps rolled back so far.
+    pub count: u32,
+    /// First offending vertex of the last one (global index).
     pub vertex: u32,
-    /// `BAD_*` bits.
+    /// `BAD_*` bits of the last one.
     pub fields: u32,
 }
 
-/// Decodes the per-body words of `frame_bad`; `None` for a body that stayed finite.
-pub fn decode(words: &[u32]) -> Vec<Option<BadBody>> {
-    words.chunks_exact(2).map(|w| (w[1] != 0).then(|| BadBody { vertex: u32::MAX - w[0], fields: w[1] })).collect()
+/// Decodes the per-body words of `rollbacks`.
+pub fn decode(words: &[u32]) -> Vec<Rollbacks> {
+    words
+        .chunks_exact(ROLLBACK_WORDS)
+        .map(|w| Rollbacks { count: w[0], vertex: u32::MAX - w[1], fields: w[2] })
+        .collect()
 }
 
 /// What the kernel reads and writes.
@@ -55,8 +63,8 @@ pub struct StepGuardBuffers<'a> {
     pub index: &'a wgpu::Buffer,
     /// Two u32 per body for this substep (zeroed before it).
     pub bad: &'a wgpu::Buffer,
-    /// Two u32 per body for the frame (zeroed before the frame's first substep).
-    pub frame_bad: &'a wgpu::Buffer,
+    /// [`ROLLBACK_WORDS`] u32 per body, counting up (zeroed once, at upload).
+    pub rollbacks: &'a wgpu::Buffer,
 }
 
 /// The compiled kernel.
@@ -70,23 +78,21 @@ impl StepGuard {
         Self { kernel: ComputeKernel::new(ctx, "step_guard", SHADER) }
     }
 
-    /// Records the check, the rollback and the fold into the frame's flags.
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode(
+    /// The check, the rollback and the count, in order; `bad` must be
+    /// zeroed before them (`encoder.clear_buffer`, outside the pass).
+    pub fn bind(
         &self,
         ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         vertices: u32,
         bodies: u32,
         vertex_body: u32,
         b: &StepGuardBuffers<'_>,
-    ) {
-        encoder.clear_buffer(b.bad, 0, None);
-        let buffers = [b.positions, b.velocities, b.accelerations, b.flags, b.steps, b.index, b.bad, b.frame_bad];
-        for (phase, count) in [(0, vertices), (1, vertices), (2, bodies)] {
+    ) -> [Bound; 3] {
+        let buffers = [b.positions, b.velocities, b.accelerations, b.flags, b.steps, b.index, b.bad, b.rollbacks];
+        [(0, vertices), (1, vertices), (2, bodies)].map(|(phase, count)| {
             let params = Params { phase, count, vertex_body, _pad: 0 };
-            self.kernel.encode_pod(ctx, encoder, &params, &buffers, count);
-        }
+            self.kernel.bind_pod(ctx, &params, &buffers, count)
+        })
     }
 }
 
@@ -96,6 +102,7 @@ mod tests {
 
     use super::*;
     use crate::gpu::buffers::{output, read_blocking, storage};
+    use crate::gpu::kernels::record_pass;
     use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
     use crate::gpu::test_support;
     use crate::state::{VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
@@ -124,7 +131,7 @@ mod tests {
             storage(&ctx, "steps", &steps, false),
             storage(&ctx, "index", &vertex_body, false),
             output::<u32>(&ctx, "bad", 6),
-            output::<u32>(&ctx, "frame_bad", 6),
+            output::<u32>(&ctx, "rollbacks", 9),
         ];
         let b = StepGuardBuffers {
             positions: &bufs[0],
@@ -134,16 +141,24 @@ mod tests {
             steps: &bufs[4],
             index: &bufs[5],
             bad: &bufs[6],
-            frame_bad: &bufs[7],
+            rollbacks: &bufs[7],
         };
-        let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        StepGuard::new(&ctx).encode(&ctx, &mut encoder, n as u32, 3, 0, &b);
-        ctx.queue.submit([encoder.finish()]);
+        // Twice (the second rollback starts from the restored, finite state: nothing to do),
+        // then once more with body 1 bad again.
+        let kernel = StepGuard::new(&ctx);
+        let guard = || {
+            let mut encoder = ctx.device.create_command_encoder(&Default::default());
+            encoder.clear_buffer(&bufs[6], 0, None);
+            record_pass(&mut encoder, "step_guard", &kernel.bind(&ctx, n as u32, 3, 0, &b));
+            ctx.queue.submit([encoder.finish()]);
+        };
+        guard();
+        guard();
         let x: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
         let v: Vec<Vec4> = read_blocking(&ctx, &bufs[1], n).expect("velocities");
         let a: Vec<Vec4> = read_blocking(&ctx, &bufs[2], n).expect("accelerations");
         let f: Vec<u32> = read_blocking(&ctx, &bufs[3], n).expect("flags");
-        let frame: Vec<u32> = read_blocking(&ctx, &bufs[7], 6).expect("frame flags");
+        let counts: Vec<u32> = read_blocking(&ctx, &bufs[7], 9).expect("rollbacks");
         for k in 0..n {
             if vertex_body[k] == 1 {
                 assert_eq!((x[k], v[k], a[k]), (start[k], Vec4::ZERO, Vec4::ZERO), "vertex {k}");
@@ -152,7 +167,12 @@ mod tests {
                 assert_eq!((x[k], v[k], a[k], f[k]), (positions[k], velocities[k], accelerations[k], flags[k]));
             }
         }
-        let bad = decode(&frame);
-        assert_eq!(bad, vec![None, Some(BadBody { vertex: 130, fields: BAD_POSITION | BAD_VELOCITY }), None]);
+        let once = Rollbacks { count: 1, vertex: 130, fields: BAD_POSITION | BAD_VELOCITY };
+        assert_eq!(decode(&counts)[1], once);
+        assert_eq!(decode(&counts)[0].count + decode(&counts)[2].count, 0);
+        ctx.queue.write_buffer(&bufs[2], 171 * 16, bytemuck::bytes_of(&Vec4::splat(f32::NAN)));
+        guard();
+        let counts: Vec<u32> = read_blocking(&ctx, &bufs[7], 9).expect("rollbacks");
+        assert_eq!(decode(&counts)[1], Rollbacks { count: 2, vertex: 171, fields: BAD_ACCELERATION });
     }
 }

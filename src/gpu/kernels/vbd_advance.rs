@@ -1,7 +1,7 @@
 //! Host side of `shaders/vbd_advance.wgsl`: the initial guess advanced per body up to its first
 //! obstacle contact, and the iterates started there.
 
-use super::ComputeKernel;
+use super::{Bound, ComputeKernel};
 use crate::gpu::GpuContext;
 use crate::gpu::obstacles::GpuObstacleSet;
 use bytemuck::{Pod, Zeroable};
@@ -51,24 +51,22 @@ impl VbdAdvance {
         Self { kernel: ComputeKernel::new(ctx, "vbd_advance", SHADER) }
     }
 
-    /// Records the three phases for `vertices` vertices of `bodies` bodies; `vertex_body` is
-    /// where that table starts in `index`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode(
+    /// The three phases, in order, for `vertices` vertices of `bodies` bodies; `vertex_body`
+    /// is where that table starts in `index`.
+    pub fn bind(
         &self,
         ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         vertices: u32,
         bodies: u32,
         vertex_body: u32,
         obstacles: &GpuObstacleSet,
         b: &VbdAdvanceBuffers<'_>,
-    ) {
+    ) -> [Bound; 3] {
         let buffers = [b.positions, b.steps, b.flags, b.index, b.body_toi, b.initial, b.previous, b.before_previous];
-        for (phase, count) in [(0, bodies), (1, vertices), (2, vertices)] {
+        [(0, bodies), (1, vertices), (2, vertices)].map(|(phase, count)| {
             let params = Params { phase, count, vertex_body, _pad: 0, obstacles: *obstacles };
-            self.kernel.encode_pod(ctx, encoder, &params, &buffers, count);
-        }
+            self.kernel.bind_pod(ctx, &params, &buffers, count)
+        })
     }
 }
 
@@ -79,6 +77,7 @@ mod tests {
     use super::*;
     use crate::collision::Obstacle;
     use crate::gpu::buffers::{output, read_blocking, storage};
+    use crate::gpu::kernels::record_pass;
     use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
     use crate::gpu::test_support;
     use crate::solver::vbd::advanced_offset;
@@ -135,7 +134,11 @@ mod tests {
         };
         let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        VbdAdvance::new(&ctx).encode(&ctx, &mut encoder, n as u32, bodies as u32, 7, &set, &b);
+        record_pass(
+            &mut encoder,
+            "vbd_advance",
+            &VbdAdvance::new(&ctx).bind(&ctx, n as u32, bodies as u32, 7, &set, &b),
+        );
         ctx.queue.submit([encoder.finish()]);
         let gpu_steps: Vec<GpuVertexStep> = read_blocking(&ctx, &bufs[1], n).expect("steps");
         let toi_bits: Vec<u32> = read_blocking(&ctx, &bufs[4], bodies).expect("toi");

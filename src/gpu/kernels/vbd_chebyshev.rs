@@ -1,7 +1,7 @@
 //! Host side of `shaders/vbd_chebyshev.wgsl`: the Chebyshev mix after a sweep and the shift of
 //! the two previous iterates.
 
-use super::ComputeKernel;
+use super::{Bound, ComputeKernel};
 use crate::gpu::GpuContext;
 use crate::gpu::obstacles::GpuObstacleSet;
 use bytemuck::{Pod, Zeroable};
@@ -45,22 +45,20 @@ impl VbdChebyshev {
         Self { kernel: ComputeKernel::new(ctx, "vbd_chebyshev", SHADER) }
     }
 
-    /// Records the mix with relaxation `omega` over the first `count` free vertices;
-    /// `vertex_body` is where that table starts in `index`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode(
+    /// The mix with relaxation `omega` over the first `count` free vertices; `vertex_body` is
+    /// where that table starts in `index`.
+    pub fn bind(
         &self,
         ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         omega: f32,
         count: u32,
         vertex_body: u32,
         obstacles: &GpuObstacleSet,
         b: &VbdChebyshevBuffers<'_>,
-    ) {
+    ) -> Bound {
         let params = Params { omega, count, vertex_body, _pad: 0, obstacles: *obstacles };
         let buffers = [b.positions, b.previous, b.before_previous, b.index, b.frozen];
-        self.kernel.encode_pod(ctx, encoder, &params, &buffers, count);
+        self.kernel.bind_pod(ctx, &params, &buffers, count)
     }
 }
 
@@ -71,6 +69,7 @@ mod tests {
     use super::*;
     use crate::collision::{Obstacle, limit_step};
     use crate::gpu::buffers::{read_blocking, storage};
+    use crate::gpu::kernels::record_pass;
     use crate::gpu::test_support;
     use crate::solver::chebyshev::mix;
     use crate::test_rng::Rng;
@@ -110,7 +109,8 @@ mod tests {
         let omega = 1.7;
         let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        VbdChebyshev::new(&ctx).encode(&ctx, &mut encoder, omega, free.len() as u32, free.len() as u32, &set, &b);
+        let bound = VbdChebyshev::new(&ctx).bind(&ctx, omega, free.len() as u32, free.len() as u32, &set, &b);
+        record_pass(&mut encoder, "vbd_chebyshev", &[bound]);
         ctx.queue.submit([encoder.finish()]);
         let gx: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
         let g1: Vec<Vec4> = read_blocking(&ctx, &bufs[1], n).expect("previous");

@@ -2,7 +2,7 @@
 //! damping, inertia, obstacle contact and friction, the obstacle path clamp), positions updated
 //! in place.
 
-use super::ComputeKernel;
+use super::{Bound, ComputeKernel};
 use crate::collision::{ContactModel, ContactStiffness};
 use crate::gpu::GpuContext;
 use crate::gpu::obstacles::GpuObstacleSet;
@@ -72,17 +72,15 @@ impl VbdColor {
         Self { kernel: ComputeKernel::new(ctx, "vbd_color", SHADER) }
     }
 
-    /// Records the pass over colour vertices `first..first + count` (entries of
-    /// `color_vertices`) into `encoder`.
-    pub fn encode(
+    /// The pass over colour vertices `first..first + count` (entries of `color_vertices`).
+    pub fn bind(
         &self,
         ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
         first: u32,
         count: u32,
         setup: &VbdColorSetup<'_>,
         b: &VbdColorBuffers<'_>,
-    ) {
+    ) -> Bound {
         let (stiffness_per_mass, stiffness) = match setup.contact.stiffness {
             ContactStiffness::Absolute(k) => (0, k),
             ContactStiffness::PerMass(k) => (1, k),
@@ -103,7 +101,7 @@ impl VbdColor {
             obstacles: *setup.obstacles,
         };
         let buffers = [b.positions, b.steps, b.index, b.tets, b.records, b.residuals, b.frozen];
-        self.kernel.encode_pod(ctx, encoder, &params, &buffers, count);
+        self.kernel.bind_pod(ctx, &params, &buffers, count)
     }
 }
 
@@ -114,6 +112,7 @@ mod tests {
     use super::*;
     use crate::collision::Obstacle;
     use crate::gpu::buffers::{output, read_blocking, storage};
+    use crate::gpu::kernels::record_pass;
     use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
     use crate::gpu::pack::{pack_index, pack_records};
     use crate::gpu::test_support;
@@ -202,11 +201,14 @@ mod tests {
         let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
         let setup = VbdColorSetup { layout, body_records, contact, obstacles: &set };
         let kernel = VbdColor::new(&ctx);
+        let passes: Vec<Bound> = (0..st.color_count())
+            .map(|c| {
+                let (first, end) = (st.color_offsets[c], st.color_offsets[c + 1]);
+                kernel.bind(&ctx, first, end - first, &setup, &b)
+            })
+            .collect();
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        for c in 0..st.color_count() {
-            let (first, end) = (st.color_offsets[c], st.color_offsets[c + 1]);
-            kernel.encode(&ctx, &mut encoder, first, end - first, &setup, &b);
-        }
+        record_pass(&mut encoder, "vbd_color", &passes);
         ctx.queue.submit([encoder.finish()]);
         let gpu: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
         let residuals: Vec<f32> = read_blocking(&ctx, &bufs[5], n).expect("residuals");

@@ -1,7 +1,7 @@
 //! Host side of `shaders/vbd_divergence.wgsl`: Chebyshev's per-body divergence guard after a
 //! sweep.
 
-use super::{ComputeKernel, WORKGROUP};
+use super::{Bound, ComputeKernel, WORKGROUP};
 use crate::gpu::GpuContext;
 use bytemuck::{Pod, Zeroable};
 
@@ -41,18 +41,11 @@ impl VbdDivergence {
         Self { kernel: ComputeKernel::new(ctx, "vbd_divergence", SHADER) }
     }
 
-    /// Records the check for `bodies` bodies (one workgroup each).
-    pub fn encode(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        bodies: u32,
-        body_records: u32,
-        b: &VbdDivergenceBuffers<'_>,
-    ) {
+    /// The check for `bodies` bodies (one workgroup each).
+    pub fn bind(&self, ctx: &GpuContext, bodies: u32, body_records: u32, b: &VbdDivergenceBuffers<'_>) -> Bound {
         let params = Params { bodies, body_records, _pad: [0; 2] };
         let buffers = [b.records, b.residuals, b.smallest, b.frozen];
-        self.kernel.encode_pod(ctx, encoder, &params, &buffers, bodies * WORKGROUP);
+        self.kernel.bind_pod(ctx, &params, &buffers, bodies * WORKGROUP)
     }
 }
 
@@ -60,6 +53,7 @@ impl VbdDivergence {
 mod tests {
     use super::*;
     use crate::gpu::buffers::{output, read_blocking, storage};
+    use crate::gpu::kernels::record_pass;
     use crate::gpu::test_support;
     use crate::state::{BodyRecord, FROZEN_CONTACT, FROZEN_DIVERGED};
     use crate::test_rng::Rng;
@@ -104,7 +98,7 @@ mod tests {
             let b =
                 VbdDivergenceBuffers { records: &records, residuals: &residuals, smallest: &smallest, frozen: &frozen };
             let mut encoder = ctx.device.create_command_encoder(&Default::default());
-            kernel.encode(&ctx, &mut encoder, 3, 3, &b);
+            record_pass(&mut encoder, "vbd_divergence", &[kernel.bind(&ctx, 3, 3, &b)]);
             ctx.queue.submit([encoder.finish()]);
             for (k, body) in bodies.iter().enumerate() {
                 let range = body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize;

@@ -1,7 +1,7 @@
 //! Host side of `shaders/vbd_finish.wgsl`: the end-of-step velocity and realised acceleration
 //! of every vertex.
 
-use super::ComputeKernel;
+use super::{Bound, ComputeKernel};
 use crate::gpu::GpuContext;
 use bytemuck::{Pod, Zeroable};
 
@@ -44,11 +44,11 @@ impl VbdFinish {
         Self { kernel: ComputeKernel::new(ctx, "vbd_finish", SHADER) }
     }
 
-    /// Records one dispatch over `count` vertices into `encoder`.
-    pub fn encode(&self, ctx: &GpuContext, encoder: &mut wgpu::CommandEncoder, count: usize, b: &VbdFinishBuffers<'_>) {
+    /// The dispatch over `count` vertices.
+    pub fn bind(&self, ctx: &GpuContext, count: usize, b: &VbdFinishBuffers<'_>) -> Bound {
         let params = Params { count: count as u32, _pad: [0; 3] };
         let buffers = [b.positions, b.initial, b.steps, b.velocities, b.accelerations, b.flags];
-        self.kernel.encode(ctx, encoder, bytemuck::bytes_of(&params), &buffers, count as u32);
+        self.kernel.bind_pod(ctx, &params, &buffers, count as u32)
     }
 }
 
@@ -58,6 +58,7 @@ mod tests {
 
     use super::*;
     use crate::gpu::buffers::{read_blocking, storage};
+    use crate::gpu::kernels::record_pass;
     use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
     use crate::gpu::test_support;
     use crate::solver::Integrator;
@@ -108,7 +109,7 @@ mod tests {
             accelerations: &bufs[4],
             flags: &bufs[5],
         };
-        kernel.encode(&ctx, &mut encoder, n, &b);
+        record_pass(&mut encoder, "vbd_finish", &[kernel.bind(&ctx, n, &b)]);
         ctx.queue.submit([encoder.finish()]);
         let vel: Vec<Vec4> = read_blocking(&ctx, &bufs[3], n).expect("velocities");
         let acc: Vec<Vec4> = read_blocking(&ctx, &bufs[4], n).expect("accelerations");

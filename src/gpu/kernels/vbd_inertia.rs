@@ -1,7 +1,7 @@
 //! Host side of `shaders/vbd_inertia.wgsl`: inertia targets, velocity-update coefficients and
 //! the initial guess of a VBD step, one invocation per vertex.
 
-use super::ComputeKernel;
+use super::{Bound, ComputeKernel};
 use crate::gpu::GpuContext;
 use crate::solver::{Initialization, Integrator};
 use bytemuck::{Pod, Zeroable};
@@ -95,16 +95,10 @@ impl VbdInertia {
         Self { kernel: ComputeKernel::new(ctx, "vbd_inertia", SHADER) }
     }
 
-    /// Records one dispatch over `params.count` vertices into `encoder`.
-    pub fn encode(
-        &self,
-        ctx: &GpuContext,
-        encoder: &mut wgpu::CommandEncoder,
-        params: &VbdInertiaParams,
-        b: &VbdInertiaBuffers<'_>,
-    ) {
+    /// The dispatch over `params.count` vertices.
+    pub fn bind(&self, ctx: &GpuContext, params: &VbdInertiaParams, b: &VbdInertiaBuffers<'_>) -> Bound {
         let buffers = [b.positions, b.velocities, b.accelerations, b.masses, b.flags, b.targets, b.steps];
-        self.kernel.encode(ctx, encoder, bytemuck::bytes_of(params), &buffers, params.count);
+        self.kernel.bind_pod(ctx, params, &buffers, params.count)
     }
 }
 
@@ -114,6 +108,7 @@ mod tests {
 
     use super::*;
     use crate::gpu::buffers::{output, read_blocking, storage};
+    use crate::gpu::kernels::record_pass;
     use crate::gpu::test_support;
     use crate::state::{VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
     use crate::test_rng::Rng;
@@ -179,7 +174,7 @@ mod tests {
                     targets: &bufs[5],
                     steps: &steps,
                 };
-                kernel.encode(&ctx, &mut encoder, &params, &b);
+                record_pass(&mut encoder, "vbd_inertia", &[kernel.bind(&ctx, &params, &b)]);
                 ctx.queue.submit([encoder.finish()]);
                 let gpu: Vec<GpuVertexStep> = read_blocking(&ctx, &steps, n).expect("readback");
                 for v in 0..n {

@@ -1,0 +1,448 @@
+//! The whole VBD step on the GPU: the state lives in device buffers, a frame is recorded into
+//! one compute pass per substep and submitted without waiting, and finished frames come back
+//! through a [`ReadbackRing`]. The host keeps the step's settings and the pins' targets; the
+//! GPU never waits for the host and the host never waits for the GPU, except in
+//! [`GpuStepper::download_blocking`] (topology changes and user edits).
+//!
+//! ```text
+//! per substep   vbd_inertia → vbd_advance ×3 → [vbd_color ×colours → vbd_divergence
+//!               → vbd_chebyshev] ×iterations → vbd_finish → step_guard ×3
+//! per frame     copy positions, velocities and the guard's flags into the readback ring
+//! ```
+
+use std::sync::Arc;
+
+use glam::{Vec3A, Vec4};
+
+use super::buffers::{output, read_blocking, storage};
+use super::kernels::Bound;
+use super::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, StepGuard, StepGuardBuffers, decode};
+use super::kernels::vbd_advance::{VbdAdvance, VbdAdvanceBuffers};
+use super::kernels::vbd_chebyshev::{VbdChebyshev, VbdChebyshevBuffers};
+use super::kernels::vbd_color::{VbdColor, VbdColorBuffers, VbdColorSetup};
+use super::kernels::vbd_divergence::{VbdDivergence, VbdDivergenceBuffers};
+use super::kernels::vbd_finish::{VbdFinish, VbdFinishBuffers};
+use super::kernels::vbd_inertia::{GpuVertexStep, VbdInertia, VbdInertiaBuffers, VbdInertiaParams};
+use super::obstacles::GpuObstacleSet;
+use super::pack::{IndexLayout, pack_index, pack_records};
+use super::readback::ReadbackRing;
+use super::{GpuContext, GpuError};
+use crate::collision::{ContactModel, Obstacle};
+use crate::solver::chebyshev::ChebyshevSchedule;
+use crate::solver::{Initialization, Integrator};
+use crate::state::SimState;
+
+/// Staging buffers of the readback ring: one being written, one mapped, one spare.
+const READBACK_SLOTS: usize = 3;
+
+/// What a GPU step needs to know that the state does not hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GpuStepSettings {
+    /// Substep length \[s\].
+    pub h: f32,
+    /// Sweeps per substep.
+    pub iterations: u32,
+    /// Chebyshev ρ (`None`: off).
+    pub chebyshev_rho: Option<f32>,
+    /// Initial guess.
+    pub initialization: Initialization,
+    /// Time integrator.
+    pub integrator: Integrator,
+    /// Gravity \[m/s²\].
+    pub gravity: Vec3A,
+    /// Contact constants.
+    pub contact: ContactModel,
+}
+
+/// Why a scene cannot be stepped on the GPU yet, or `None` when it can. The CPU path takes
+/// every scene; the GPU path does tet bodies with damping, pins and analytic obstacles.
+pub fn unsupported(st: &SimState, obstacles: &[Obstacle]) -> Option<String> {
+    if !st.tris.is_empty() || !st.hinges.is_empty() {
+        return Some("cloth (membranes and hinges are CPU-only so far)".into());
+    }
+    if obstacles.len() > super::obstacles::MAX_OBSTACLES {
+        return Some(format!("{} obstacles (at most {})", obstacles.len(), super::obstacles::MAX_OBSTACLES));
+    }
+    if st.vertex_count() == 0 {
+        return Some("an empty world".into());
+    }
+    None
+}
+
+/// A finished frame, read back without waiting.
+#[derive(Clone, Debug)]
+pub struct GpuFrame {
+    /// Frame number (as passed to [`GpuStepper::submit_frame`]).
+    pub frame: u64,
+    /// Positions at the frame's end (vec4, w = 0).
+    pub positions: Vec<Vec4>,
+    /// Velocities at the frame's end.
+    pub velocities: Vec<Vec4>,
+    /// Per body: substeps rolled back since the state was uploaded, and the last one's cause.
+    pub rollbacks: Vec<Rollbacks>,
+}
+
+/// Device buffers of the state and the step's scratch.
+struct StepBuffers {
+    positions: wgpu::Buffer,
+    velocities: wgpu::Buffer,
+    accelerations: wgpu::Buffer,
+    masses: wgpu::Buffer,
+    flags: wgpu::Buffer,
+    targets: wgpu::Buffer,
+    steps: wgpu::Buffer,
+    initial: wgpu::Buffer,
+    previous: wgpu::Buffer,
+    before_previous: wgpu::Buffer,
+    residuals: wgpu::Buffer,
+    index: wgpu::Buffer,
+    tets: wgpu::Buffer,
+    records: wgpu::Buffer,
+    body_toi: wgpu::Buffer,
+    frozen: wgpu::Buffer,
+    smallest: wgpu::Buffer,
+    bad: wgpu::Buffer,
+    rollbacks: wgpu::Buffer,
+}
+
+/// The compiled kernels of a step.
+struct Kernels {
+    inertia: VbdInertia,
+    advance: VbdAdvance,
+    color: VbdColor,
+    divergence: VbdDivergence,
+    chebyshev: VbdChebyshev,
+    finish: VbdFinish,
+    guard: StepGuard,
+}
+
+/// Every dispatch of a substep, bound once for a set of settings and obstacles.
+struct Program {
+    settings: GpuStepSettings,
+    obstacles: GpuObstacleSet,
+    prepare: Vec<Bound>,
+    colors: Vec<Bound>,
+    divergence: Option<Bound>,
+    /// One per sweep but the last (the step ends on a plain Gauss–Seidel sweep).
+    chebyshev: Vec<Bound>,
+    finish: Vec<Bound>,
+}
+
+/// The GPU twin of [`crate::solver::vbd_step`] for one packed state.
+pub struct GpuStepper {
+    ctx: Arc<GpuContext>,
+    kernels: Kernels,
+    buffers: StepBuffers,
+    layout: IndexLayout,
+    body_records: u32,
+    vertices: u32,
+    bodies: u32,
+    colored: u32,
+    color_offsets: Vec<u32>,
+    program: Option<Program>,
+    ring: ReadbackRing,
+}
+
+impl std::fmt::Debug for GpuStepper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuStepper")
+            .field("adapter", &self.ctx.adapter_info.name)
+            .field("vertices", &self.vertices)
+            .field("bodies", &self.bodies)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GpuStepper {
+    /// Uploads `st` (topology, constants and dynamic state) to `ctx`'s device.
+    pub fn new(ctx: Arc<GpuContext>, st: &SimState, obstacles: &[Obstacle]) -> Result<Self, GpuError> {
+        if let Some(feature) = unsupported(st, obstacles) {
+            return Err(GpuError::Unsupported { feature });
+        }
+        let n = st.vertex_count();
+        let bodies = st.bodies.len();
+        let (index, layout) = pack_index(st);
+        let (records, body_records) = pack_records(st);
+        let c = &ctx;
+        let buffers = StepBuffers {
+            positions: storage(c, "positions", &st.positions, true),
+            velocities: storage(c, "velocities", &st.velocities, true),
+            accelerations: storage(c, "accelerations", &st.accelerations, true),
+            masses: storage(c, "masses", &st.masses, false),
+            flags: storage(c, "flags", &st.flags, true),
+            targets: output::<Vec4>(c, "targets", n),
+            steps: output::<GpuVertexStep>(c, "steps", n),
+            initial: output::<Vec4>(c, "initial", n),
+            previous: output::<Vec4>(c, "previous", n),
+            before_previous: output::<Vec4>(c, "before_previous", n),
+            residuals: output::<f32>(c, "residuals", n),
+            index: storage(c, "index", &index, false),
+            tets: storage(c, "tets", &st.tets, false),
+            records: storage(c, "records", &records, false),
+            body_toi: output::<u32>(c, "body_toi", bodies),
+            frozen: output::<u32>(c, "frozen", bodies),
+            smallest: output::<[f32; 2]>(c, "smallest", bodies),
+            bad: output::<[u32; 2]>(c, "bad", bodies),
+            rollbacks: output::<[u32; ROLLBACK_WORDS]>(c, "rollbacks", bodies),
+        };
+        let kernels = Kernels {
+            inertia: VbdInertia::new(c),
+            advance: VbdAdvance::new(c),
+            color: VbdColor::new(c),
+            divergence: VbdDivergence::new(c),
+            chebyshev: VbdChebyshev::new(c),
+            finish: VbdFinish::new(c),
+            guard: StepGuard::new(c),
+        };
+        let ring = ReadbackRing::new(c, "frame", Self::frame_bytes(n, bodies), READBACK_SLOTS);
+        Ok(Self {
+            kernels,
+            buffers,
+            layout,
+            body_records,
+            vertices: n as u32,
+            bodies: bodies as u32,
+            colored: st.color_vertices.len() as u32,
+            color_offsets: st.color_offsets.clone(),
+            program: None,
+            ring,
+            ctx,
+        })
+    }
+
+    fn frame_bytes(n: usize, bodies: usize) -> u64 {
+        (2 * n * size_of::<Vec4>() + bodies * ROLLBACK_WORDS * size_of::<u32>()) as u64
+    }
+
+    /// The device context.
+    pub fn context(&self) -> &Arc<GpuContext> {
+        &self.ctx
+    }
+
+    /// The positions buffer (vec4 per vertex, w = 0), for a renderer on the same device: it
+    /// holds the newest submitted step once the queue has run it (zero-copy; bind it read-only
+    /// and order your passes after [`GpuStepper::submit_frame`]'s submission).
+    pub fn position_buffer(&self) -> &wgpu::Buffer {
+        &self.buffers.positions
+    }
+
+    /// Overwrites the dynamic state (positions, velocities, accelerations, flags) from `st`,
+    /// e.g. after the user teleported a body.
+    pub fn upload_dynamic(&self, st: &SimState) {
+        let q = &self.ctx.queue;
+        q.write_buffer(&self.buffers.positions, 0, bytemuck::cast_slice(&st.positions));
+        q.write_buffer(&self.buffers.velocities, 0, bytemuck::cast_slice(&st.velocities));
+        q.write_buffer(&self.buffers.accelerations, 0, bytemuck::cast_slice(&st.accelerations));
+        q.write_buffer(&self.buffers.flags, 0, bytemuck::cast_slice(&st.flags));
+    }
+
+    /// Waits for the GPU and copies its dynamic state into `st` (same topology); returns the
+    /// rollback counts with it.
+    pub fn download_blocking(&self, st: &mut SimState) -> Result<Vec<Rollbacks>, GpuError> {
+        let n = self.vertices as usize;
+        let b = &self.buffers;
+        st.positions = read_blocking(&self.ctx, &b.positions, n)?;
+        st.velocities = read_blocking(&self.ctx, &b.velocities, n)?;
+        st.accelerations = read_blocking(&self.ctx, &b.accelerations, n)?;
+        st.flags = read_blocking(&self.ctx, &b.flags, n)?;
+        let words: Vec<u32> = read_blocking(&self.ctx, &b.rollbacks, self.bodies as usize * ROLLBACK_WORDS)?;
+        Ok(decode(&words))
+    }
+
+    /// Binds every dispatch of a substep for `settings` and `obstacles` (again only when either
+    /// changed: a step then creates no GPU object).
+    fn program(&mut self, settings: &GpuStepSettings, obstacles: &GpuObstacleSet) -> &Program {
+        let stale = self.program.as_ref().is_none_or(|p| p.settings != *settings || p.obstacles != *obstacles);
+        if stale {
+            self.program = Some(self.bind_program(settings, obstacles));
+        }
+        self.program.as_ref().unwrap_or_else(|| unreachable!("bound above"))
+    }
+
+    fn bind_program(&self, s: &GpuStepSettings, obstacles: &GpuObstacleSet) -> Program {
+        let (ctx, k, b, l) = (&*self.ctx, &self.kernels, &self.buffers, &self.layout);
+        let n = self.vertices;
+        let inertia = VbdInertiaParams::new(n as usize, s.h, s.gravity, s.integrator, s.initialization);
+        let mut prepare = vec![k.inertia.bind(
+            ctx,
+            &inertia,
+            &VbdInertiaBuffers {
+                positions: &b.positions,
+                velocities: &b.velocities,
+                accelerations: &b.accelerations,
+                masses: &b.masses,
+                flags: &b.flags,
+                targets: &b.targets,
+                steps: &b.steps,
+            },
+        )];
+        prepare.extend(k.advance.bind(
+            ctx,
+            n,
+            self.bodies,
+            l.vertex_body,
+            obstacles,
+            &VbdAdvanceBuffers {
+                positions: &b.positions,
+                steps: &b.steps,
+                flags: &b.flags,
+                index: &b.index,
+                body_toi: &b.body_toi,
+                initial: &b.initial,
+                previous: &b.previous,
+                before_previous: &b.before_previous,
+            },
+        ));
+        let setup = VbdColorSetup { layout: *l, body_records: self.body_records, contact: s.contact, obstacles };
+        let color_buffers = VbdColorBuffers {
+            positions: &b.positions,
+            steps: &b.steps,
+            index: &b.index,
+            tets: &b.tets,
+            records: &b.records,
+            residuals: &b.residuals,
+            frozen: &b.frozen,
+        };
+        let colors = self
+            .color_offsets
+            .windows(2)
+            .filter(|w| w[1] > w[0])
+            .map(|w| k.color.bind(ctx, w[0], w[1] - w[0], &setup, &color_buffers))
+            .collect();
+        // Chebyshev needs a few sweeps to pay off (as on the CPU).
+        let rho = s.chebyshev_rho.filter(|_| s.iterations >= 4);
+        let (divergence, chebyshev) = match rho {
+            Some(rho) => {
+                let divergence = k.divergence.bind(
+                    ctx,
+                    self.bodies,
+                    self.body_records,
+                    &VbdDivergenceBuffers {
+                        records: &b.records,
+                        residuals: &b.residuals,
+                        smallest: &b.smallest,
+                        frozen: &b.frozen,
+                    },
+                );
+                let mut schedule = ChebyshevSchedule::new(rho);
+                let mix = VbdChebyshevBuffers {
+                    positions: &b.positions,
+                    previous: &b.previous,
+                    before_previous: &b.before_previous,
+                    index: &b.index,
+                    frozen: &b.frozen,
+                };
+                let sweeps = (0..s.iterations - 1)
+                    .map(|_| k.chebyshev.bind(ctx, schedule.next_omega(), self.colored, l.vertex_body, obstacles, &mix))
+                    .collect();
+                (Some(divergence), sweeps)
+            }
+            None => (None, Vec::new()),
+        };
+        let mut finish = vec![k.finish.bind(
+            ctx,
+            n as usize,
+            &VbdFinishBuffers {
+                positions: &b.positions,
+                initial: &b.initial,
+                steps: &b.steps,
+                velocities: &b.velocities,
+                accelerations: &b.accelerations,
+                flags: &b.flags,
+            },
+        )];
+        finish.extend(k.guard.bind(
+            ctx,
+            n,
+            self.bodies,
+            l.vertex_body,
+            &StepGuardBuffers {
+                positions: &b.positions,
+                velocities: &b.velocities,
+                accelerations: &b.accelerations,
+                flags: &b.flags,
+                steps: &b.steps,
+                index: &b.index,
+                bad: &b.bad,
+                rollbacks: &b.rollbacks,
+            },
+        ));
+        Program { settings: *s, obstacles: *obstacles, prepare, colors, divergence, chebyshev, finish }
+    }
+
+    /// Records and submits one substep; returns at once. `targets` (end-of-substep positions
+    /// of kinematic vertices, one per vertex) is uploaded first when given.
+    pub fn submit_substep(
+        &mut self,
+        settings: &GpuStepSettings,
+        obstacles: &[Obstacle],
+        targets: Option<&[Vec4]>,
+    ) -> Result<(), GpuError> {
+        let packed = GpuObstacleSet::pack(obstacles)?;
+        if let Some(t) = targets {
+            self.ctx.queue.write_buffer(&self.buffers.targets, 0, bytemuck::cast_slice(t));
+        }
+        self.program(settings, &packed);
+        let (ctx, b) = (&self.ctx, &self.buffers);
+        let p = self.program.as_ref().unwrap_or_else(|| unreachable!("bound above"));
+        let mut encoder =
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("vbd step") });
+        encoder.clear_buffer(&b.frozen, 0, None);
+        encoder.clear_buffer(&b.smallest, 0, None);
+        encoder.clear_buffer(&b.bad, 0, None);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("vbd substep"),
+                timestamp_writes: None,
+            });
+            for d in &p.prepare {
+                d.record(&mut pass);
+            }
+            for sweep in 0..settings.iterations as usize {
+                for d in &p.colors {
+                    d.record(&mut pass);
+                }
+                if let Some(d) = &p.divergence {
+                    d.record(&mut pass);
+                }
+                if let Some(d) = p.chebyshev.get(sweep) {
+                    d.record(&mut pass);
+                }
+            }
+            for d in &p.finish {
+                d.record(&mut pass);
+            }
+        }
+        ctx.queue.submit([encoder.finish()]);
+        Ok(())
+    }
+
+    /// Queues frame `frame`'s state (after its last substep) for readback; returns at once.
+    /// Returns `false` when the ring is full (the host is behind): the frame is not read back,
+    /// a newer one will be.
+    pub fn submit_frame(&self, frame: u64) -> bool {
+        let b = &self.buffers;
+        let n = self.vertices as u64 * size_of::<Vec4>() as u64;
+        let counts = (self.bodies as usize * ROLLBACK_WORDS * size_of::<u32>()) as u64;
+        self.ring.enqueue_parts(&self.ctx, &[(&b.positions, n), (&b.velocities, n), (&b.rollbacks, counts)], frame)
+    }
+
+    /// The newest frame that has arrived since the last call, without waiting.
+    pub fn poll(&self) -> Result<Option<GpuFrame>, GpuError> {
+        let Some((frame, bytes)) = self.ring.latest::<u8>(&self.ctx)? else { return Ok(None) };
+        let n = self.vertices as usize * size_of::<Vec4>();
+        let positions = bytemuck::pod_collect_to_vec(&bytes[..n]);
+        let velocities = bytemuck::pod_collect_to_vec(&bytes[n..2 * n]);
+        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes[2 * n..]);
+        Ok(Some(GpuFrame { frame, positions, velocities, rollbacks: decode(&words) }))
+    }
+
+    /// Waits until every submitted frame has run and its readback has arrived.
+    pub fn wait(&self) -> Result<(), GpuError> {
+        self.ctx
+            .device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| GpuError::Readback { buffer: "frame".into(), reason: e.to_string() })
+    }
+}

@@ -1,0 +1,376 @@
+//! `World` on the GPU backend: choosing it, falling back to the CPU with a reason, stepping
+//! without waiting, and bringing finished frames into the host copy of the state.
+//!
+//! The host `SimState` stays the world's state of record for everything but the dynamic arrays,
+//! which live on the device while the GPU steps: the host copy of positions and velocities is
+//! the newest finished frame (one or two frames behind), and every operation that needs the
+//! current state (inserting or removing bodies, teleporting, pins taking hold or releasing,
+//! switching backend) first waits for the GPU and downloads it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+use glam::{Vec3A, Vec4};
+
+use super::World;
+use crate::gpu::kernels::step_guard::{BAD_POSITION, BAD_VELOCITY, Rollbacks};
+use crate::gpu::step::{GpuStepSettings, GpuStepper, unsupported};
+use crate::gpu::{GpuContext, GpuError, GpuOptions};
+use crate::runtime::assemble::rebuild_color_lists;
+use crate::runtime::config::{Backend, ConfigError, StepConfig};
+use crate::runtime::events::PliantEvent;
+use crate::runtime::kinematics::{pin_set_changes, update_pin_flags, write_targets};
+use crate::runtime::report::StepReport;
+use crate::state::VERTEX_KINEMATIC;
+
+/// Frames whose start time is remembered, to date the rollbacks they report.
+const FRAME_TIMES: usize = 8;
+
+/// The GPU side of a world.
+#[derive(Debug, Default)]
+pub(super) struct GpuRuntime {
+    /// The device, when the backend asks for one and an adapter was found.
+    ctx: Option<Arc<GpuContext>>,
+    /// The state on the device (built on the first GPU step after each topology change).
+    stepper: Option<GpuStepper>,
+    /// The host copy was edited: upload it before the next GPU step.
+    dirty: bool,
+    /// The frame the host copy holds.
+    host_frame: u64,
+    /// `(frame, simulated time at its start)` of recent submitted frames.
+    frame_times: VecDeque<(u64, f64)>,
+    /// Why steps run on the CPU although the GPU was asked for (last reported).
+    fallback: Option<String>,
+    /// Per body: the rollbacks already reported (the GPU counts them since the upload).
+    rollbacks_seen: Vec<u32>,
+}
+
+impl GpuRuntime {
+    /// The GPU context for `config`'s backend: none for the CPU; for the GPU a missing adapter
+    /// is an error; for `Auto` it is the fallback reason.
+    pub(super) fn open(
+        config: &StepConfig,
+        shared: Option<Arc<GpuContext>>,
+    ) -> Result<(Self, Option<String>), ConfigError> {
+        if config.backend == Backend::Cpu {
+            return Ok((Self::default(), None));
+        }
+        let ctx = match shared {
+            Some(ctx) => Ok(ctx),
+            None => GpuContext::new(&GpuOptions { adapter_name: config.gpu_adapter.clone(), ..Default::default() })
+                .map(Arc::new),
+        };
+        match ctx {
+            Ok(ctx) => Ok((Self { ctx: Some(ctx), ..Self::default() }, None)),
+            Err(e) if config.backend == Backend::Gpu => Err(ConfigError {
+                field: "backend",
+                value: format!("gpu ({e})"),
+                reason: "needs a GPU adapter; Backend::Auto falls back to the CPU",
+            }),
+            Err(e) => Ok((Self::default(), Some(format!("no GPU: {e}")))),
+        }
+    }
+
+    pub(super) fn context(&self) -> Option<&Arc<GpuContext>> {
+        self.ctx.as_ref()
+    }
+
+    pub(super) fn stepper(&self) -> Option<&GpuStepper> {
+        self.stepper.as_ref()
+    }
+}
+
+impl World {
+    /// A world stepping on a GPU context the caller already has (to share its device with a
+    /// renderer, or to pick the adapter with [`GpuOptions`]); `config.backend` should be
+    /// `Gpu` or `Auto`.
+    pub fn with_gpu_context(config: StepConfig, ctx: Arc<GpuContext>) -> Result<Self, ConfigError> {
+        let mut world = Self::new(StepConfig { backend: Backend::Cpu, ..config.clone() })?;
+        world.config = config;
+        world.open_backend(Some(ctx))?;
+        Ok(world)
+    }
+
+    /// (Re)opens the backend the configuration asks for.
+    pub(super) fn open_backend(&mut self, shared: Option<Arc<GpuContext>>) -> Result<(), ConfigError> {
+        let reuse = shared.or_else(|| self.gpu.ctx.clone()).filter(|_| self.config.backend != Backend::Cpu);
+        let (mut runtime, reason) = GpuRuntime::open(&self.config, reuse)?;
+        self.pull_gpu_state();
+        runtime.host_frame = self.frame;
+        runtime.fallback = self.gpu.fallback.take();
+        self.gpu = runtime;
+        self.note_fallback(reason);
+        Ok(())
+    }
+
+    /// Records why the GPU is not used (an event and a log line when the reason changes).
+    fn note_fallback(&mut self, reason: Option<String>) {
+        if self.config.backend == Backend::Cpu || self.gpu.fallback == reason {
+            return;
+        }
+        match &reason {
+            Some(r) => log::warn!("pliant: stepping on the CPU: {r}"),
+            None => log::info!("pliant: stepping on the GPU"),
+        }
+        self.events.push(PliantEvent::BackendFallback { reason: reason.clone() });
+        self.gpu.fallback = reason;
+    }
+
+    /// Waits for the GPU and copies its state into the host copy, which becomes current (a
+    /// no-op on the CPU backend). Edits of the host copy after this are uploaded before the
+    /// next GPU step.
+    pub(super) fn pull_gpu_state(&mut self) {
+        let Some(stepper) = &self.gpu.stepper else { return };
+        match stepper.download_blocking(&mut self.state) {
+            Ok(rollbacks) => {
+                self.gpu.host_frame = self.frame;
+                self.gpu.dirty = true;
+                let start = self.gpu.frame_times.back().map_or(self.time, |&(_, t)| t);
+                self.report_rollbacks(&rollbacks, start, &mut StepReport::default());
+            }
+            Err(e) => {
+                // The device is gone: carry on from the newest frame that came back.
+                self.gpu.stepper = None;
+                self.gpu.ctx = None;
+                self.note_fallback(Some(format!("the GPU failed: {e}")));
+            }
+        }
+    }
+
+    /// Forgets the device copy of the state (after pulling it): the next GPU step uploads the
+    /// host copy again.
+    pub(super) fn drop_gpu_state(&mut self) {
+        self.pull_gpu_state();
+        self.gpu.stepper = None;
+    }
+
+    /// Why the next step will not run on the GPU, or `None` when it will.
+    pub fn why_not_gpu(&mut self) -> Option<String> {
+        self.sync();
+        if self.config.backend == Backend::Cpu {
+            return Some("the configured backend is the CPU".into());
+        }
+        if self.gpu.ctx.is_none() {
+            return Some(self.gpu.fallback.clone().unwrap_or_else(|| "no GPU".into()));
+        }
+        self.gpu_blocker()
+    }
+
+    /// Why this world's next step cannot run on the GPU, or `None` when it can.
+    fn gpu_blocker(&self) -> Option<String> {
+        let c = &self.config;
+        let st = &self.state;
+        if c.surface_contact
+            && !st.surface_triangles.is_empty()
+            && (st.bodies.len() > 1 || st.bodies.iter().any(|b| b.self_collision != 0))
+        {
+            return Some(
+                "body–body and self contact are CPU-only so far (set surface_contact = false to step on the GPU)"
+                    .into(),
+            );
+        }
+        if c.rigid_correction {
+            // Bodies without kinematic vertices take the rigid correction.
+            let mut pinned = vec![false; st.bodies.len()];
+            for (&f, &b) in st.flags.iter().zip(&st.vertex_body) {
+                pinned[b as usize] |= f & VERTEX_KINEMATIC != 0;
+            }
+            if pinned.iter().any(|&p| !p) {
+                return Some(
+                    "the rigid correction is CPU-only so far (set rigid_correction = false to step on the GPU)".into(),
+                );
+            }
+        }
+        unsupported(st, &self.obstacles)
+    }
+
+    /// Steps on the GPU when the configuration asks for it and the scene allows it; `None`
+    /// means the caller steps on the CPU (the reason, if new, is reported).
+    pub(super) fn try_step_gpu(&mut self, wall: Instant) -> Option<StepReport> {
+        if self.config.backend == Backend::Cpu {
+            return None;
+        }
+        let ctx = self.gpu.ctx.clone()?;
+        let blocker = self.gpu_blocker();
+        if blocker.is_some() {
+            self.drop_gpu_state();
+        }
+        self.note_fallback(blocker.clone());
+        if blocker.is_some() {
+            return None;
+        }
+        match self.step_gpu(ctx, wall) {
+            Ok(report) => Some(report),
+            Err(e) => {
+                self.gpu.stepper = None;
+                self.gpu.ctx = None;
+                self.note_fallback(Some(format!("the GPU failed: {e}")));
+                None
+            }
+        }
+    }
+
+    fn step_gpu(&mut self, ctx: Arc<GpuContext>, wall: Instant) -> Result<StepReport, GpuError> {
+        let c = self.config.clone();
+        let h = c.substep_dt();
+        let contact = self.contact_model(h);
+        let settings = GpuStepSettings {
+            h,
+            iterations: c.iterations,
+            chebyshev_rho: c.chebyshev_rho,
+            initialization: c.initialization,
+            integrator: c.integrator,
+            gravity: Vec3A::from(c.gravity),
+            contact,
+        };
+        let has_pins = self.bodies.iter().any(|(_, b)| !b.pins.is_empty());
+        let frame_start = self.time;
+        for substep in 0..c.substeps {
+            let t0 = self.time;
+            if has_pins && pin_set_changes(&self.state, &self.bodies, &self.slots, t0) {
+                // Anchors of pins taking hold are captured from the current positions.
+                self.drop_gpu_state();
+            }
+            if update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, t0, &mut self.pin_marks) {
+                rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
+            }
+            if self.gpu.stepper.is_none() {
+                self.gpu.stepper = Some(GpuStepper::new(ctx.clone(), &self.state, &self.obstacles)?);
+                self.gpu.dirty = false;
+                self.gpu.rollbacks_seen = vec![0; self.state.bodies.len()];
+            }
+            let Some(stepper) = self.gpu.stepper.as_mut() else { unreachable!("made above") };
+            if self.gpu.dirty {
+                stepper.upload_dynamic(&self.state);
+                self.gpu.dirty = false;
+            }
+            let targets = if has_pins {
+                let n = self.state.vertex_count();
+                self.scratch.targets.resize(n, Vec4::ZERO);
+                write_targets(
+                    &self.bodies,
+                    &self.slots,
+                    &self.state,
+                    t0,
+                    h as f64,
+                    c.substeps - substep,
+                    &mut self.scratch.targets,
+                );
+                // The host copy of a pinned vertex follows its target (scripted pins move from
+                // where they are).
+                for (x, (&f, &t)) in
+                    self.state.positions.iter_mut().zip(self.state.flags.iter().zip(&self.scratch.targets))
+                {
+                    if f & VERTEX_KINEMATIC != 0 {
+                        *x = t;
+                    }
+                }
+                Some(&self.scratch.targets[..])
+            } else {
+                None
+            };
+            stepper.submit_substep(&settings, &self.obstacles, targets)?;
+            self.time = t0 + h as f64;
+        }
+        self.frame += 1;
+        if self.gpu.frame_times.len() == FRAME_TIMES {
+            self.gpu.frame_times.pop_front();
+        }
+        self.gpu.frame_times.push_back((self.frame, frame_start));
+        let Some(stepper) = self.gpu.stepper.as_ref() else { unreachable!("made above") };
+        stepper.submit_frame(self.frame);
+        let mut report = StepReport {
+            backend: Backend::Gpu,
+            frame: self.frame,
+            time: self.time,
+            substeps: c.substeps,
+            iterations: c.iterations,
+            threads: 1,
+            ..StepReport::default()
+        };
+        self.receive_frame(&mut report)?;
+        report.state_frame = self.gpu.host_frame;
+        report.game_thread_ms = wall.elapsed().as_secs_f64() * 1e3;
+        report.wall_ms = report.game_thread_ms;
+        Ok(report)
+    }
+
+    /// Takes the newest finished frame, if one arrived, into the host copy, and reports the
+    /// rollbacks it counts in `report` and as events.
+    fn receive_frame(&mut self, report: &mut StepReport) -> Result<(), GpuError> {
+        let Some(stepper) = &self.gpu.stepper else { return Ok(()) };
+        let Some(frame) = stepper.poll()? else { return Ok(()) };
+        let start = self.gpu.frame_times.iter().find(|(f, _)| *f == frame.frame).map_or(self.time, |&(_, t)| t);
+        self.report_rollbacks(&frame.rollbacks, start, report);
+        if !self.gpu.dirty && frame.frame > self.gpu.host_frame {
+            // (An edited or downloaded host copy is newer than the frame.)
+            self.state.positions = frame.positions;
+            self.state.velocities = frame.velocities;
+            self.gpu.host_frame = frame.frame;
+        }
+        Ok(())
+    }
+
+    /// Reports every rollback counted since the last report: in `report`, and as events dated
+    /// `time` (the start of the frame they were counted in).
+    fn report_rollbacks(&mut self, counts: &[Rollbacks], time: f64, report: &mut StepReport) {
+        for (b, r) in counts.iter().enumerate() {
+            let (Some(seen), Some(slot)) = (self.gpu.rollbacks_seen.get_mut(b), self.slots.get(b)) else { continue };
+            if r.count <= *seen {
+                continue;
+            }
+            *seen = r.count;
+            report.nan_detected = true;
+            report.rolled_back.push(slot.handle);
+            let field = match r.fields {
+                f if f & BAD_POSITION != 0 => "position",
+                f if f & BAD_VELOCITY != 0 => "velocity",
+                _ => "acceleration",
+            };
+            self.events.push(PliantEvent::NonFiniteState {
+                body: slot.handle,
+                name: self.bodies.get(slot.handle).map_or_else(String::new, |b| b.name().to_owned()),
+                time,
+                vertex: r.vertex.saturating_sub(slot.vertex_start),
+                field,
+            });
+        }
+    }
+
+    /// The newest finished frame's positions (one vec4 per vertex of the packed state, w = 0)
+    /// and its frame number, without waiting: on the GPU backend the frame the last readback
+    /// brought (one or two behind [`World::frame`]); on the CPU the current state.
+    pub fn latest_positions(&mut self) -> (u64, &[Vec4]) {
+        let mut report = StepReport::default();
+        if let Err(e) = self.receive_frame(&mut report) {
+            self.gpu.stepper = None;
+            self.gpu.ctx = None;
+            self.note_fallback(Some(format!("the GPU failed: {e}")));
+        }
+        let frame = if self.gpu.stepper.is_some() { self.gpu.host_frame } else { self.frame };
+        (frame, &self.state.positions)
+    }
+
+    /// Waits for every submitted GPU step and brings the host copy of the state up to date
+    /// (a no-op on the CPU backend). For tools and tests; a game loop reads
+    /// [`World::latest_positions`] instead.
+    pub fn wait_for_gpu(&mut self) {
+        if self.gpu.stepper.is_some() {
+            self.pull_gpu_state();
+            self.gpu.dirty = false;
+        }
+    }
+
+    /// The GPU buffer of positions (vec4 per vertex of the packed state, w = 0) for a renderer
+    /// on the same device ([`World::gpu_context`]): zero-copy, and it holds the newest
+    /// submitted step once the queue has run it. `None` when the world steps on the CPU.
+    pub fn gpu_position_buffer(&self) -> Option<&wgpu::Buffer> {
+        self.gpu.stepper().map(|s| s.position_buffer())
+    }
+
+    /// The GPU context, when the backend opened one.
+    pub fn gpu_context(&self) -> Option<&Arc<GpuContext>> {
+        self.gpu.context()
+    }
+}

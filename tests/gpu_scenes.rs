@@ -1,0 +1,175 @@
+//! Whole scenes on the GPU backend against the CPU path (the oracle): same configuration,
+//! positions after 60 frames within 1e-3 m, no intersection on the GPU path, and the world's
+//! asynchronous contract (a step returns before the GPU has run it; finished frames come back
+//! in order). Skipped without an adapter unless `PLIANT_REQUIRE_GPU=1` (CI, on lavapipe).
+
+use pliant::prelude::*;
+use pliant::runtime::{Backend, PliantEvent};
+
+/// A GPU world for `config`, or `None` (skip) on a machine without an adapter.
+fn gpu_world(config: StepConfig) -> Option<World> {
+    match World::new(StepConfig { backend: Backend::Gpu, ..config }) {
+        Ok(w) => Some(w),
+        Err(e) if std::env::var("PLIANT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+            panic!("PLIANT_REQUIRE_GPU=1 but no GPU: {e}")
+        }
+        Err(e) => {
+            eprintln!("skipping a GPU test: {e}");
+            None
+        }
+    }
+}
+
+/// The configuration the GPU step takes today: no rigid correction and no surface contact
+/// (both CPU-only so far).
+fn config() -> StepConfig {
+    StepConfig { rigid_correction: false, surface_contact: false, iterations: 20, ..StepConfig::default() }
+}
+
+fn largest_difference(a: &[Vec4], b: &[Vec4]) -> f32 {
+    a.iter().zip(b).map(|(p, q)| (p.truncate() - q.truncate()).length()).fold(0.0, f32::max)
+}
+
+/// Runs `frames` frames on both backends with the same scene and returns the largest position
+/// difference, checking on the way that the GPU world steps on the GPU, never intersects the
+/// obstacles and never reports a rollback.
+fn compare(frames: u32, build: impl Fn(&mut World)) -> Option<f32> {
+    let mut gpu = gpu_world(config())?;
+    let mut cpu = World::new(config()).expect("cpu world");
+    build(&mut gpu);
+    build(&mut cpu);
+    for _ in 0..frames {
+        let r = gpu.step();
+        assert_eq!(r.backend, Backend::Gpu, "{:?}", gpu.drain_events());
+        assert!(!r.nan_detected);
+        cpu.step();
+    }
+    gpu.wait_for_gpu();
+    assert!(gpu.find_intersections().is_empty(), "{:?}", gpu.find_intersections());
+    Some(largest_difference(&gpu.state().positions, &cpu.state().positions))
+}
+
+#[test]
+fn drop_cube_matches_the_cpu_after_60_frames() {
+    let Some(d) = compare(60, |w| {
+        let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [6, 6, 6], TetSplit::Six).expect("mesh");
+        w.bodies.insert(
+            SoftBodyBuilder::tetrahedral(mesh)
+                .material(StableNeoHookean::from_young_poisson(5.0e5, 0.4))
+                .damping(0.002)
+                .translation(Vec3::new(0.0, 0.4, 0.0))
+                .rotation(Quat::from_rotation_z(0.3))
+                .build()
+                .expect("body"),
+        );
+        w.obstacles.push(Obstacle::ground(0.0, 0.5));
+    }) else {
+        return;
+    };
+    eprintln!("drop cube: largest GPU − CPU position difference after 60 frames {d:.3e} m");
+    assert!(d < 1e-3, "{d}");
+}
+
+fn falling_cube(w: &mut World, name: &str, at: Vec3) -> SoftBodyHandle {
+    let mesh = TetMesh::box_mesh(Vec3::splat(0.1), [3, 3, 3], TetSplit::Six).expect("mesh");
+    w.bodies.insert(SoftBodyBuilder::tetrahedral(mesh).name(name).translation(at).build().expect("body"))
+}
+
+/// `step()` returns without waiting for the GPU; `latest_positions()` hands out finished frames
+/// in order, never one that was not stepped, and after `wait_for_gpu()` the newest.
+#[test]
+fn steps_return_at_once_and_frames_come_back_in_order() {
+    let Some(mut w) = gpu_world(config()) else { return };
+    falling_cube(&mut w, "cube", Vec3::new(0.0, 2.0, 0.0));
+    let mut last = 0;
+    for _ in 0..30 {
+        let r = w.step();
+        assert_eq!(r.backend, Backend::Gpu);
+        assert!(r.game_thread_ms > 0.0 && r.game_thread_ms <= r.wall_ms);
+        assert!(r.state_frame <= r.frame);
+        let now = w.frame();
+        let (frame, positions) = w.latest_positions();
+        assert!(frame >= last && frame <= now, "frame {frame} after {last}, world at {now}");
+        assert!(positions.iter().all(|p| p.is_finite()));
+        last = frame;
+    }
+    w.wait_for_gpu();
+    let (frame, positions) = w.latest_positions();
+    assert_eq!(frame, 30);
+    // Free fall for 0.5 s under BDF2-exact integration: y = 2 − g t²/2 at every vertex's centre.
+    let y = positions.iter().map(|p| p.y as f64).sum::<f64>() / positions.len() as f64;
+    let expected = 2.0 - 0.5 * 9.81 * 0.5f64.powi(2);
+    assert!((y - expected).abs() < 2e-3, "centre height {y}, free fall {expected}");
+    assert!(w.gpu_position_buffer().is_some() && w.gpu_context().is_some());
+}
+
+/// A pinned vertex sent to 3e38 m overflows the elements inside the GPU step: the GPU rolls the
+/// body back at rest, the other body carries on, no NaN reaches the host, and the event names
+/// the body.
+#[test]
+fn a_non_finite_gpu_step_is_rolled_back_and_reported() {
+    let Some(mut w) = gpu_world(config()) else { return };
+    let mesh = TetMesh::box_mesh(Vec3::splat(0.1), [2, 2, 2], TetSplit::Six).expect("mesh");
+    let corner =
+        (0..mesh.vertex_count() as u32).find(|&i| mesh.positions()[i as usize] == Vec3::splat(0.05)).expect("corner");
+    let wild = w.bodies.insert(
+        SoftBodyBuilder::tetrahedral(mesh)
+            .name("hand_driven")
+            .translation(Vec3::new(0.0, 1.0, 0.0))
+            .pin(Pin::scripted(vec![corner], vec![Vec3::new(0.05, 1.05, 0.05)]))
+            .build()
+            .expect("body"),
+    );
+    let calm = falling_cube(&mut w, "calm", Vec3::new(1.0, 1.0, 0.0));
+    w.step();
+    w.wait_for_gpu();
+    let before: Vec<Vec4> = w.body_positions(wild).expect("body").to_vec();
+    w.set_pin_targets(wild, 0, &[Vec3::splat(3e38)]).expect("pin");
+    assert_eq!(w.step().backend, Backend::Gpu);
+    // The GPU counts the rollback; the host reports it with the frame it reads back, here
+    // while waiting.
+    w.wait_for_gpu();
+    let events = w.drain_events();
+    assert!(
+        events.iter().any(|e| matches!(e, PliantEvent::NonFiniteState { body, .. } if *body == wild)),
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|e| matches!(e, PliantEvent::NonFiniteState { body, .. } if *body == calm)));
+    // The target is still 3e38: every step is rolled back again, and reported again.
+    let mut reported = 0;
+    for _ in 0..5 {
+        reported += usize::from(w.step().nan_detected);
+    }
+    w.wait_for_gpu();
+    let late = w.drain_events().len();
+    assert!(reported + late >= 5, "{reported} reports and {late} late events for 5 rollbacks");
+    let st = w.state();
+    assert!(st.positions.iter().chain(&st.velocities).all(|p| p.is_finite()));
+    // Restored at rest where it was.
+    let after = w.body_positions(wild).expect("body");
+    assert!(after.iter().zip(&before).all(|(a, b)| (*a - *b).length() < 1e-6));
+    assert!(w.body_velocities(calm).expect("calm").iter().all(|v| v.y < 0.0));
+}
+
+/// `Auto` steps on the CPU, with the reason reported once, when the scene needs something the
+/// GPU step does not do yet, and on the GPU again when it no longer does.
+#[test]
+fn auto_falls_back_to_the_cpu_with_a_reason() {
+    let auto = StepConfig { backend: Backend::Auto, ..config() };
+    let mut w = World::new(StepConfig { rigid_correction: true, ..auto.clone() }).expect("auto never fails");
+    falling_cube(&mut w, "cube", Vec3::new(0.0, 1.0, 0.0));
+    let has_gpu = w.gpu_context().is_some();
+    assert_eq!(w.step().backend, Backend::Cpu);
+    assert_eq!(w.step().backend, Backend::Cpu);
+    let events = w.drain_events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let PliantEvent::BackendFallback { reason: Some(reason) } = &events[0] else { panic!("{events:?}") };
+    assert!(if has_gpu { reason.contains("rigid correction") } else { reason.contains("GPU") }, "{reason}");
+    if !has_gpu {
+        return;
+    }
+    w.set_config(auto).expect("config");
+    assert_eq!(w.step().backend, Backend::Gpu);
+    assert_eq!(w.drain_events(), vec![PliantEvent::BackendFallback { reason: None }]);
+    assert!(w.why_not_gpu().is_none());
+}
