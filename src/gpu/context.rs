@@ -43,6 +43,12 @@ pub enum GpuError {
         /// What, with the offending value.
         feature: String,
     },
+    /// The thread that feeds the queue could not start.
+    #[error("cannot start the GPU submission thread: {reason}")]
+    Thread {
+        /// What the OS reported.
+        reason: String,
+    },
     /// Reading a buffer back failed.
     #[error("GPU readback of {buffer:?} failed: {reason}")]
     Readback {

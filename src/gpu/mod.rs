@@ -13,6 +13,7 @@ pub mod obstacles;
 pub mod pack;
 pub mod readback;
 pub mod step;
+pub mod submit;
 
 pub use context::{GpuContext, GpuError, GpuOptions};
 

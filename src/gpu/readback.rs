@@ -29,6 +29,14 @@ struct Slot {
     state: Arc<Mutex<SlotState>>,
 }
 
+/// A frame recorded into a caller's encoder, to be mapped once that encoder is submitted.
+#[derive(Debug)]
+#[must_use = "call ReadbackRing::submitted after submitting the encoder, or the slot stays busy"]
+pub struct ReadbackTicket {
+    index: usize,
+    frame: u64,
+}
+
 /// Staging buffers for one source buffer's frames (2–3 are enough: one being written by the
 /// GPU, one mapped, one spare).
 pub struct ReadbackRing {
@@ -64,24 +72,44 @@ impl ReadbackRing {
     /// As [`ReadbackRing::enqueue`], for a frame made of several buffers: the first `bytes` of
     /// each, one after the other (their total must be the ring's size).
     pub fn enqueue_parts(&self, ctx: &GpuContext, parts: &[(&wgpu::Buffer, u64)], frame: u64) -> bool {
-        debug_assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), self.size);
-        let Some(slot) = self.slots.iter().find(|s| *s.state.lock() == SlotState::Free) else {
-            return false;
-        };
         let mut encoder =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback copy") });
+        let Some(ticket) = self.record(&mut encoder, parts, frame) else { return false };
+        ctx.queue.submit([encoder.finish()]);
+        self.submitted(ticket);
+        true
+    }
+
+    /// Records the copies of frame `frame` into `encoder` (the caller's own work, so that a
+    /// frame is one submission: some drivers, lavapipe among them, make a submission wait for
+    /// the previous one); call [`ReadbackRing::submitted`] with the ticket once the encoder is
+    /// submitted. `None`, and nothing recorded, when every slot is busy.
+    pub fn record(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        parts: &[(&wgpu::Buffer, u64)],
+        frame: u64,
+    ) -> Option<ReadbackTicket> {
+        debug_assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), self.size);
+        let index = self.slots.iter().position(|s| *s.state.lock() == SlotState::Free)?;
+        let slot = &self.slots[index];
         let mut at = 0;
         for &(source, bytes) in parts {
             encoder.copy_buffer_to_buffer(source, 0, &slot.buffer, at, bytes);
             at += bytes;
         }
-        ctx.queue.submit([encoder.finish()]);
         *slot.state.lock() = SlotState::InFlight { frame };
+        Some(ReadbackTicket { index, frame })
+    }
+
+    /// Starts mapping a recorded frame whose encoder has been submitted; returns at once.
+    pub fn submitted(&self, ticket: ReadbackTicket) {
+        let slot = &self.slots[ticket.index];
         let state = slot.state.clone();
+        let frame = ticket.frame;
         slot.buffer.slice(..self.size).map_async(wgpu::MapMode::Read, move |r| {
             *state.lock() = if r.is_ok() { SlotState::Mapped { frame } } else { SlotState::Failed { frame } };
         });
-        true
     }
 
     /// Polls the device once (without waiting) and returns the newest frame that has arrived
@@ -90,6 +118,12 @@ impl ReadbackRing {
         ctx.device
             .poll(wgpu::PollType::Poll)
             .map_err(|e| GpuError::Readback { buffer: self.label.clone(), reason: e.to_string() })?;
+        self.take_latest()
+    }
+
+    /// As [`ReadbackRing::latest`] without polling: for when another thread polls the device
+    /// (a poll waits for a submission in progress on some drivers).
+    pub fn take_latest<T: Pod>(&self) -> Result<Option<(u64, Vec<T>)>, GpuError> {
         let mut newest: Option<(u64, usize)> = None;
         for (k, slot) in self.slots.iter().enumerate() {
             match *slot.state.lock() {

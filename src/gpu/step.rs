@@ -1,11 +1,12 @@
 //! The whole VBD step on the GPU: the state lives in device buffers, a frame is recorded into
-//! one compute pass per substep and submitted without waiting, and finished frames come back
-//! through a [`ReadbackRing`]. The host keeps the step's settings and the pins' targets; the
+//! one command buffer (a compute pass per substep, then the readback copy) and submitted
+//! without waiting, and finished frames come back through a [`ReadbackRing`]. One submission
+//! per frame matters: some drivers (lavapipe) make a submission wait for the previous one. The host keeps the step's settings and the pins' targets; the
 //! GPU never waits for the host and the host never waits for the GPU, except in
 //! [`GpuStepper::download_blocking`] (topology changes and user edits).
 //!
 //! ```text
-//! per substep   vbd_inertia → vbd_advance ×3 → [vbd_color ×colours → vbd_divergence
+//! per substep   [pin targets copied in] vbd_inertia → vbd_advance ×3 → [vbd_color ×colours → vbd_divergence
 //!               → vbd_chebyshev] ×iterations → vbd_finish → step_guard ×3
 //! per frame     copy positions, velocities and the guard's flags into the readback ring
 //! ```
@@ -26,6 +27,7 @@ use super::kernels::vbd_inertia::{GpuVertexStep, VbdInertia, VbdInertiaBuffers, 
 use super::obstacles::GpuObstacleSet;
 use super::pack::{IndexLayout, pack_index, pack_records};
 use super::readback::ReadbackRing;
+use super::submit::Submitter;
 use super::{GpuContext, GpuError};
 use crate::collision::{ContactModel, Obstacle};
 use crate::solver::chebyshev::ChebyshevSchedule;
@@ -140,7 +142,15 @@ pub struct GpuStepper {
     colored: u32,
     color_offsets: Vec<u32>,
     program: Option<Program>,
-    ring: ReadbackRing,
+    ring: Arc<ReadbackRing>,
+    submitter: Submitter,
+    /// The frame being recorded, and its substeps so far.
+    pending: Option<wgpu::CommandEncoder>,
+    pending_substeps: u32,
+    /// Pin targets of every substep of a frame (`capacity` substeps × n), each copied into
+    /// `targets` just before its substep: queue writes all land before the frame's one
+    /// submission, so a single `targets` buffer would give every substep the last targets.
+    frame_targets: Option<(wgpu::Buffer, u32)>,
 }
 
 impl std::fmt::Debug for GpuStepper {
@@ -194,7 +204,8 @@ impl GpuStepper {
             finish: VbdFinish::new(c),
             guard: StepGuard::new(c),
         };
-        let ring = ReadbackRing::new(c, "frame", Self::frame_bytes(n, bodies), READBACK_SLOTS);
+        let ring = Arc::new(ReadbackRing::new(c, "frame", Self::frame_bytes(n, bodies), READBACK_SLOTS));
+        let submitter = Submitter::new(ctx.clone())?;
         Ok(Self {
             kernels,
             buffers,
@@ -206,6 +217,10 @@ impl GpuStepper {
             color_offsets: st.color_offsets.clone(),
             program: None,
             ring,
+            submitter,
+            pending: None,
+            pending_substeps: 0,
+            frame_targets: None,
             ctx,
         })
     }
@@ -229,16 +244,22 @@ impl GpuStepper {
     /// Overwrites the dynamic state (positions, velocities, accelerations, flags) from `st`,
     /// e.g. after the user teleported a body.
     pub fn upload_dynamic(&self, st: &SimState) {
-        let q = &self.ctx.queue;
-        q.write_buffer(&self.buffers.positions, 0, bytemuck::cast_slice(&st.positions));
-        q.write_buffer(&self.buffers.velocities, 0, bytemuck::cast_slice(&st.velocities));
-        q.write_buffer(&self.buffers.accelerations, 0, bytemuck::cast_slice(&st.accelerations));
-        q.write_buffer(&self.buffers.flags, 0, bytemuck::cast_slice(&st.flags));
+        let (q, b) = (&self.submitter, &self.buffers);
+        q.write(&b.positions, 0, bytemuck::cast_slice(&st.positions));
+        q.write(&b.velocities, 0, bytemuck::cast_slice(&st.velocities));
+        q.write(&b.accelerations, 0, bytemuck::cast_slice(&st.accelerations));
+        q.write(&b.flags, 0, bytemuck::cast_slice(&st.flags));
     }
 
-    /// Waits for the GPU and copies its dynamic state into `st` (same topology); returns the
-    /// rollback counts with it.
-    pub fn download_blocking(&self, st: &mut SimState) -> Result<Vec<Rollbacks>, GpuError> {
+    /// Waits for the GPU (submitting a partly recorded frame first) and copies its dynamic
+    /// state into `st` (same topology); returns the rollback counts with it.
+    pub fn download_blocking(&mut self, st: &mut SimState) -> Result<Vec<Rollbacks>, GpuError> {
+        if let Some(encoder) = self.pending.take() {
+            self.submitter.submit(encoder.finish(), None);
+            self.pending_substeps = 0;
+        }
+        // Everything handed to the queue thread is on the queue before this thread reads.
+        self.submitter.fence();
         let n = self.vertices as usize;
         let b = &self.buffers;
         st.positions = read_blocking(&self.ctx, &b.positions, n)?;
@@ -247,6 +268,11 @@ impl GpuStepper {
         st.flags = read_blocking(&self.ctx, &b.flags, n)?;
         let words: Vec<u32> = read_blocking(&self.ctx, &b.rollbacks, self.bodies as usize * ROLLBACK_WORDS)?;
         Ok(decode(&words))
+    }
+
+    /// Frames handed to the GPU that it has not finished (as of the last poll).
+    pub fn frames_in_flight(&self) -> usize {
+        self.submitter.in_flight()
     }
 
     /// Binds every dispatch of a substep for `settings` and `obstacles` (again only when either
@@ -370,23 +396,33 @@ impl GpuStepper {
         Program { settings: *s, obstacles: *obstacles, prepare, colors, divergence, chebyshev, finish }
     }
 
-    /// Records and submits one substep; returns at once. `targets` (end-of-substep positions
-    /// of kinematic vertices, one per vertex) is uploaded first when given.
-    pub fn submit_substep(
+    /// Records one substep of the frame being recorded (nothing is submitted yet). `targets`
+    /// (end-of-substep positions of kinematic vertices, one per vertex) is needed when the
+    /// scene has pins; `substeps` is the frame's substep count.
+    pub fn record_substep(
         &mut self,
         settings: &GpuStepSettings,
         obstacles: &[Obstacle],
         targets: Option<&[Vec4]>,
+        substeps: u32,
     ) -> Result<(), GpuError> {
         let packed = GpuObstacleSet::pack(obstacles)?;
-        if let Some(t) = targets {
-            self.ctx.queue.write_buffer(&self.buffers.targets, 0, bytemuck::cast_slice(t));
-        }
         self.program(settings, &packed);
-        let (ctx, b) = (&self.ctx, &self.buffers);
-        let p = self.program.as_ref().unwrap_or_else(|| unreachable!("bound above"));
-        let mut encoder =
-            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("vbd step") });
+        let n_bytes = self.vertices as u64 * size_of::<Vec4>() as u64;
+        if targets.is_some() && self.frame_targets.as_ref().is_none_or(|(_, cap)| *cap < substeps) {
+            let buffer = output::<Vec4>(&self.ctx, "frame targets", self.vertices as usize * substeps as usize);
+            self.frame_targets = Some((buffer, substeps));
+        }
+        let Self { ctx, buffers: b, program, pending, pending_substeps, frame_targets, submitter, .. } = self;
+        let p = program.as_ref().unwrap_or_else(|| unreachable!("bound above"));
+        let encoder = pending.get_or_insert_with(|| {
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("vbd frame") })
+        });
+        if let (Some(t), Some((all, _))) = (targets, frame_targets.as_ref()) {
+            let at = *pending_substeps as u64 * n_bytes;
+            submitter.write(all, at, bytemuck::cast_slice(t));
+            encoder.copy_buffer_to_buffer(all, at, &b.targets, 0, n_bytes);
+        }
         encoder.clear_buffer(&b.frozen, 0, None);
         encoder.clear_buffer(&b.smallest, 0, None);
         encoder.clear_buffer(&b.bad, 0, None);
@@ -413,23 +449,33 @@ impl GpuStepper {
                 d.record(&mut pass);
             }
         }
-        ctx.queue.submit([encoder.finish()]);
+        *pending_substeps += 1;
         Ok(())
     }
 
-    /// Queues frame `frame`'s state (after its last substep) for readback; returns at once.
-    /// Returns `false` when the ring is full (the host is behind): the frame is not read back,
-    /// a newer one will be.
-    pub fn submit_frame(&self, frame: u64) -> bool {
+    /// Hands the recorded frame `frame`, with the copy of its state into the readback ring, to
+    /// the queue thread; returns at once. Returns `false` when the ring is full (the host is
+    /// behind): the frame still runs, only its readback is skipped, and a newer one will come
+    /// back.
+    pub fn submit_frame(&mut self, frame: u64) -> bool {
         let b = &self.buffers;
+        let mut encoder = self.pending.take().unwrap_or_else(|| {
+            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("vbd frame") })
+        });
+        self.pending_substeps = 0;
         let n = self.vertices as u64 * size_of::<Vec4>() as u64;
         let counts = (self.bodies as usize * ROLLBACK_WORDS * size_of::<u32>()) as u64;
-        self.ring.enqueue_parts(&self.ctx, &[(&b.positions, n), (&b.velocities, n), (&b.rollbacks, counts)], frame)
+        let ticket =
+            self.ring.record(&mut encoder, &[(&b.positions, n), (&b.velocities, n), (&b.rollbacks, counts)], frame);
+        let recorded = ticket.is_some();
+        self.submitter.submit(encoder.finish(), ticket.map(|t| (self.ring.clone(), t)));
+        recorded
     }
 
-    /// The newest frame that has arrived since the last call, without waiting.
+    /// The newest frame that has arrived since the last call, without waiting (the queue
+    /// thread polls the device).
     pub fn poll(&self) -> Result<Option<GpuFrame>, GpuError> {
-        let Some((frame, bytes)) = self.ring.latest::<u8>(&self.ctx)? else { return Ok(None) };
+        let Some((frame, bytes)) = self.ring.take_latest::<u8>()? else { return Ok(None) };
         let n = self.vertices as usize * size_of::<Vec4>();
         let positions = bytemuck::pod_collect_to_vec(&bytes[..n]);
         let velocities = bytemuck::pod_collect_to_vec(&bytes[n..2 * n]);
@@ -439,6 +485,7 @@ impl GpuStepper {
 
     /// Waits until every submitted frame has run and its readback has arrived.
     pub fn wait(&self) -> Result<(), GpuError> {
+        self.submitter.fence();
         self.ctx
             .device
             .poll(wgpu::PollType::wait_indefinitely())

@@ -63,7 +63,14 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
     write_obj(loaded, 0)?;
     let mut records = Vec::with_capacity(frames as usize);
     for _ in 0..frames {
-        let mut r = loaded.world.step();
+        // On the GPU a call made while the GPU is three frames behind takes no frame.
+        let mut r = loop {
+            let r = loaded.world.step();
+            if !r.gpu_busy {
+                break r;
+            }
+            std::thread::yield_now();
+        };
         // Metrics and probes need this frame's state: wait for the GPU (the runner is a tool,
         // not a game loop).
         loaded.world.complete_report(&mut r);

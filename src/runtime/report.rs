@@ -37,6 +37,9 @@ pub struct StepReport {
     /// Time the caller's thread spent in `step()` \[ms\]: the whole step on the CPU; recording
     /// and submitting it on the GPU.
     pub game_thread_ms: f64,
+    /// GPU backend: the GPU was three frames behind, so this call stepped nothing (frame and
+    /// time did not advance; the caller's thread did not wait either). Step again later.
+    pub gpu_busy: bool,
     /// The frame whose state the host copy holds after this step (the newest finished GPU
     /// frame; equal to `frame` on the CPU).
     pub state_frame: u64,

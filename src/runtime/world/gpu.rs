@@ -26,6 +26,9 @@ use crate::state::VERTEX_KINEMATIC;
 
 /// Frames whose start time is remembered, to date the rollbacks they report.
 const FRAME_TIMES: usize = 8;
+/// Frames handed to the GPU and not finished beyond which `step()` adds none (and says so in
+/// `StepReport::gpu_busy`): three, as a swap chain buffers frames.
+const MAX_FRAMES_IN_FLIGHT: usize = 3;
 
 /// The GPU side of a world.
 #[derive(Debug, Default)]
@@ -121,7 +124,7 @@ impl World {
     /// no-op on the CPU backend). Edits of the host copy after this are uploaded before the
     /// next GPU step.
     pub(super) fn pull_gpu_state(&mut self) {
-        let Some(stepper) = &self.gpu.stepper else { return };
+        let Some(stepper) = &mut self.gpu.stepper else { return };
         match stepper.download_blocking(&mut self.state) {
             Ok(rollbacks) => {
                 self.gpu.host_frame = self.frame;
@@ -224,6 +227,25 @@ impl World {
             gravity: Vec3A::from(c.gravity),
             contact,
         };
+        let mut report = StepReport {
+            backend: Backend::Gpu,
+            substeps: c.substeps,
+            iterations: c.iterations,
+            threads: 1,
+            ..StepReport::default()
+        };
+        // Frames that finished come in; when the GPU is MAX_FRAMES_IN_FLIGHT frames behind, no
+        // frame is added: the caller's thread never waits, and the latency stays bounded.
+        self.receive_frame(&mut report)?;
+        if self.gpu.stepper.as_ref().is_some_and(|s| s.frames_in_flight() >= MAX_FRAMES_IN_FLIGHT) {
+            report.gpu_busy = true;
+            report.frame = self.frame;
+            report.time = self.time;
+            report.state_frame = self.gpu.host_frame;
+            report.game_thread_ms = wall.elapsed().as_secs_f64() * 1e3;
+            report.wall_ms = report.game_thread_ms;
+            return Ok(report);
+        }
         let has_pins = self.bodies.iter().any(|(_, b)| !b.pins.is_empty());
         let frame_start = self.time;
         for substep in 0..c.substeps {
@@ -270,7 +292,7 @@ impl World {
             } else {
                 None
             };
-            stepper.submit_substep(&settings, &self.obstacles, targets)?;
+            stepper.record_substep(&settings, &self.obstacles, targets, c.substeps)?;
             self.time = t0 + h as f64;
         }
         self.frame += 1;
@@ -278,18 +300,10 @@ impl World {
             self.gpu.frame_times.pop_front();
         }
         self.gpu.frame_times.push_back((self.frame, frame_start));
-        let Some(stepper) = self.gpu.stepper.as_ref() else { unreachable!("made above") };
+        let Some(stepper) = self.gpu.stepper.as_mut() else { unreachable!("made above") };
         stepper.submit_frame(self.frame);
-        let mut report = StepReport {
-            backend: Backend::Gpu,
-            frame: self.frame,
-            time: self.time,
-            substeps: c.substeps,
-            iterations: c.iterations,
-            threads: 1,
-            ..StepReport::default()
-        };
-        self.receive_frame(&mut report)?;
+        report.frame = self.frame;
+        report.time = self.time;
         report.state_frame = self.gpu.host_frame;
         report.game_thread_ms = wall.elapsed().as_secs_f64() * 1e3;
         report.wall_ms = report.game_thread_ms;
@@ -312,8 +326,9 @@ impl World {
         Ok(())
     }
 
-    /// Reports every rollback counted since the last report: in `report`, and as events dated
-    /// `time` (the start of the frame they were counted in).
+    /// Reports the rollbacks counted since the last report: in `report`, and as one event per
+    /// body (several substeps rolled back between two readbacks make one event, with the last
+    /// one's cause) dated `time`, the start of the frame read back.
     fn report_rollbacks(&mut self, counts: &[Rollbacks], time: f64, report: &mut StepReport) {
         for (b, r) in counts.iter().enumerate() {
             let (Some(seen), Some(slot)) = (self.gpu.rollbacks_seen.get_mut(b), self.slots.get(b)) else { continue };
