@@ -124,10 +124,19 @@ impl ReadbackRing {
     /// As [`ReadbackRing::latest`] without polling: for when another thread polls the device
     /// (a poll waits for a submission in progress on some drivers).
     pub fn take_latest<T: Pod>(&self) -> Result<Option<(u64, Vec<T>)>, GpuError> {
-        let mut newest: Option<(u64, usize)> = None;
-        for (k, slot) in self.slots.iter().enumerate() {
+        let Some(frame) = self.newest()? else { return Ok(None) };
+        let data = self.read_newest(0..self.size, bytemuck::pod_collect_to_vec::<u8, T>)?;
+        self.release(frame);
+        Ok(data)
+    }
+
+    /// The newest arrived frame's number, releasing every older arrived slot (their frames are
+    /// superseded); the newest stays mapped until [`ReadbackRing::release`].
+    pub fn newest(&self) -> Result<Option<u64>, GpuError> {
+        let mut newest: Option<u64> = None;
+        for slot in &self.slots {
             match *slot.state.lock() {
-                SlotState::Mapped { frame } if newest.is_none_or(|(f, _)| frame > f) => newest = Some((frame, k)),
+                SlotState::Mapped { frame } if newest.is_none_or(|f| frame > f) => newest = Some(frame),
                 SlotState::Failed { frame } => {
                     return Err(GpuError::Readback {
                         buffer: self.label.clone(),
@@ -137,27 +146,51 @@ impl ReadbackRing {
                 _ => {}
             }
         }
-        let Some((frame, index)) = newest else { return Ok(None) };
-        let slot = &self.slots[index];
-        let data = {
-            let view = slot
-                .buffer
-                .slice(..self.size)
-                .get_mapped_range()
-                .map_err(|e| GpuError::Readback { buffer: self.label.clone(), reason: e.to_string() })?;
-            bytemuck::pod_collect_to_vec::<u8, T>(&view)
-        };
-        // Release this slot and every older arrived one.
+        if let Some(frame) = newest {
+            self.release_where(|f| f < frame);
+        }
+        Ok(newest)
+    }
+
+    /// Reads bytes `range` of the newest arrived frame through `f`, without copying the rest
+    /// and without releasing it; `None` when no frame has arrived.
+    pub fn read_newest<R>(
+        &self,
+        range: std::ops::Range<u64>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<(u64, R)>, GpuError> {
+        let newest = self
+            .slots
+            .iter()
+            .filter_map(|s| match *s.state.lock() {
+                SlotState::Mapped { frame } => Some((frame, s)),
+                _ => None,
+            })
+            .max_by_key(|(frame, _)| *frame);
+        let Some((frame, slot)) = newest else { return Ok(None) };
+        let view = slot
+            .buffer
+            .slice(range)
+            .get_mapped_range()
+            .map_err(|e| GpuError::Readback { buffer: self.label.clone(), reason: e.to_string() })?;
+        Ok(Some((frame, f(&view))))
+    }
+
+    /// Unmaps and frees the slots of frames up to `frame`.
+    pub fn release(&self, frame: u64) {
+        self.release_where(|f| f <= frame);
+    }
+
+    fn release_where(&self, done: impl Fn(u64) -> bool) {
         for slot in &self.slots {
             let mut state = slot.state.lock();
-            if let SlotState::Mapped { frame: f } = *state
-                && f <= frame
+            if let SlotState::Mapped { frame } = *state
+                && done(frame)
             {
                 slot.buffer.unmap();
                 *state = SlotState::Free;
             }
         }
-        Ok(Some((frame, data)))
     }
 }
 

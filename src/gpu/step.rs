@@ -431,22 +431,16 @@ impl GpuStepper {
                 label: Some("vbd substep"),
                 timestamp_writes: None,
             });
-            for d in &p.prepare {
-                d.record(&mut pass);
-            }
-            for sweep in 0..settings.iterations as usize {
-                for d in &p.colors {
+            let sweeps = (0..settings.iterations as usize)
+                .flat_map(|sweep| p.colors.iter().chain(p.divergence.as_ref()).chain(p.chebyshev.get(sweep)));
+            let mut last: Option<&Bound> = None;
+            for d in p.prepare.iter().chain(sweeps).chain(&p.finish) {
+                if last.is_some_and(|l| l.same_pipeline(d)) {
+                    d.record_same_pipeline(&mut pass);
+                } else {
                     d.record(&mut pass);
                 }
-                if let Some(d) = &p.divergence {
-                    d.record(&mut pass);
-                }
-                if let Some(d) = p.chebyshev.get(sweep) {
-                    d.record(&mut pass);
-                }
-            }
-            for d in &p.finish {
-                d.record(&mut pass);
+                last = Some(d);
             }
         }
         *pending_substeps += 1;
@@ -472,9 +466,23 @@ impl GpuStepper {
         recorded
     }
 
-    /// The newest frame that has arrived since the last call, without waiting (the queue
-    /// thread polls the device).
-    pub fn poll(&self) -> Result<Option<GpuFrame>, GpuError> {
+    /// The number of the newest frame that has come back, without waiting (the queue thread
+    /// polls the device), and its rollback counts: a few bytes, read in place.
+    pub fn newest_frame(&self) -> Result<Option<(u64, Vec<Rollbacks>)>, GpuError> {
+        if self.ring.newest()?.is_none() {
+            return Ok(None);
+        }
+        let at = 2 * self.vertices as u64 * size_of::<Vec4>() as u64;
+        let counts =
+            self.ring.read_newest(at..Self::frame_bytes(self.vertices as usize, self.bodies as usize), |b| {
+                decode(&bytemuck::pod_collect_to_vec::<u8, u32>(b))
+            })?;
+        Ok(counts)
+    }
+
+    /// Copies the newest frame that has come back (positions and velocities) and frees its
+    /// staging buffer; `None` when none has. Costs a copy of 32 bytes per vertex.
+    pub fn take_frame(&self) -> Result<Option<GpuFrame>, GpuError> {
         let Some((frame, bytes)) = self.ring.take_latest::<u8>()? else { return Ok(None) };
         let n = self.vertices as usize * size_of::<Vec4>();
         let positions = bytemuck::pod_collect_to_vec(&bytes[..n]);

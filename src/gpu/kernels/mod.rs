@@ -48,8 +48,19 @@ impl Bound {
     /// Records the dispatch into `pass`.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         pass.set_pipeline(&self.pipeline);
+        self.record_same_pipeline(pass);
+    }
+
+    /// Records the dispatch into `pass`, whose pipeline is already this one's (a step records
+    /// about a hundred dispatches per frame; the colour passes share one pipeline).
+    pub fn record_same_pipeline(&self, pass: &mut wgpu::ComputePass<'_>) {
         pass.set_bind_group(0, &self.bind_group, &[]);
         pass.dispatch_workgroups(self.workgroups, 1, 1);
+    }
+
+    /// Whether `other` runs the same pipeline.
+    pub fn same_pipeline(&self, other: &Bound) -> bool {
+        self.pipeline == other.pipeline
     }
 }
 

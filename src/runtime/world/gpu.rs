@@ -310,15 +310,25 @@ impl World {
         Ok(report)
     }
 
-    /// Takes the newest finished frame, if one arrived, into the host copy, and reports the
-    /// rollbacks it counts in `report` and as events.
+    /// Reports the rollbacks counted by the newest finished frame, if one arrived, in `report`
+    /// and as events; the frame's positions stay in the ring until asked for (a step does not
+    /// copy the state).
     fn receive_frame(&mut self, report: &mut StepReport) -> Result<(), GpuError> {
         let Some(stepper) = &self.gpu.stepper else { return Ok(()) };
-        let Some(frame) = stepper.poll()? else { return Ok(()) };
+        let Some((frame, counts)) = stepper.newest_frame()? else { return Ok(()) };
+        let start = self.gpu.frame_times.iter().find(|(f, _)| *f == frame).map_or(self.time, |&(_, t)| t);
+        self.report_rollbacks(&counts, start, report);
+        Ok(())
+    }
+
+    /// Copies the newest finished frame into the host copy when it is newer (an edited or
+    /// downloaded host copy is newer than any frame in the ring).
+    fn take_frame(&mut self) -> Result<(), GpuError> {
+        let Some(stepper) = &self.gpu.stepper else { return Ok(()) };
+        let Some(frame) = stepper.take_frame()? else { return Ok(()) };
         let start = self.gpu.frame_times.iter().find(|(f, _)| *f == frame.frame).map_or(self.time, |&(_, t)| t);
-        self.report_rollbacks(&frame.rollbacks, start, report);
+        self.report_rollbacks(&frame.rollbacks, start, &mut StepReport::default());
         if !self.gpu.dirty && frame.frame > self.gpu.host_frame {
-            // (An edited or downloaded host copy is newer than the frame.)
             self.state.positions = frame.positions;
             self.state.velocities = frame.velocities;
             self.gpu.host_frame = frame.frame;
@@ -354,11 +364,12 @@ impl World {
     }
 
     /// The newest finished frame's positions (one vec4 per vertex of the packed state, w = 0)
-    /// and its frame number, without waiting: on the GPU backend the frame the last readback
-    /// brought (one or two behind [`World::frame`]); on the CPU the current state.
+    /// and its frame number, without waiting: on the GPU backend the newest frame read back
+    /// (one to three behind [`World::frame`]), copied into the host state (32 bytes per
+    /// vertex; a renderer on the same device binds [`World::gpu_position_buffer`] instead); on
+    /// the CPU the current state.
     pub fn latest_positions(&mut self) -> (u64, &[Vec4]) {
-        let mut report = StepReport::default();
-        if let Err(e) = self.receive_frame(&mut report) {
+        if let Err(e) = self.take_frame() {
             self.gpu.stepper = None;
             self.gpu.ctx = None;
             self.note_fallback(Some(format!("the GPU failed: {e}")));
