@@ -1,11 +1,10 @@
-// One VBD colour pass over tet vertices by gather, one invocation per vertex of the colour: the
-// GPU twin of update_vertex in src/solver/vbd_vertex.rs for tet bodies (stable neo-Hookean and
-// StVK, Rayleigh and linear damping, inertia with gravity, obstacle contact with friction, the
-// obstacle path clamp). Vertices of one colour share no element, so each invocation writes its
+// One VBD colour pass by gather, one invocation per vertex of the colour: the GPU twin of
+// update_vertex in src/solver/vbd_vertex.rs (tets: stable neo-Hookean and StVK; cloth: StVK
+// membranes and dihedral hinges; Rayleigh and linear damping, inertia with gravity, obstacle
+// contact with friction, the obstacle path clamp). Vertices of one colour share no element, so each invocation writes its
 // own position in place while the others read only other colours; nothing is accumulated
 // across invocations in floating point.
-// Not yet on the GPU: membranes and hinges (cloth), body–body and self contact with the
-// displacement bound. Host wrapper: src/gpu/kernels/vbd_color.rs; prepended: lib/step.wgsl,
+// Not yet on the GPU: body–body and self contact with the displacement bound. Host wrapper: src/gpu/kernels/vbd_color.rs; prepended: lib/step.wgsl,
 // lib/obstacles.wgsl.
 
 struct Params {
@@ -24,7 +23,14 @@ struct Params {
     // Contact offset δ [m] and ε_v h [m].
     offset: f32,
     static_slip: f32,
-    _pad: vec2<u32>,
+    // Where the triangle and hinge adjacencies (row offsets, entries) start in `index`, and
+    // the first hinge in `shells` (in vec4s, after the triangles).
+    tri_offsets: u32,
+    tri_entries: u32,
+    hinge_offsets: u32,
+    hinge_entries: u32,
+    hinges: u32,
+    _pad: u32,
     obstacles: ObstacleSet,
 }
 
@@ -39,6 +45,9 @@ const MODEL_STABLE_NEO_HOOKEAN: u32 = 0u;
 @group(0) @binding(5) var<storage, read> records: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read_write> residuals: array<f32>;
 @group(0) @binding(7) var<storage, read_write> frozen: array<atomic<u32>>;
+// src/state.rs TriElement (three vec4 each: vertices, row-major D_m⁻¹, measure and material),
+// then HingeElement (two vec4 each: vertices; rest angle, stiffness, damping).
+@group(0) @binding(8) var<storage, read> shells: array<vec4<f32>>;
 
 fn outer3(a: vec3<f32>, b: vec3<f32>) -> mat3x3<f32> {
     return mat3x3<f32>(a * b.x, a * b.y, a * b.z);
@@ -61,6 +70,47 @@ fn friction_f1_over_u(u: f32, eps: f32) -> f32 {
         return 2.0 * inv - u * inv * inv;
     }
     return 1.0 / u;
+}
+
+// ∂θ/∂x of a hinge's vertices (src/material/bending.rs angle_gradient); zeros when degenerate.
+fn hinge_angle_gradient(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, x3: vec3<f32>) -> array<vec3<f32>, 4> {
+    let e = x1 - x0;
+    let le2 = dot(e, e);
+    let le = sqrt(le2);
+    if !(le > 0.0) {
+        return array<vec3<f32>, 4>();
+    }
+    let eh = e / le;
+    let pa = x2 - x0;
+    let pb = x3 - x0;
+    let qa = pa - eh * dot(pa, eh);
+    let qb = pb - eh * dot(pb, eh);
+    let ha = dot(qa, qa);
+    let hb = dot(qb, qb);
+    if !(ha > 1e-12 * le2) || !(hb > 1e-12 * le2) {
+        return array<vec3<f32>, 4>();
+    }
+    let fa = cross(eh, pa) / ha;
+    let fb = cross(eh, pb) / hb;
+    let sa = dot(pa, eh) / le;
+    let sb = dot(pb, eh) / le;
+    return array<vec3<f32>, 4>(fa * (1.0 - sa) - fb * (1.0 - sb), fa * sa - fb * sb, -fa, fb);
+}
+
+// Signed dihedral angle θ − θ̄, wrapped to (−π, π] (src/material/bending.rs).
+fn hinge_angle_offset(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, x3: vec3<f32>, rest: f32) -> f32 {
+    let e = x1 - x0;
+    let na = cross(e, x2 - x0);
+    let nb = cross(x3 - x0, e);
+    let theta = atan2(dot(cross(na, nb), e) / length(e), dot(na, nb));
+    let pi = 3.14159265358979;
+    var d = theta - rest;
+    if d > pi {
+        d -= 2.0 * pi;
+    } else if d <= -pi {
+        d += 2.0 * pi;
+    }
+    return d;
 }
 
 @compute @workgroup_size(64)
@@ -174,6 +224,80 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             // Rayleigh: −k_d Σ_b K_ab v_b, and +k_d c1 K_aa through v_a = c1 Δx_a + c0.
             f -= damp * damping;
             h += hb * (damping * c1);
+        }
+    }
+    // Membranes: StVK in plane stress with 3×2 F (src/material/membrane.rs).
+    for (var e = index[params.tri_offsets + v]; e < index[params.tri_offsets + v + 1u]; e++) {
+        let entry = index[params.tri_entries + e];
+        let base = 3u * (entry >> 2u);
+        let slot = entry & 3u;
+        let tv = bitcast<vec4<u32>>(shells[base]);
+        let dm = shells[base + 1u];
+        let rest = shells[base + 2u];
+        let m = records[bitcast<u32>(rest.y)];
+        let mu = m.y;
+        let lambda = m.z;
+        let measure = rest.x;
+        let x0 = positions[tv.x].xyz;
+        let e1 = positions[tv.y].xyz - x0;
+        let e2 = positions[tv.z].xyz - x0;
+        let f0 = e1 * dm.x + e2 * dm.z;
+        let f1 = e1 * dm.y + e2 * dm.w;
+        var g = -vec2<f32>(dm.x + dm.z, dm.y + dm.w);
+        if slot == 1u {
+            g = dm.xy;
+        } else if slot == 2u {
+            g = dm.zw;
+        }
+        let e11 = 0.5 * (dot(f0, f0) - 1.0);
+        let e12 = 0.5 * dot(f0, f1);
+        let e22 = 0.5 * (dot(f1, f1) - 1.0);
+        let tr = lambda * (e11 + e22);
+        let s = vec3<f32>(2.0 * mu * e11 + tr, 2.0 * mu * e12, 2.0 * mu * e22 + tr);
+        let sg = vec2<f32>(s.x * g.x + s.y * g.y, s.y * g.x + s.z * g.y);
+        let u = f0 * g.x + f1 * g.y;
+        let hb = (diag3(abs(dot(g, sg))) + outer3(u, u) * (mu + lambda)
+            + (outer3(f0, f0) + outer3(f1, f1)) * (mu * dot(g, g))) * measure;
+        f -= (f0 * sg.x + f1 * sg.y) * measure;
+        h += hb;
+        if m.w > 0.0 {
+            let w0 = velocity_estimate(tv.x);
+            let d1 = velocity_estimate(tv.y) - w0;
+            let d2 = velocity_estimate(tv.z) - w0;
+            let fd0 = d1 * dm.x + d2 * dm.z;
+            let fd1 = d1 * dm.y + d2 * dm.w;
+            let r11 = dot(f0, fd0);
+            let r12 = 0.5 * (dot(f0, fd1) + dot(f1, fd0));
+            let r22 = dot(f1, fd1);
+            let rtr = lambda * (r11 + r22);
+            let ds = vec3<f32>(2.0 * mu * r11 + rtr, 2.0 * mu * r12, 2.0 * mu * r22 + rtr);
+            let dsg = vec2<f32>(ds.x * g.x + ds.y * g.y, ds.y * g.x + ds.z * g.y);
+            f -= (f0 * dsg.x + f1 * dsg.y) * (measure * m.w);
+            h += hb * (m.w * c1);
+        }
+    }
+    // Hinges: dihedral bending with the Gauss–Newton block (src/material/bending.rs vertex_terms).
+    for (var e = index[params.hinge_offsets + v]; e < index[params.hinge_offsets + v + 1u]; e++) {
+        let entry = index[params.hinge_entries + e];
+        let base = params.hinges + 2u * (entry >> 2u);
+        let slot = entry & 3u;
+        let hv = bitcast<vec4<u32>>(shells[base]);
+        let hinge = shells[base + 1u];
+        let x0 = positions[hv.x].xyz;
+        let x1 = positions[hv.y].xyz;
+        let x2 = positions[hv.z].xyz;
+        let x3 = positions[hv.w].xyz;
+        var grads = hinge_angle_gradient(x0, x1, x2, x3);
+        let ga = grads[slot];
+        let k = hinge.y;
+        let hb = outer3(ga, ga) * k;
+        f -= ga * (k * hinge_angle_offset(x0, x1, x2, x3, hinge.x));
+        h += hb;
+        if hinge.z > 0.0 {
+            let theta_dot = dot(grads[0], velocity_estimate(hv.x)) + dot(grads[1], velocity_estimate(hv.y))
+                + dot(grads[2], velocity_estimate(hv.z)) + dot(grads[3], velocity_estimate(hv.w));
+            f -= ga * (k * theta_dot * hinge.z);
+            h += hb * (hinge.z * c1);
         }
     }
     residuals[v] = dot(f, f);

@@ -16,14 +16,28 @@ pub struct IndexLayout {
     pub tet_entries: u32,
     /// `vertex_body`.
     pub vertex_body: u32,
+    /// The triangle adjacency's row offsets and entries.
+    pub tri_offsets: u32,
+    /// See `tri_offsets`.
+    pub tri_entries: u32,
+    /// The hinge adjacency's row offsets and entries.
+    pub hinge_offsets: u32,
+    /// See `hinge_offsets`.
+    pub hinge_entries: u32,
     /// Total length.
     pub len: u32,
 }
 
-/// `color_vertices`, the tet adjacency and `vertex_body` in one array, with their offsets.
+/// `color_vertices`, the tet adjacency, `vertex_body` and the triangle and hinge adjacencies in
+/// one array, with their offsets.
 pub fn pack_index(st: &SimState) -> (Vec<u32>, IndexLayout) {
+    let csr_len = |c: &crate::mesh::Csr| c.offsets.len() + c.entries.len();
     let mut index = Vec::with_capacity(
-        st.color_vertices.len() + st.tet_adjacency.offsets.len() + st.tet_adjacency.entries.len() + st.vertex_count(),
+        st.color_vertices.len()
+            + st.vertex_count()
+            + csr_len(&st.tet_adjacency)
+            + csr_len(&st.tri_adjacency)
+            + csr_len(&st.hinge_adjacency),
     );
     let mut layout = IndexLayout { color_vertices: 0, ..Default::default() };
     index.extend_from_slice(&st.color_vertices);
@@ -33,6 +47,20 @@ pub fn pack_index(st: &SimState) -> (Vec<u32>, IndexLayout) {
     index.extend_from_slice(&st.tet_adjacency.entries);
     layout.vertex_body = index.len() as u32;
     index.extend_from_slice(&st.vertex_body);
+    // An adjacency without rows (no cloth) still answers every vertex with an empty row.
+    let mut csr = |c: &crate::mesh::Csr| {
+        let offsets = index.len() as u32;
+        if c.offsets.is_empty() {
+            index.resize(index.len() + st.vertex_count() + 1, 0);
+        } else {
+            index.extend_from_slice(&c.offsets);
+        }
+        let entries = index.len() as u32;
+        index.extend_from_slice(&c.entries);
+        (offsets, entries)
+    };
+    (layout.tri_offsets, layout.tri_entries) = csr(&st.tri_adjacency);
+    (layout.hinge_offsets, layout.hinge_entries) = csr(&st.hinge_adjacency);
     layout.len = index.len() as u32;
     (index, layout)
 }
@@ -44,6 +72,15 @@ pub fn pack_records(st: &SimState) -> (Vec<[f32; 4]>, u32) {
     let bodies = records.len() as u32;
     records.extend_from_slice(bytemuck::cast_slice(&st.bodies));
     (records, bodies)
+}
+
+/// `tris` (three vec4 each) followed by `hinges` (two vec4 each), as raw vec4s; returns them
+/// with the index of the first hinge.
+pub fn pack_shells(st: &SimState) -> (Vec<[f32; 4]>, u32) {
+    let mut shells: Vec<[f32; 4]> = bytemuck::cast_slice(&st.tris).to_vec();
+    let hinges = shells.len() as u32;
+    shells.extend_from_slice(bytemuck::cast_slice(&st.hinges));
+    (shells, hinges)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use super::kernels::vbd_divergence::{VbdDivergence, VbdDivergenceBuffers};
 use super::kernels::vbd_finish::{VbdFinish, VbdFinishBuffers};
 use super::kernels::vbd_inertia::{GpuVertexStep, VbdInertia, VbdInertiaBuffers, VbdInertiaParams};
 use super::obstacles::GpuObstacleSet;
-use super::pack::{IndexLayout, pack_index, pack_records};
+use super::pack::{IndexLayout, pack_index, pack_records, pack_shells};
 use super::readback::ReadbackRing;
 use super::submit::Submitter;
 use super::{GpuContext, GpuError};
@@ -57,11 +57,9 @@ pub struct GpuStepSettings {
 }
 
 /// Why a scene cannot be stepped on the GPU yet, or `None` when it can. The CPU path takes
-/// every scene; the GPU path does tet bodies with damping, pins and analytic obstacles.
+/// every scene; the GPU path does tets and cloth with damping, pins and analytic obstacles
+/// (body–body and self contact, and the rigid correction, are checked by the world).
 pub fn unsupported(st: &SimState, obstacles: &[Obstacle]) -> Option<String> {
-    if !st.tris.is_empty() || !st.hinges.is_empty() {
-        return Some("cloth (membranes and hinges are CPU-only so far)".into());
-    }
     if obstacles.len() > super::obstacles::MAX_OBSTACLES {
         return Some(format!("{} obstacles (at most {})", obstacles.len(), super::obstacles::MAX_OBSTACLES));
     }
@@ -99,6 +97,7 @@ struct StepBuffers {
     residuals: wgpu::Buffer,
     index: wgpu::Buffer,
     tets: wgpu::Buffer,
+    shells: wgpu::Buffer,
     records: wgpu::Buffer,
     body_toi: wgpu::Buffer,
     frozen: wgpu::Buffer,
@@ -137,6 +136,7 @@ pub struct GpuStepper {
     buffers: StepBuffers,
     layout: IndexLayout,
     body_records: u32,
+    hinges: u32,
     vertices: u32,
     bodies: u32,
     colored: u32,
@@ -173,6 +173,7 @@ impl GpuStepper {
         let bodies = st.bodies.len();
         let (index, layout) = pack_index(st);
         let (records, body_records) = pack_records(st);
+        let (shells, hinges) = pack_shells(st);
         let c = &ctx;
         let buffers = StepBuffers {
             positions: storage(c, "positions", &st.positions, true),
@@ -188,6 +189,7 @@ impl GpuStepper {
             residuals: output::<f32>(c, "residuals", n),
             index: storage(c, "index", &index, false),
             tets: storage(c, "tets", &st.tets, false),
+            shells: storage(c, "shells", &shells, false),
             records: storage(c, "records", &records, false),
             body_toi: output::<u32>(c, "body_toi", bodies),
             frozen: output::<u32>(c, "frozen", bodies),
@@ -211,6 +213,7 @@ impl GpuStepper {
             buffers,
             layout,
             body_records,
+            hinges,
             vertices: n as u32,
             bodies: bodies as u32,
             colored: st.color_vertices.len() as u32,
@@ -319,7 +322,13 @@ impl GpuStepper {
                 before_previous: &b.before_previous,
             },
         ));
-        let setup = VbdColorSetup { layout: *l, body_records: self.body_records, contact: s.contact, obstacles };
+        let setup = VbdColorSetup {
+            layout: *l,
+            body_records: self.body_records,
+            hinges: self.hinges,
+            contact: s.contact,
+            obstacles,
+        };
         let color_buffers = VbdColorBuffers {
             positions: &b.positions,
             steps: &b.steps,
@@ -328,6 +337,7 @@ impl GpuStepper {
             records: &b.records,
             residuals: &b.residuals,
             frozen: &b.frozen,
+            shells: &b.shells,
         };
         let colors = self
             .color_offsets

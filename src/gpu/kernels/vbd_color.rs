@@ -1,4 +1,4 @@
-//! Host side of `shaders/vbd_color.wgsl`: one VBD colour pass over tet vertices (elasticity,
+//! Host side of `shaders/vbd_color.wgsl`: one VBD colour pass (tet and cloth elasticity,
 //! damping, inertia, obstacle contact and friction, the obstacle path clamp), positions updated
 //! in place.
 
@@ -26,7 +26,12 @@ struct Params {
     stiffness: f32,
     offset: f32,
     static_slip: f32,
-    _pad: [u32; 2],
+    tri_offsets: u32,
+    tri_entries: u32,
+    hinge_offsets: u32,
+    hinge_entries: u32,
+    hinges: u32,
+    _pad: u32,
     obstacles: GpuObstacleSet,
 }
 
@@ -46,6 +51,8 @@ pub struct VbdColorBuffers<'a> {
     pub residuals: &'a wgpu::Buffer,
     /// Per body: `FROZEN_CONTACT` is or-ed in when a vertex touches an obstacle (u32).
     pub frozen: &'a wgpu::Buffer,
+    /// [`crate::gpu::pack::pack_shells`].
+    pub shells: &'a wgpu::Buffer,
 }
 
 /// The per-step constants of a colour pass.
@@ -55,6 +62,8 @@ pub struct VbdColorSetup<'a> {
     pub layout: IndexLayout,
     /// Index of the first body record in `records`.
     pub body_records: u32,
+    /// Index of the first hinge in `shells`.
+    pub hinges: u32,
     /// Contact constants of the step.
     pub contact: ContactModel,
     /// The obstacles.
@@ -97,10 +106,15 @@ impl VbdColor {
             stiffness,
             offset: setup.contact.offset,
             static_slip: setup.contact.static_slip,
-            _pad: [0; 2],
+            tri_offsets: l.tri_offsets,
+            tri_entries: l.tri_entries,
+            hinge_offsets: l.hinge_offsets,
+            hinge_entries: l.hinge_entries,
+            hinges: setup.hinges,
+            _pad: 0,
             obstacles: *setup.obstacles,
         };
-        let buffers = [b.positions, b.steps, b.index, b.tets, b.records, b.residuals, b.frozen];
+        let buffers = [b.positions, b.steps, b.index, b.tets, b.records, b.residuals, b.frozen, b.shells];
         self.kernel.bind_pod(ctx, &params, &buffers, count)
     }
 }
@@ -114,7 +128,7 @@ mod tests {
     use crate::gpu::buffers::{output, read_blocking, storage};
     use crate::gpu::kernels::record_pass;
     use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
-    use crate::gpu::pack::{pack_index, pack_records};
+    use crate::gpu::pack::{pack_index, pack_records, pack_shells};
     use crate::gpu::test_support;
     use crate::prelude::*;
     use crate::solver::Integrator;
@@ -125,8 +139,9 @@ mod tests {
     use crate::test_rng::Rng;
 
     /// Every colour pass of one sweep on two damped boxes (stable neo-Hookean with linear drag,
-    /// StVK) pressed into the ground, a sphere and a tilted box, with sliding velocities: GPU
-    /// against the CPU's `update_vertex` on the same iterate.
+    /// StVK) pressed into the ground, a sphere and a tilted box, and a damped cloth crumpled
+    /// over the ground (membranes and hinges), with sliding velocities: GPU against the CPU's
+    /// `update_vertex` on the same iterate.
     #[test]
     fn colour_passes_match_the_cpu_vertex_update() {
         let Some(ctx) = test_support::context() else { return };
@@ -150,8 +165,17 @@ mod tests {
                 .build()
                 .expect("body"),
         );
+        world.bodies.insert(
+            ClothBuilder::new(TriMesh::cloth_grid(glam::Vec2::splat(0.3), [8, 8]).expect("cloth"))
+                .material(ClothMaterial::new(2.0e6, 0.3, 5e-4).with_bending_stiffness(1e-3))
+                .damping(0.01)
+                .translation(Vec3::new(-0.5, 0.002, 0.0))
+                .build()
+                .expect("cloth"),
+        );
         world.sync();
         let st = world.state();
+        assert!(!st.tris.is_empty() && !st.hinges.is_empty());
         let n = st.vertex_count();
         let obstacles = [
             Obstacle::ground(0.003, 0.6),
@@ -180,6 +204,7 @@ mod tests {
             ContactModel { stiffness: ContactStiffness::default_for(9.81, 1e-3), offset: 1e-3, static_slip: 1e-4 * h };
         let (index, layout) = pack_index(st);
         let (records, body_records) = pack_records(st);
+        let (shells, hinges) = pack_shells(st);
         let bufs = [
             storage(&ctx, "positions", &positions, true),
             storage(&ctx, "steps", &steps, false),
@@ -188,6 +213,7 @@ mod tests {
             storage(&ctx, "records", &records, false),
             output::<f32>(&ctx, "residuals", n),
             output::<u32>(&ctx, "frozen", st.bodies.len()),
+            storage(&ctx, "shells", &shells, false),
         ];
         let b = VbdColorBuffers {
             positions: &bufs[0],
@@ -197,9 +223,10 @@ mod tests {
             records: &bufs[4],
             residuals: &bufs[5],
             frozen: &bufs[6],
+            shells: &bufs[7],
         };
         let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
-        let setup = VbdColorSetup { layout, body_records, contact, obstacles: &set };
+        let setup = VbdColorSetup { layout, body_records, hinges, contact, obstacles: &set };
         let kernel = VbdColor::new(&ctx);
         let passes: Vec<Bound> = (0..st.color_count())
             .map(|c| {
