@@ -1,3 +1,4 @@
+#![cfg(feature = "gpu")]
 //! Whole scenes on the GPU backend against the CPU path (the oracle): same configuration,
 //! positions after 60 frames within 1e-3 m, no intersection on the GPU path, and the world's
 //! asynchronous contract (a step returns before the GPU has run it; finished frames come back
@@ -281,4 +282,37 @@ fn auto_falls_back_to_the_cpu_with_a_reason() {
     assert_eq!(step_taking_a_frame(&mut w).backend, Backend::Gpu);
     assert_eq!(w.drain_events(), vec![PliantEvent::BackendFallback { reason: None }]);
     assert!(w.why_not_gpu().is_none());
+}
+
+/// An error on the device (here a buffer larger than any device allows, made on the world's
+/// device) is not a panic: the next step runs on the CPU from the newest finished frame, with
+/// the reason reported, and the simulation goes on.
+#[test]
+fn a_gpu_error_sends_the_world_to_the_cpu() {
+    let Some(mut w) = gpu_world(config()) else { return };
+    falling_cube(&mut w, "cube", Vec3::new(0.0, 1.0, 0.0));
+    for _ in 0..3 {
+        step_taking_a_frame(&mut w);
+    }
+    let ctx = w.gpu_context().expect("context").clone();
+    let _ = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("too large"),
+        size: u64::MAX / 4,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    assert!(ctx.error().is_some());
+    let r = w.step();
+    assert_eq!(r.backend, Backend::Cpu);
+    let events = w.drain_events();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, PliantEvent::BackendFallback { reason: Some(r) } if r.contains("GPU failed"))),
+        "{events:?}"
+    );
+    for _ in 0..10 {
+        assert_eq!(w.step().backend, Backend::Cpu);
+    }
+    assert!(w.state().positions.iter().all(|p| p.is_finite() && p.y < 1.0));
 }

@@ -1,5 +1,8 @@
 //! Adapter and device selection.
 
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use thiserror::Error;
 
 /// How to pick the GPU.
@@ -67,6 +70,9 @@ pub struct GpuContext {
     pub queue: wgpu::Queue,
     /// Adapter name, backend and driver (recorded with every benchmark row).
     pub adapter_info: wgpu::AdapterInfo,
+    /// The first error the device reported outside any error scope, or its loss (only for a
+    /// device Pliant opened: a shared device keeps its owner's handlers).
+    errors: Arc<Mutex<Option<String>>>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -113,6 +119,31 @@ impl GpuContext {
             ..Default::default()
         }))
         .map_err(|e| GpuError::Device { adapter: adapter_info.name.clone(), reason: e.to_string() })?;
-        Ok(Self { device, queue, adapter_info })
+        // wgpu's default for an error outside an error scope is a panic, on whatever thread
+        // hit it (our queue thread, say); record it instead, so the world can fall back to the
+        // CPU with the reason.
+        let errors = Arc::new(Mutex::new(None));
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            sink.lock().get_or_insert_with(|| e.to_string());
+        }));
+        let sink = errors.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            sink.lock().get_or_insert_with(|| format!("device lost ({reason:?}): {message}"));
+        });
+        Ok(Self { device, queue, adapter_info, errors })
+    }
+
+    /// A context on a device the caller already has (a renderer's, so that
+    /// `World::gpu_position_buffer` can be bound without a copy). The device must offer
+    /// WebGPU's default limits; its error handlers stay the caller's.
+    pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, adapter_info: wgpu::AdapterInfo) -> Self {
+        Self { device, queue, adapter_info, errors: Arc::new(Mutex::new(None)) }
+    }
+
+    /// The first error the device reported outside an error scope, or its loss, if any: the
+    /// GPU state is then not to be trusted.
+    pub fn error(&self) -> Option<String> {
+        self.errors.lock().clone()
     }
 }

@@ -52,6 +52,7 @@ pub(crate) fn update_pin_flags(
 
 /// Whether [`update_pin_flags`] at time `t` would change the kinematic set (without capturing
 /// anchors or touching the state).
+#[cfg(feature = "gpu")]
 pub(crate) fn pin_set_changes(st: &SimState, bodies: &BodySet, slots: &[BodySlot], t: f64) -> bool {
     slots.iter().any(|s| {
         let Some(body) = bodies.get(s.handle) else { return false };

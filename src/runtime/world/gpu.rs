@@ -195,6 +195,15 @@ impl World {
             return None;
         }
         let ctx = self.gpu.ctx.clone()?;
+        if let Some(e) = ctx.error() {
+            // The device failed: its state cannot be trusted, so carry on on the CPU from the
+            // newest frame that came back.
+            let _ = self.take_frame();
+            self.gpu.stepper = None;
+            self.gpu.ctx = None;
+            self.note_fallback(Some(format!("the GPU failed: {e}")));
+            return None;
+        }
         let blocker = self.gpu_blocker();
         if blocker.is_some() {
             self.drop_gpu_state();
