@@ -1,13 +1,15 @@
 //! The whole VBD step on the GPU: the state lives in device buffers, a frame is recorded into
 //! one command buffer (a compute pass per substep, then the readback copy) and submitted
 //! without waiting, and finished frames come back through a [`ReadbackRing`]. One submission
-//! per frame matters: some drivers (lavapipe) make a submission wait for the previous one. The host keeps the step's settings and the pins' targets; the
-//! GPU never waits for the host and the host never waits for the GPU, except in
-//! [`GpuStepper::download_blocking`] (topology changes and user edits).
+//! per frame matters: some drivers (lavapipe) make a submission wait for the previous one.
+//! The host keeps the step's settings and the pins' targets; the GPU never waits for the host
+//! and the host never waits for the GPU, except in [`GpuStepper::download_blocking`] (topology
+//! changes and user edits).
 //!
 //! ```text
-//! per substep   [pin targets copied in] vbd_inertia → vbd_advance ×3 → [vbd_color ×colours → vbd_divergence
-//!               → vbd_chebyshev] ×iterations → vbd_finish → step_guard ×3
+//! per substep   [pin targets copied in] vbd_inertia → vbd_advance ×3
+//!               → [vbd_color ×colours → vbd_divergence → vbd_chebyshev] ×iterations
+//!               → vbd_finish → step_guard ×3
 //! per frame     copy positions, velocities and the guard's flags into the readback ring
 //! ```
 
@@ -32,7 +34,7 @@ use super::{GpuContext, GpuError};
 use crate::collision::{ContactModel, Obstacle};
 use crate::solver::chebyshev::ChebyshevSchedule;
 use crate::solver::{Initialization, Integrator};
-use crate::state::SimState;
+use crate::state::{SimState, VERTEX_KINEMATIC};
 
 /// Staging buffers of the readback ring: one being written, one mapped, one spare.
 const READBACK_SLOTS: usize = 3;
@@ -151,6 +153,9 @@ pub struct GpuStepper {
     /// `targets` just before its substep: queue writes all land before the frame's one
     /// submission, so a single `targets` buffer would give every substep the last targets.
     frame_targets: Option<(wgpu::Buffer, u32)>,
+    /// The vertices from the first kinematic one to the last (only their targets are uploaded;
+    /// the kinematic set is fixed for a stepper's life).
+    kinematic: std::ops::Range<usize>,
 }
 
 impl std::fmt::Debug for GpuStepper {
@@ -224,6 +229,15 @@ impl GpuStepper {
             pending: None,
             pending_substeps: 0,
             frame_targets: None,
+            kinematic: {
+                let mut kinematic =
+                    st.flags.iter().enumerate().filter(|(_, f)| **f & VERTEX_KINEMATIC != 0).map(|(v, _)| v);
+                let first = kinematic.next();
+                match first {
+                    Some(first) => first..kinematic.last().unwrap_or(first) + 1,
+                    None => 0..0,
+                }
+            },
             ctx,
         })
     }
@@ -423,15 +437,20 @@ impl GpuStepper {
             let buffer = output::<Vec4>(&self.ctx, "frame targets", self.vertices as usize * substeps as usize);
             self.frame_targets = Some((buffer, substeps));
         }
-        let Self { ctx, buffers: b, program, pending, pending_substeps, frame_targets, submitter, .. } = self;
+        let Self { ctx, buffers: b, program, pending, pending_substeps, frame_targets, submitter, kinematic, .. } =
+            self;
         let p = program.as_ref().unwrap_or_else(|| unreachable!("bound above"));
         let encoder = pending.get_or_insert_with(|| {
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("vbd frame") })
         });
-        if let (Some(t), Some((all, _))) = (targets, frame_targets.as_ref()) {
-            let at = *pending_substeps as u64 * n_bytes;
-            submitter.write(all, at, bytemuck::cast_slice(t));
-            encoder.copy_buffer_to_buffer(all, at, &b.targets, 0, n_bytes);
+        if let (Some(t), Some((all, _))) = (targets, frame_targets.as_ref())
+            && kinematic.end > kinematic.start
+        {
+            let vec4 = size_of::<Vec4>() as u64;
+            let (first, bytes) = (kinematic.start as u64 * vec4, kinematic.len() as u64 * vec4);
+            let at = *pending_substeps as u64 * n_bytes + first;
+            submitter.write(all, at, bytemuck::cast_slice(&t[kinematic.clone()]));
+            encoder.copy_buffer_to_buffer(all, at, &b.targets, first, bytes);
         }
         encoder.clear_buffer(&b.frozen, 0, None);
         encoder.clear_buffer(&b.smallest, 0, None);
