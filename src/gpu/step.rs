@@ -230,12 +230,10 @@ impl GpuStepper {
             pending_substeps: 0,
             frame_targets: None,
             kinematic: {
-                let mut kinematic =
-                    st.flags.iter().enumerate().filter(|(_, f)| **f & VERTEX_KINEMATIC != 0).map(|(v, _)| v);
-                let first = kinematic.next();
-                match first {
-                    Some(first) => first..kinematic.last().unwrap_or(first) + 1,
-                    None => 0..0,
+                let is_kinematic = |f: &u32| f & VERTEX_KINEMATIC != 0;
+                match (st.flags.iter().position(is_kinematic), st.flags.iter().rposition(is_kinematic)) {
+                    (Some(first), Some(last)) => first..last + 1,
+                    _ => 0..0,
                 }
             },
             ctx,
