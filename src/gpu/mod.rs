@@ -1,10 +1,15 @@
-//! The GPU backend on wgpu (work in progress, issue 7): a device context, buffers packed
-//! straight from [`crate::state`] with bytemuck, and one host wrapper per WGSL kernel, named as
-//! its shader (`shaders/vbd_inertia.wgsl` ↔ [`kernels::vbd_inertia`]).
+//! The GPU backend on wgpu: a device context, buffers packed straight from [`crate::state`]
+//! with bytemuck ([`pack`]), one host wrapper per WGSL kernel, named as its shader
+//! (`shaders/vbd_color.wgsl` ↔ [`kernels::vbd_color`]), and the step that drives them
+//! ([`step::GpuStepper`], used by `World` with `Backend::Gpu`/`Auto`).
 //!
 //! Every kernel stays within WebGPU's default limits (at most 8 storage buffers per stage, no
-//! f64), so the same code runs on Vulkan, Metal, DX12 and in the browser. The CPU path is the
-//! oracle: each kernel has a parity test against the CPU code it mirrors.
+//! f64, no float atomics), so the same code runs on Vulkan, Metal, DX12 and in the browser.
+//! The CPU path is the oracle: each kernel has a parity test against the CPU code it mirrors,
+//! and `tests/gpu_scenes.rs` runs whole scenes on both.
+//!
+//! Not on the GPU yet (such scenes step on the CPU, with the reason reported): body–body and
+//! self contact, and the rigid correction of the initial guess.
 
 pub mod buffers;
 pub mod context;

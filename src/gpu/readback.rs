@@ -43,6 +43,11 @@ pub struct ReadbackRing {
     slots: Vec<Slot>,
     size: u64,
     label: String,
+    /// Unmapping is left to [`ReadbackRing::recycle`] on another thread (see
+    /// [`ReadbackRing::with_deferred_unmap`]).
+    deferred: bool,
+    /// Deferred mode: frames up to this one were read and may be unmapped.
+    consumed: std::sync::atomic::AtomicU64,
 }
 
 impl ReadbackRing {
@@ -59,7 +64,39 @@ impl ReadbackRing {
                 state: Arc::new(Mutex::new(SlotState::Free)),
             })
             .collect();
-        Self { slots, size, label: label.to_string() }
+        Self { slots, size, label: label.to_string(), deferred: false, consumed: Default::default() }
+    }
+
+    /// As [`ReadbackRing::new`], but reading a frame never unmaps a staging buffer: unmapping
+    /// takes wgpu locks that a running submission holds (lavapipe runs a whole submission
+    /// inside `vkQueueSubmit`), so the thread that submits and polls calls
+    /// [`ReadbackRing::recycle`] instead, and the reader never waits.
+    pub fn with_deferred_unmap(ctx: &GpuContext, label: &str, size: u64, slots: usize) -> Self {
+        Self { deferred: true, ..Self::new(ctx, label, size, slots) }
+    }
+
+    /// Deferred mode: unmaps and frees every arrived frame that was read or is older than the
+    /// newest arrived one. A slot being read is locked by its reader, so it is never unmapped
+    /// under it.
+    pub fn recycle(&self) {
+        let consumed = self.consumed.load(std::sync::atomic::Ordering::Acquire);
+        let newest = self
+            .slots
+            .iter()
+            .filter_map(|s| match *s.state.lock() {
+                SlotState::Mapped { frame } => Some(frame),
+                _ => None,
+            })
+            .max();
+        for slot in &self.slots {
+            let mut state = slot.state.lock();
+            if let SlotState::Mapped { frame } = *state
+                && (frame <= consumed || newest.is_some_and(|n| frame < n))
+            {
+                slot.buffer.unmap();
+                *state = SlotState::Free;
+            }
+        }
     }
 
     /// Copies `source` (its first `size` bytes) into a free slot as frame `frame` and starts
@@ -168,20 +205,35 @@ impl ReadbackRing {
             })
             .max_by_key(|(frame, _)| *frame);
         let Some((frame, slot)) = newest else { return Ok(None) };
+        // Held while reading: `recycle` on another thread cannot unmap the slot meanwhile.
+        let state = slot.state.lock();
+        if *state != (SlotState::Mapped { frame }) {
+            return Ok(None);
+        }
         let view = slot
             .buffer
             .slice(range)
             .get_mapped_range()
             .map_err(|e| GpuError::Readback { buffer: self.label.clone(), reason: e.to_string() })?;
-        Ok(Some((frame, f(&view))))
+        let out = f(&view);
+        drop(view);
+        drop(state);
+        Ok(Some((frame, out)))
     }
 
-    /// Unmaps and frees the slots of frames up to `frame`.
+    /// Unmaps and frees the slots of frames up to `frame` (in deferred mode: marks them read,
+    /// for [`ReadbackRing::recycle`]).
     pub fn release(&self, frame: u64) {
         self.release_where(|f| f <= frame);
+        if self.deferred {
+            self.consumed.fetch_max(frame, std::sync::atomic::Ordering::AcqRel);
+        }
     }
 
     fn release_where(&self, done: impl Fn(u64) -> bool) {
+        if self.deferred {
+            return;
+        }
         for slot in &self.slots {
             let mut state = slot.state.lock();
             if let SlotState::Mapped { frame } = *state

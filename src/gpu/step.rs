@@ -211,8 +211,9 @@ impl GpuStepper {
             finish: VbdFinish::new(c),
             guard: StepGuard::new(c),
         };
-        let ring = Arc::new(ReadbackRing::new(c, "frame", Self::frame_bytes(n, bodies), READBACK_SLOTS));
-        let submitter = Submitter::new(ctx.clone())?;
+        let ring =
+            Arc::new(ReadbackRing::with_deferred_unmap(c, "frame", Self::frame_bytes(n, bodies), READBACK_SLOTS));
+        let submitter = Submitter::new(ctx.clone(), Some(ring.clone()))?;
         Ok(Self {
             kernels,
             buffers,
@@ -270,7 +271,7 @@ impl GpuStepper {
     /// state into `st` (same topology); returns the rollback counts with it.
     pub fn download_blocking(&mut self, st: &mut SimState) -> Result<Vec<Rollbacks>, GpuError> {
         if let Some(encoder) = self.pending.take() {
-            self.submitter.submit(encoder.finish(), None);
+            self.submitter.submit(encoder, None);
             self.pending_substeps = 0;
         }
         // Everything handed to the queue thread is on the queue before this thread reads.
@@ -489,7 +490,7 @@ impl GpuStepper {
         let ticket =
             self.ring.record(&mut encoder, &[(&b.positions, n), (&b.velocities, n), (&b.rollbacks, counts)], frame);
         let recorded = ticket.is_some();
-        self.submitter.submit(encoder.finish(), ticket.map(|t| (self.ring.clone(), t)));
+        self.submitter.submit(encoder, ticket.map(|t| (self.ring.clone(), t)));
         recorded
     }
 

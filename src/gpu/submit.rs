@@ -2,10 +2,11 @@
 //! submission, which some drivers run synchronously (lavapipe executes the whole command
 //! buffer inside `vkQueueSubmit`: 28 ms for a 10k-tet frame) or throttle, happens here.
 //!
-//! The thread also polls the device (after each submission, and every millisecond while
-//! work is in flight): wgpu's poll takes locks that a running submission holds, so a poll on
-//! the game thread would wait for it. Polling here retires finished frames and maps readbacks;
-//! the game thread only looks at what arrived.
+//! The thread also finishes the command encoders, polls the device (after each submission, and
+//! every millisecond while work is in flight) and unmaps read staging buffers: wgpu's poll and
+//! unmap take locks that a running submission holds, so on the game thread they would wait for
+//! it. Polling here retires finished frames and maps readbacks; the game thread only looks at
+//! what arrived.
 //!
 //! Queue writes go through the same thread so that they stay ordered with the submissions: a
 //! `queue.write_buffer` lands before the *next* submission on the queue, whichever thread makes
@@ -26,7 +27,7 @@ const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);
 
 enum Job {
     Write { buffer: wgpu::Buffer, offset: u64, data: Vec<u8> },
-    Submit { commands: wgpu::CommandBuffer, readback: Option<(Arc<ReadbackRing>, ReadbackTicket)> },
+    Submit { commands: wgpu::CommandEncoder, readback: Option<(Arc<ReadbackRing>, ReadbackTicket)> },
     Fence(Sender<()>),
 }
 
@@ -45,7 +46,7 @@ impl std::fmt::Debug for Submitter {
 
 impl Submitter {
     /// Starts the thread for `ctx`'s queue.
-    pub fn new(ctx: Arc<GpuContext>) -> Result<Self, GpuError> {
+    pub fn new(ctx: Arc<GpuContext>, ring: Option<Arc<ReadbackRing>>) -> Result<Self, GpuError> {
         let (tx, rx) = unbounded::<Job>();
         let in_flight = Arc::new(AtomicUsize::new(0));
         let counter = in_flight.clone();
@@ -54,6 +55,9 @@ impl Submitter {
             .spawn(move || {
                 let poll = || {
                     let _ = ctx.device.poll(wgpu::PollType::Poll);
+                    if let Some(ring) = &ring {
+                        ring.recycle();
+                    }
                 };
                 loop {
                     let job = if counter.load(Ordering::Acquire) > 0 {
@@ -74,7 +78,9 @@ impl Submitter {
                     match job {
                         Job::Write { buffer, offset, data } => ctx.queue.write_buffer(&buffer, offset, &data),
                         Job::Submit { commands, readback } => {
-                            ctx.queue.submit([commands]);
+                            // Finishing validates the recorded passes: about as long as
+                            // recording them, so it is done here too.
+                            ctx.queue.submit([commands.finish()]);
                             if let Some((ring, ticket)) = readback {
                                 ring.submitted(ticket);
                             }
@@ -109,9 +115,10 @@ impl Submitter {
         self.send(Job::Write { buffer: buffer.clone(), offset, data: data.to_vec() });
     }
 
-    /// Hands `commands` to the queue thread; `readback` starts mapping once they are submitted.
-    /// Counts as a frame in flight until the GPU has run it.
-    pub fn submit(&self, commands: wgpu::CommandBuffer, readback: Option<(Arc<ReadbackRing>, ReadbackTicket)>) {
+    /// Hands the recorded `commands` to the queue thread, which finishes and submits them;
+    /// `readback` starts mapping once they are submitted. Counts as a frame in flight until
+    /// the GPU has run it.
+    pub fn submit(&self, commands: wgpu::CommandEncoder, readback: Option<(Arc<ReadbackRing>, ReadbackTicket)>) {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         self.send(Job::Submit { commands, readback });
     }
