@@ -19,6 +19,7 @@ pub mod pack;
 pub mod readback;
 pub mod step;
 pub mod submit;
+pub mod surface;
 
 pub use context::{GpuContext, GpuError, GpuOptions};
 

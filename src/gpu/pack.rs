@@ -24,12 +24,18 @@ pub struct IndexLayout {
     pub hinge_offsets: u32,
     /// See `hinge_offsets`.
     pub hinge_entries: u32,
+    /// `surface_vertices`.
+    pub surface_vertices: u32,
+    /// `surface_triangles`, three u32 each.
+    pub surface_triangles: u32,
+    /// `surface_edges`, two u32 each.
+    pub surface_edges: u32,
     /// Total length.
     pub len: u32,
 }
 
-/// `color_vertices`, the tet adjacency, `vertex_body` and the triangle and hinge adjacencies in
-/// one array, with their offsets.
+/// `color_vertices`, the tet adjacency, `vertex_body`, the triangle and hinge adjacencies and
+/// the collision surface (vertices, triangles, edges) in one array, with their offsets.
 pub fn pack_index(st: &SimState) -> (Vec<u32>, IndexLayout) {
     let csr_len = |c: &crate::mesh::Csr| c.offsets.len() + c.entries.len();
     let mut index = Vec::with_capacity(
@@ -37,7 +43,10 @@ pub fn pack_index(st: &SimState) -> (Vec<u32>, IndexLayout) {
             + st.vertex_count()
             + csr_len(&st.tet_adjacency)
             + csr_len(&st.tri_adjacency)
-            + csr_len(&st.hinge_adjacency),
+            + csr_len(&st.hinge_adjacency)
+            + st.surface_vertices.len()
+            + 3 * st.surface_triangles.len()
+            + 2 * st.surface_edges.len(),
     );
     let mut layout = IndexLayout { color_vertices: 0, ..Default::default() };
     index.extend_from_slice(&st.color_vertices);
@@ -61,6 +70,12 @@ pub fn pack_index(st: &SimState) -> (Vec<u32>, IndexLayout) {
     };
     (layout.tri_offsets, layout.tri_entries) = csr(&st.tri_adjacency);
     (layout.hinge_offsets, layout.hinge_entries) = csr(&st.hinge_adjacency);
+    layout.surface_vertices = index.len() as u32;
+    index.extend_from_slice(&st.surface_vertices);
+    layout.surface_triangles = index.len() as u32;
+    index.extend(st.surface_triangles.iter().flatten());
+    layout.surface_edges = index.len() as u32;
+    index.extend(st.surface_edges.iter().flatten());
     layout.len = index.len() as u32;
     (index, layout)
 }
@@ -103,6 +118,12 @@ mod tests {
         assert_eq!(at(l.tet_offsets, st.tet_adjacency.offsets.len()), &st.tet_adjacency.offsets[..]);
         assert_eq!(at(l.tet_entries, st.tet_adjacency.entries.len()), &st.tet_adjacency.entries[..]);
         assert_eq!(at(l.vertex_body, st.vertex_count()), &st.vertex_body[..]);
+        assert_eq!(at(l.surface_vertices, st.surface_vertices.len()), &st.surface_vertices[..]);
+        let tris: Vec<u32> = st.surface_triangles.iter().flatten().copied().collect();
+        assert_eq!(at(l.surface_triangles, tris.len()), &tris[..]);
+        let edges: Vec<u32> = st.surface_edges.iter().flatten().copied().collect();
+        assert_eq!(at(l.surface_edges, edges.len()), &edges[..]);
+        assert!(!tris.is_empty() && !edges.is_empty());
         assert_eq!(l.len as usize, index.len());
         let (records, bodies) = pack_records(st);
         assert_eq!(bodies as usize, st.materials.len());

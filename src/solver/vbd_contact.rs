@@ -48,6 +48,13 @@ pub const BOUND_FRACTION: f32 = 0.45;
 /// sheets of the coarse cloth stack to 0.42 mm apart while they landed.
 const PAIR_STIFFNESS_FACTOR: f32 = 2.0;
 
+/// Pairs closer than this at a detection are stored as contact pairs (with energy and
+/// half-space bounds) \[m\]: every pair whose gap can close to the offset `δ` before the next
+/// detection (by at most `2γ_p (d − ξ)`), so `δ / (1 − 2γ_p)`.
+pub(crate) fn store_limit(offset: f32) -> f32 {
+    offset / (1.0 - 2.0 * BOUND_FRACTION)
+}
+
 /// Settings of surface contact for one step.
 #[derive(Clone, Copy, Debug)]
 pub struct SurfaceContactSettings {
@@ -167,7 +174,7 @@ impl SurfaceContactScratch {
 /// Search radius r_v of a vertex of body `b` \[m\]: a quarter of the body's mean surface edge
 /// (so a flat sheet finds no self pairs between non-adjacent primitives) and at least twice the
 /// contact offset (so resting contact is always found).
-fn search_radius(st: &SimState, b: u32, offset: f32) -> f32 {
+pub(crate) fn search_radius(st: &SimState, b: u32, offset: f32) -> f32 {
     (0.25 * st.bodies[b as usize].surface_edge_length).max(2.0 * offset)
 }
 
@@ -372,7 +379,7 @@ pub(crate) fn detect(
         let f = &mut *found;
         f.point_triangle.clear();
         f.edge_edge.clear();
-        let store_limit = ctx.model.offset / (1.0 - 2.0 * BOUND_FRACTION);
+        let store_limit = store_limit(ctx.model.offset);
         let visit = |kind: u32, v: [u32; 4], out: &mut Vec<ContactPair>| {
             let xs = gather(x, v);
             let c = crate::collision::surface_pairs::closest(kind, &xs);

@@ -8,6 +8,8 @@ use wgpu::util::DeviceExt;
 
 use crate::gpu::GpuContext;
 
+pub mod bvh_build;
+pub mod bvh_refit;
 pub mod step_guard;
 pub mod vbd_advance;
 pub mod vbd_chebyshev;
@@ -26,6 +28,8 @@ pub(crate) use compose;
 
 /// Every kernel's name (its file in `shaders/`) and composed source, for validation.
 pub const SHADERS: &[(&str, &str)] = &[
+    ("bvh_build", bvh_build::SHADER),
+    ("bvh_refit", bvh_refit::SHADER),
     ("step_guard", step_guard::SHADER),
     ("vbd_advance", vbd_advance::SHADER),
     ("vbd_chebyshev", vbd_chebyshev::SHADER),
@@ -35,13 +39,23 @@ pub const SHADERS: &[(&str, &str)] = &[
     ("vbd_inertia", vbd_inertia::SHADER),
 ];
 
+/// How many workgroups a bound dispatch runs.
+enum Workgroups {
+    /// A count fixed when the dispatch was bound.
+    Direct(u32),
+    /// Read by the GPU from `(x, y, z)` at a byte offset of a buffer that an earlier kernel of
+    /// the same frame wrote: for counts only the GPU knows (contact pairs) and for work only
+    /// the GPU decides on (a detection, a CCD pass), with no round trip to the host.
+    Indirect(wgpu::Buffer, u64),
+}
+
 /// A kernel with its uniform and buffers bound: one dispatch, recorded again every step.
 pub struct Bound {
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
     /// Kept alive with the bind group that names it.
     _uniform: wgpu::Buffer,
-    workgroups: u32,
+    workgroups: Workgroups,
 }
 
 impl Bound {
@@ -55,7 +69,17 @@ impl Bound {
     /// about a hundred dispatches per frame; the colour passes share one pipeline).
     pub fn record_same_pipeline(&self, pass: &mut wgpu::ComputePass<'_>) {
         pass.set_bind_group(0, &self.bind_group, &[]);
-        pass.dispatch_workgroups(self.workgroups, 1, 1);
+        match &self.workgroups {
+            Workgroups::Direct(n) => pass.dispatch_workgroups(*n, 1, 1),
+            Workgroups::Indirect(buffer, offset) => pass.dispatch_workgroups_indirect(buffer, *offset),
+        }
+    }
+
+    /// The same dispatch with its workgroup count read from `buffer` at byte `offset` (three
+    /// u32 written by an earlier kernel; the buffer needs `INDIRECT` usage).
+    pub fn indirect(mut self, buffer: &wgpu::Buffer, offset: u64) -> Self {
+        self.workgroups = Workgroups::Indirect(buffer.clone(), offset);
+        self
     }
 
     /// Whether `other` runs the same pipeline.
@@ -126,7 +150,7 @@ impl ComputeKernel {
             pipeline: self.pipeline.clone(),
             bind_group,
             _uniform: uniform,
-            workgroups: invocations.div_ceil(WORKGROUP),
+            workgroups: Workgroups::Direct(invocations.div_ceil(WORKGROUP)),
         }
     }
 
