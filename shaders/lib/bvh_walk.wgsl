@@ -38,10 +38,7 @@ fn bvh_walk(t: Tree, lo: vec3<f32>, hi: vec3<f32>) -> BvhWalk {
 
 // The next primitive whose leaf box overlaps the query box, or BVH_NONE when the walk is over.
 fn bvh_next(t: Tree, w: ptr<function, BvhWalk>) -> u32 {
-    loop {
-        if (*w).top == 0u {
-            return BVH_NONE;
-        }
+    while (*w).top > 0u {
         (*w).top -= 1u;
         let k = (*w).stack[(*w).top];
         if !node_overlaps(t, k, (*w).lo, (*w).hi) {
@@ -55,4 +52,5 @@ fn bvh_next(t: Tree, w: ptr<function, BvhWalk>) -> u32 {
         (*w).stack[(*w).top + 1u] = bvh[c];
         (*w).top += 2u;
     }
+    return BVH_NONE;
 }

@@ -12,6 +12,7 @@
 //! self contact, and the rigid correction of the initial guess.
 
 pub mod buffers;
+pub mod contact;
 pub mod context;
 pub mod kernels;
 pub mod obstacles;

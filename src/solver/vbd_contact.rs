@@ -46,7 +46,7 @@ pub const BOUND_FRACTION: f32 = 0.45;
 /// once (`keep_closest_features`), 1 let a sheet folded onto itself close to 0.43 mm after its
 /// release (δ = 1 mm; SCENES.md asks ≥ δ/2); 2 keeps 0.61 mm. 3 kept 0.64 mm but pressed two
 /// sheets of the coarse cloth stack to 0.42 mm apart while they landed.
-const PAIR_STIFFNESS_FACTOR: f32 = 2.0;
+pub(crate) const PAIR_STIFFNESS_FACTOR: f32 = 2.0;
 
 /// Pairs closer than this at a detection are stored as contact pairs (with energy and
 /// half-space bounds) \[m\]: every pair whose gap can close to the offset `δ` before the next
@@ -459,6 +459,50 @@ pub(crate) fn detect(
     barrier.wait();
 }
 
+/// One contact detection at `positions`, outside a step and on the calling thread (for
+/// tests): the pairs, vertex → pair lists and bounds a step's detection leaves, the bounds as
+/// `clamp` (xyz `x^det`, w `b_v`).
+#[cfg(test)]
+pub(crate) fn detect_once(
+    st: &SimState,
+    model: ContactModel,
+    settings: SurfaceContactSettings,
+    positions: &mut [Vec4],
+) -> (SurfaceContactScratch, Vec<Vec4>) {
+    let mut scratch = SurfaceContactScratch::default();
+    begin_step(&mut scratch, st, 1, &model, true);
+    let mut clamp = vec![Vec4::ZERO; st.vertex_count()];
+    let cell = PhaseCell::new(scratch);
+    {
+        let ctx = ContactContext { st, model, settings };
+        let pos = SharedSlice::new(positions);
+        let clamp_sh = SharedSlice::new(&mut clamp);
+        super::parallel::run_workers(1, |t, barrier| detect(t, 1, barrier, &ctx, &cell, &pos, &clamp_sh));
+    }
+    (cell.into_inner(), clamp)
+}
+
+/// One CCD-limited initial advance of every body along `start → guess`, outside a step (for
+/// tests): each body's scale, as a step's advance computes it.
+#[cfg(test)]
+pub(crate) fn advance_once(
+    st: &SimState,
+    model: ContactModel,
+    settings: SurfaceContactSettings,
+    start: &[Vec4],
+    guess: &mut [Vec4],
+) -> Vec<f32> {
+    let mut scratch = SurfaceContactScratch::default();
+    begin_step(&mut scratch, st, 1, &model, true);
+    let cell = PhaseCell::new(scratch);
+    {
+        let ctx = ContactContext { st, model, settings };
+        let pos = SharedSlice::new(guess);
+        super::parallel::run_workers(1, |t, barrier| advance_scale(t, 1, barrier, &ctx, &cell, start, &pos));
+    }
+    cell.into_inner().body_scale
+}
+
 /// Distance between two boxes (0 when they overlap).
 fn box_distance(a: &Aabb, b: &Aabb) -> f32 {
     let gap = (a.min - b.max).max(b.min - a.max).max(Vec3A::ZERO);
@@ -503,7 +547,8 @@ fn build_vertex_pairs(csr: &mut Csr, pairs: &[ContactPair], n: usize) {
 }
 
 /// Limits the move of vertex `v` from its detection position to `target` so that no surface
-/// can be crossed before the next detection; returns the allowed position.
+/// can be crossed before the next detection; returns the allowed position (`target` itself when
+/// no limit applies).
 ///
 /// Two kinds of bound, both relative to the detection position `x^det` (`clamp.xyz`):
 /// * the isotropic bound `clamp.w` = γ_p (d − ξ) for everything not stored as a pair (pairs
@@ -533,11 +578,13 @@ pub(crate) fn limit_move(v: usize, target: Vec3A, clamp: Vec4, surface: &Surface
         let budget = BOUND_FRACTION * (p.distance - surface.min_separation).max(0.0);
         (if side_a { n } else { -n }, budget)
     };
+    let mut limited = false;
     for &entry in row {
         let (n, budget) = half_space(entry);
         let along = n.dot(d);
         if along < -budget {
             d += n * (-budget - along);
+            limited = true;
         }
     }
     // ... then onto the ball, and scale towards x^det (inside every constraint) until all hold.
@@ -545,6 +592,7 @@ pub(crate) fn limit_move(v: usize, target: Vec3A, clamp: Vec4, surface: &Surface
     let len2 = d.length_squared();
     if len2 > b * b {
         d = if b > 0.0 { d * (b / len2.sqrt()) } else { Vec3A::ZERO };
+        limited = true;
     }
     let mut scale = 1.0f32;
     for &entry in row {
@@ -552,9 +600,12 @@ pub(crate) fn limit_move(v: usize, target: Vec3A, clamp: Vec4, surface: &Surface
         let along = n.dot(d);
         if along < -budget {
             scale = scale.min(budget / -along);
+            limited = true;
         }
     }
-    center + d * scale
+    // An unlimited move is the target itself (x^det + (target − x^det) may round differently),
+    // so that "the move was limited" is an exact test.
+    if limited { center + d * scale } else { target }
 }
 
 /// Sum of `w_k (x_k − x_k^n)` over a pair: the relative displacement of its closest points

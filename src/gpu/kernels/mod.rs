@@ -10,6 +10,16 @@ use crate::gpu::GpuContext;
 
 pub mod bvh_build;
 pub mod bvh_refit;
+pub mod contact_advance;
+pub mod contact_bodies;
+pub mod contact_catch_up;
+pub mod contact_ccd;
+pub mod contact_csr;
+pub mod contact_detect;
+pub mod contact_groups;
+pub mod contact_rows;
+pub mod contact_schedule;
+pub mod scan;
 pub mod step_guard;
 pub mod vbd_advance;
 pub mod vbd_chebyshev;
@@ -30,6 +40,16 @@ pub(crate) use compose;
 pub const SHADERS: &[(&str, &str)] = &[
     ("bvh_build", bvh_build::SHADER),
     ("bvh_refit", bvh_refit::SHADER),
+    ("contact_advance", contact_advance::SHADER),
+    ("contact_bodies", contact_bodies::SHADER),
+    ("contact_catch_up", contact_catch_up::SHADER),
+    ("contact_ccd", contact_ccd::SHADER),
+    ("contact_csr", contact_csr::SHADER),
+    ("contact_detect", contact_detect::SHADER),
+    ("contact_groups", contact_groups::SHADER),
+    ("contact_rows", contact_rows::SHADER),
+    ("contact_schedule", contact_schedule::SHADER),
+    ("scan", scan::SHADER),
     ("step_guard", step_guard::SHADER),
     ("vbd_advance", vbd_advance::SHADER),
     ("vbd_chebyshev", vbd_chebyshev::SHADER),

@@ -1,0 +1,86 @@
+// Decides on the GPU what the contact stages of a step run, without a round trip to the host:
+// one invocation writes the workgroup counts of a group of indirect dispatches, the full count
+// or zero, from the `control` words the earlier kernels of the frame left. Modes:
+//   0  advance: the CCD advance runs when some initial path left the last bounds;
+//   1  detect: a detection runs (the one after the advance, every step);
+//   2  re-detect: a detection runs when the last one stored pairs or a bound was met since
+//      (src/solver/vbd.rs: otherwise the stored pairs are every pair that can come within the
+//      offset while the bounds hold);
+//   3  pairs: the dispatches over the stored pairs of the detection that just ran get one
+//      invocation per pair (none when it did not run).
+// A detection that runs starts with no pairs and records its count and the frame's largest
+// request (for the host to grow the pair buffer).
+// Host wrapper: src/gpu/kernels/contact_schedule.rs; prepended: lib/contact_layout.wgsl.
+
+const MODE_ADVANCE: u32 = 0u;
+const MODE_DETECT: u32 = 1u;
+const MODE_REDETECT: u32 = 2u;
+const MODE_PAIRS: u32 = 3u;
+const MAX_ENTRIES: u32 = 32u;
+
+struct Params {
+    contact: ContactLayout,
+    mode: u32,
+    count: u32,
+    _pad0: u32,
+    _pad1: u32,
+    // Per dispatch: word offset of its (x, y, z) in `dispatch`, and its workgroups when it
+    // runs (mode 3: ignored, one invocation of 64 per stored pair).
+    entries: array<vec4<u32>, MAX_ENTRIES>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read_write> control: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dispatch: array<u32>;
+
+fn start_detection() {
+    control[CONTROL_DETECTING] = 1u;
+    control[CONTROL_PAIR_COUNT] = 0u;
+    control[CONTROL_MIN_DISTANCE] = 0x7f800000u;
+    control[CONTROL_DETECTIONS] += 1u;
+}
+
+@compute @workgroup_size(1)
+fn main() {
+    var run = true;
+    switch params.mode {
+        case MODE_ADVANCE: {
+            run = control[CONTROL_ADVANCE_NEEDED] != 0u;
+            if run {
+                control[CONTROL_ADVANCES] += 1u;
+            }
+        }
+        case MODE_DETECT: {
+            start_detection();
+        }
+        case MODE_REDETECT: {
+            run = control[CONTROL_PAIR_COUNT] != 0u || control[CONTROL_BOUND_HIT] != 0u;
+            if run {
+                control[CONTROL_BOUND_HIT] = 0u;
+                start_detection();
+            } else {
+                control[CONTROL_DETECTING] = 0u;
+            }
+        }
+        default: {
+            run = control[CONTROL_DETECTING] != 0u;
+            if run {
+                control[CONTROL_PAIRS_REQUESTED] = max(control[CONTROL_PAIRS_REQUESTED], control[CONTROL_PAIR_COUNT]);
+            }
+        }
+    }
+    let pairs = min(control[CONTROL_PAIR_COUNT], params.contact.capacity);
+    for (var k = 0u; k < params.count; k++) {
+        let e = params.entries[k];
+        var groups = e.y;
+        if params.mode == MODE_PAIRS {
+            groups = (pairs + 63u) / 64u;
+        }
+        if !run {
+            groups = 0u;
+        }
+        dispatch[e.x] = groups;
+        dispatch[e.x + 1u] = 1u;
+        dispatch[e.x + 2u] = 1u;
+    }
+}
