@@ -6,8 +6,8 @@
 //   2  re-detect: a detection runs when the last one stored pairs or a bound was met since
 //      (src/solver/vbd.rs: otherwise the stored pairs are every pair that can come within the
 //      offset while the bounds hold);
-//   3  pairs: the dispatches over the stored pairs of the detection that just ran get one
-//      invocation per pair (none when it did not run).
+//   3  pairs: the rest of the detection that just ran (none when it did not run), the
+//      dispatches over its stored pairs with one invocation per pair.
 // A detection that runs starts with no pairs and records its count and the frame's largest
 // request (for the host to grow the pair buffer).
 // Host wrapper: src/gpu/kernels/contact_schedule.rs; prepended: lib/contact_layout.wgsl.
@@ -24,8 +24,8 @@ struct Params {
     count: u32,
     _pad0: u32,
     _pad1: u32,
-    // Per dispatch: word offset of its (x, y, z) in `dispatch`, and its workgroups when it
-    // runs (mode 3: ignored, one invocation of 64 per stored pair).
+    // Per dispatch: word offset of its (x, y, z) in `dispatch`, its workgroups when it runs,
+    // and 1 when it runs over the stored pairs instead (one invocation of 64 per pair).
     entries: array<vec4<u32>, MAX_ENTRIES>,
 }
 
@@ -73,7 +73,7 @@ fn main() {
     for (var k = 0u; k < params.count; k++) {
         let e = params.entries[k];
         var groups = e.y;
-        if params.mode == MODE_PAIRS {
+        if e.z == 1u {
             groups = (pairs + 63u) / 64u;
         }
         if !run {

@@ -1,11 +1,15 @@
 // One VBD colour pass by gather, one invocation per vertex of the colour: the GPU twin of
 // update_vertex in src/solver/vbd_vertex.rs (tets: stable neo-Hookean and StVK; cloth: StVK
 // membranes and dihedral hinges; Rayleigh and linear damping, inertia with gravity, obstacle
-// contact with friction, the obstacle path clamp). Vertices of one colour share no element, so each invocation writes its
-// own position in place while the others read only other colours; nothing is accumulated
-// across invocations in floating point.
-// Not yet on the GPU: body–body and self contact with the displacement bound. Host wrapper: src/gpu/kernels/vbd_color.rs; prepended: lib/step.wgsl,
-// lib/obstacles.wgsl.
+// contact and friction, body–body and self contact pairs with lagged friction, the surface
+// displacement bound and the obstacle path clamp). Vertices of one colour share no element, so
+// without surface contact each invocation writes its own position in place while the others
+// read only other colours. A contact pair can join two vertices of one colour; then the pass is
+// staged, as on the CPU: updates go to `updates` and a second dispatch (phase 1) commits them,
+// so such pairs update Jacobi-style and no invocation reads a position another one is writing.
+// Nothing is accumulated across invocations in floating point.
+// Host wrapper: src/gpu/kernels/vbd_color.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// lib/distance.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl.
 
 struct Params {
     // First entry of this colour in color_vertices (at the start of `index`), and its count.
@@ -15,22 +19,31 @@ struct Params {
     tet_offsets: u32,
     tet_entries: u32,
     vertex_body: u32,
-    // Where the body records start in `records` (after the materials), in vec4s.
+    // Where the body records, the triangles and the hinges start in `records` (in vec4s,
+    // after the materials).
     bodies: u32,
+    tris: u32,
+    hinges: u32,
     // Contact penalty: stiffness [N/m], or [N/m per kg] when stiffness_per_mass is 1.
     stiffness_per_mass: u32,
     stiffness: f32,
     // Contact offset δ [m] and ε_v h [m].
     offset: f32,
     static_slip: f32,
-    // Where the triangle and hinge adjacencies (row offsets, entries) start in `index`, and
-    // the first hinge in `shells` (in vec4s, after the triangles).
+    // Where the triangle and hinge adjacencies (row offsets, entries) start in `index`.
     tri_offsets: u32,
     tri_entries: u32,
     hinge_offsets: u32,
     hinge_entries: u32,
-    hinges: u32,
-    _pad: u32,
+    // Where the per-body frozen flags start in `control`.
+    frozen: u32,
+    // 0: update the colour's vertices; 1: commit the staged updates to `positions`.
+    phase: u32,
+    // 1: write updates to `updates` (committed by phase 1) instead of in place.
+    staged: u32,
+    _pad0: u32,
+    // Surface contact: pairs and bounds in `contacts`.
+    bounds: SurfaceBounds,
     obstacles: ObstacleSet,
 }
 
@@ -41,35 +54,20 @@ const MODEL_STABLE_NEO_HOOKEAN: u32 = 0u;
 @group(0) @binding(2) var<storage, read> steps: array<VertexStep>;
 @group(0) @binding(3) var<storage, read> index: array<u32>;
 @group(0) @binding(4) var<storage, read> tets: array<Tet>;
-// src/state.rs MaterialRecord (model bits, μ, λ, damping), then BodyRecord, two vec4 each.
+// src/gpu/pack.rs pack_records: MaterialRecord (model bits, μ, λ, damping; one vec4 each),
+// BodyRecord (two vec4), TriElement (three vec4: vertices, row-major D_m⁻¹, measure and
+// material), HingeElement (two vec4: vertices; rest angle, stiffness, damping).
 @group(0) @binding(5) var<storage, read> records: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> residuals: array<f32>;
-@group(0) @binding(7) var<storage, read_write> frozen: array<atomic<u32>>;
-// src/state.rs TriElement (three vec4 each: vertices, row-major D_m⁻¹, measure and material),
-// then HingeElement (two vec4 each: vertices; rest angle, stiffness, damping).
-@group(0) @binding(8) var<storage, read> shells: array<vec4<f32>>;
-
-fn outer3(a: vec3<f32>, b: vec3<f32>) -> mat3x3<f32> {
-    return mat3x3<f32>(a * b.x, a * b.y, a * b.z);
-}
-
-fn diag3(d: f32) -> mat3x3<f32> {
-    return mat3x3<f32>(vec3<f32>(d, 0.0, 0.0), vec3<f32>(0.0, d, 0.0), vec3<f32>(0.0, 0.0, d));
-}
+// Per vertex: xyz its new position when the pass is staged, w the squared residual ‖f‖² of
+// its update.
+@group(0) @binding(6) var<storage, read_write> updates: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> control: array<atomic<u32>>;
+@group(0) @binding(8) var<storage, read> contacts: array<u32>;
 
 // Velocity of vertex i implied by the current iterate, v = c1 (x − x^n) + c0.
 fn velocity_estimate(i: u32) -> vec3<f32> {
     let s = steps[i];
     return (positions[i].xyz - s.start.xyz) * s.velocity.w + s.velocity.xyz;
-}
-
-// IPC's smoothed friction magnitude over slip (src/collision/contact.rs friction_f1_over_u).
-fn friction_f1_over_u(u: f32, eps: f32) -> f32 {
-    if u < eps {
-        let inv = 1.0 / eps;
-        return 2.0 * inv - u * inv * inv;
-    }
-    return 1.0 / u;
 }
 
 // ∂θ/∂x of a hinge's vertices (src/material/bending.rs angle_gradient); zeros when degenerate.
@@ -119,6 +117,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         return;
     }
     let v = index[params.first + id.x];
+    if params.phase == 1u {
+        positions[v] = vec4<f32>(updates[v].xyz, 0.0);
+        return;
+    }
     let x = positions[v].xyz;
     let s = steps[v];
     let c1 = s.velocity.w;
@@ -137,7 +139,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         f -= (dx * c1 + s.velocity.xyz) * am;
         h += diag3(am * c1);
     }
-    // Obstacles: penalty beyond the offset, friction scaled by the normal force lagged from x^n.
+    // Obstacles: penalty beyond the offset, lagged friction.
     var in_contact = false;
     var k_c = params.stiffness;
     if params.stiffness_per_mass == 1u {
@@ -146,21 +148,12 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     for (var k = 0u; k < params.obstacles.count; k++) {
         let o = params.obstacles.items[k];
         let sd = obstacle_distance(o, x);
-        let d = params.offset - sd.d;
-        if d > 0.0 {
-            in_contact = true;
-            let n = sd.n;
-            f += n * (k_c * d);
-            h += outer3(n, n) * k_c;
-            let mu = 0.5 * (body_record.z + o.friction);
-            let lagged = k_c * max(params.offset - obstacle_distance(o, s.start.xyz).d, 0.0);
-            if mu > 0.0 && lagged > 0.0 {
-                let u = dx - n * dot(n, dx);
-                let kf = mu * lagged * friction_f1_over_u(length(u), params.static_slip);
-                f -= u * kf;
-                h += (diag3(1.0) - outer3(n, n)) * kf;
-            }
-        }
+        // Friction scaled by the normal force lagged from x^n; obstacles are static, so the
+        // slip is the vertex's own displacement.
+        let lagged = k_c * max(params.offset - obstacle_distance(o, s.start.xyz).d, 0.0);
+        let touching = add_contact(&f, &h, sd.d, sd.n, 1.0, dx, 0.5 * (body_record.z + o.friction), lagged, k_c,
+                                   params.offset, params.static_slip);
+        in_contact = in_contact || touching;
     }
     for (var e = index[params.tet_offsets + v]; e < index[params.tet_offsets + v + 1u]; e++) {
         let entry = index[params.tet_entries + e];
@@ -229,11 +222,11 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     // Membranes: StVK in plane stress with 3×2 F (src/material/membrane.rs).
     for (var e = index[params.tri_offsets + v]; e < index[params.tri_offsets + v + 1u]; e++) {
         let entry = index[params.tri_entries + e];
-        let base = 3u * (entry >> 2u);
+        let base = params.tris + 3u * (entry >> 2u);
         let slot = entry & 3u;
-        let tv = bitcast<vec4<u32>>(shells[base]);
-        let dm = shells[base + 1u];
-        let rest = shells[base + 2u];
+        let tv = bitcast<vec4<u32>>(records[base]);
+        let dm = records[base + 1u];
+        let rest = records[base + 2u];
         let m = records[bitcast<u32>(rest.y)];
         let mu = m.y;
         let lambda = m.z;
@@ -281,8 +274,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         let entry = index[params.hinge_entries + e];
         let base = params.hinges + 2u * (entry >> 2u);
         let slot = entry & 3u;
-        let hv = bitcast<vec4<u32>>(shells[base]);
-        let hinge = shells[base + 1u];
+        let hv = bitcast<vec4<u32>>(records[base]);
+        let hinge = records[base + 1u];
         let x0 = positions[hv.x].xyz;
         let x1 = positions[hv.y].xyz;
         let x2 = positions[hv.z].xyz;
@@ -300,9 +293,33 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             h += hb * (hinge.z * c1);
         }
     }
-    residuals[v] = dot(f, f);
+    // Body–body and self contact pairs this vertex belongs to: penalty along the lagged normal
+    // on the gap linearised at detection, friction against the pair's relative displacement.
+    if params.bounds.enabled != 0u {
+        let l = params.bounds.contact;
+        for (var e = contacts[l.offsets + v]; e < contacts[l.offsets + v + 1u]; e++) {
+            let entry = contacts[l.entries + e];
+            let p = load_pair(l, entry >> 2u);
+            if !(p.stiffness > 0.0) {
+                continue;
+            }
+            let pv = p.vertices;
+            let w = p.weights;
+            let x0 = positions[pv.x].xyz;
+            let x1 = positions[pv.y].xyz;
+            let x2 = positions[pv.z].xyz;
+            let x3 = positions[pv.w].xyz;
+            let gap = dot(p.normal, x0 * w.x + x1 * w.y + x2 * w.z + x3 * w.w);
+            let slip = (x0 - steps[pv.x].start.xyz) * w.x + (x1 - steps[pv.y].start.xyz) * w.y
+                + (x2 - steps[pv.z].start.xyz) * w.z + (x3 - steps[pv.w].start.xyz) * w.w;
+            let touching = add_contact(&f, &h, gap, p.normal, w[entry & 3u], slip, p.friction, p.friction_force,
+                                       p.stiffness, params.offset, params.static_slip);
+            in_contact = in_contact || touching;
+        }
+    }
+    let residual2 = dot(f, f);
     if in_contact {
-        atomicOr(&frozen[body], FROZEN_CONTACT);
+        atomicOr(&control[params.frozen + body], FROZEN_CONTACT);
     }
     // Symmetric 3×3 solve through the adjugate, with src/math/sym3.rs's singularity guard.
     let a0 = cross(h[1], h[2]);
@@ -314,6 +331,20 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if abs(det) > 1e-6 * abs(tr * tr * tr) {
         target_x = x + vec3<f32>(dot(a0, f), dot(a1, f), dot(a2, f)) * (1.0 / det);
     }
-    // Exact CCD against the static obstacles: the step may end on a surface, never inside.
-    positions[v] = vec4<f32>(limit_step(params.obstacles, x, target_x), 0.0);
+    // Within the displacement bound since the last detection (no surface can be crossed), then
+    // exact CCD against the static obstacles: the step may end on a surface, never inside.
+    if params.bounds.enabled != 0u {
+        let within = limit_move(params.bounds.contact, params.bounds.min_separation, v, target_x);
+        if any(within != target_x) {
+            atomicStore(&control[CONTROL_BOUND_HIT], 1u);
+        }
+        target_x = within;
+    }
+    let p = limit_step(params.obstacles, x, target_x);
+    if params.staged == 1u {
+        updates[v] = vec4<f32>(p, residual2);
+    } else {
+        positions[v] = vec4<f32>(p, 0.0);
+        updates[v] = vec4<f32>(0.0, 0.0, 0.0, residual2);
+    }
 }

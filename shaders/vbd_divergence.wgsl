@@ -8,8 +8,9 @@ struct Params {
     bodies: u32,
     // Where the body records start in `records`, in vec4s.
     body_records: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // Where the per-body frozen flags start in `control` (src/gpu/contact.rs CONTROL_HEADER).
+    frozen: u32,
+    _pad: u32,
 }
 
 // Growth of the squared residual that stops acceleration (CHEBYSHEV_GROWTH_LIMIT).
@@ -17,10 +18,11 @@ const GROWTH_LIMIT: f32 = 100.0;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> records: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> residuals: array<f32>;
+// Per vertex: w the squared residual of its last update (vbd_color).
+@group(0) @binding(2) var<storage, read> updates: array<vec4<f32>>;
 // Per body: the smallest sum of the step, and 1 once one was seen.
 @group(0) @binding(3) var<storage, read_write> smallest: array<vec2<f32>>;
-@group(0) @binding(4) var<storage, read_write> frozen: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> control: array<atomic<u32>>;
 
 var<workgroup> partial: array<f32, 64>;
 
@@ -35,7 +37,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     let end = record.x + record.y;
     var sum = 0.0;
     for (var v = first + lane; v < end; v += 64u) {
-        sum += residuals[v];
+        sum += updates[v].w;
     }
     partial[lane] = sum;
     workgroupBarrier();
@@ -49,7 +51,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         let r2 = partial[0];
         let s = smallest[b];
         if s.y > 0.0 && !(r2 <= GROWTH_LIMIT * s.x) {
-            atomicOr(&frozen[b], FROZEN_DIVERGED);
+            atomicOr(&control[params.frozen + b], FROZEN_DIVERGED);
         }
         var m = r2;
         if s.y > 0.0 {

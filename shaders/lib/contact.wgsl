@@ -7,6 +7,17 @@
 // infinity in WGSL).
 const UNBOUNDED: f32 = 1.0e18;
 
+// Whether a kernel applies the surface bounds, and what they need (src/gpu/contact.rs
+// SurfaceBounds).
+struct SurfaceBounds {
+    enabled: u32,
+    // ξ [m].
+    min_separation: f32,
+    _pad0: u32,
+    _pad1: u32,
+    contact: ContactLayout,
+}
+
 struct Pair {
     vertices: vec4<u32>,
     normal: vec3<f32>,
@@ -60,13 +71,13 @@ fn half_space(l: ContactLayout, xi: f32, entry: u32) -> vec4<f32> {
 
 // The move of vertex v from its detection position towards `goal`, limited so that no
 // surface can be crossed before the next detection: each of its pairs' half-spaces, then the
-// isotropic ball, then a common scale towards x^det that keeps every half-space. Returns
-// `goal` itself when no limit applies.
+// isotropic ball, then a common scale towards x^det that keeps every half-space. Like the CPU's
+// (src/solver/vbd_contact.rs limit_move) it returns x^det + (limited move), which a caller
+// compares with `goal` to tell whether the bound was met.
 fn limit_move(l: ContactLayout, xi: f32, v: u32, goal: vec3<f32>) -> vec3<f32> {
     let c = vertex_clamp(l, v);
     let center = c.xyz;
     var d = goal - center;
-    var limited = false;
     let first = contacts[l.offsets + v];
     let last = contacts[l.offsets + v + 1u];
     for (var e = first; e < last; e++) {
@@ -74,13 +85,11 @@ fn limit_move(l: ContactLayout, xi: f32, v: u32, goal: vec3<f32>) -> vec3<f32> {
         let along = dot(hs.xyz, d);
         if along < -hs.w {
             d += hs.xyz * (-hs.w - along);
-            limited = true;
         }
     }
     let b = c.w;
     let len2 = dot(d, d);
     if b < UNBOUNDED && len2 > b * b {
-        limited = true;
         if b > 0.0 {
             d *= b / sqrt(len2);
         } else {
@@ -93,11 +102,7 @@ fn limit_move(l: ContactLayout, xi: f32, v: u32, goal: vec3<f32>) -> vec3<f32> {
         let along = dot(hs.xyz, d);
         if along < -hs.w {
             scale = min(scale, hs.w / -along);
-            limited = true;
         }
-    }
-    if !limited {
-        return goal;
     }
     return center + d * scale;
 }

@@ -47,10 +47,6 @@ const CONTROL_ADVANCES: u32 = 8u;
 // The group label is a smaller body of the same group, or the body itself for a group's root.
 const CONTROL_HEADER: u32 = 16u;
 
-fn control_frozen(l: ContactLayout, b: u32) -> u32 {
-    return CONTROL_HEADER + b;
-}
-
 fn control_toi(l: ContactLayout, b: u32) -> u32 {
     return CONTROL_HEADER + l.bodies + b;
 }

@@ -1,15 +1,13 @@
 //! Where surface contact keeps its state on the GPU: the `contacts` buffer ([`ContactLayout`]:
 //! per-vertex bounds, the vertex → pair lists, the pairs) and the small
 //! `control` buffer (counters and flags the kernels share, per-body words), the twins of
-//! `shaders/lib/contact_layout.wgsl`. The CPU path keeps the same data in
-//! [`crate::solver::vbd_contact::SurfaceContactScratch`]; [`ContactLayout::pack_cpu`] writes that
-//! into this layout, which is how the kernels that read contacts are tested against the CPU.
+//! `shaders/lib/contact_layout.wgsl`. The CPU path keeps the same data in its contact scratch
+//! (`solver/vbd_contact.rs`); `ContactLayout::pack_cpu` writes that into this layout, which is
+//! how the kernels that read contacts are tested against the CPU.
 
 use bytemuck::{Pod, Zeroable};
-use glam::Vec4;
 
 use crate::collision::surface_pairs::ContactPair;
-use crate::solver::vbd_contact::SurfaceContactScratch;
 
 /// Pairs the latest detection found (may exceed the capacity).
 pub const CONTROL_PAIR_COUNT: usize = 0;
@@ -89,7 +87,13 @@ impl ContactLayout {
 
     /// The words of `contacts` that hold what a CPU detection left in `scratch` (pairs, lists,
     /// and the bounds in `clamp`); the rest is zero.
-    pub fn pack_cpu(&self, words: usize, scratch: &SurfaceContactScratch, clamp: &[Vec4]) -> Vec<u32> {
+    #[cfg(test)]
+    pub(crate) fn pack_cpu(
+        &self,
+        words: usize,
+        scratch: &crate::solver::vbd_contact::SurfaceContactScratch,
+        clamp: &[glam::Vec4],
+    ) -> Vec<u32> {
         let mut out = vec![0u32; words];
         for (v, c) in clamp.iter().enumerate() {
             let c = c.to_array().map(|x| if x.is_finite() { x } else { 3.0e38 });
@@ -108,6 +112,32 @@ impl ContactLayout {
     pub fn read_pairs(&self, words: &[u32], count: usize) -> Vec<ContactPair> {
         let at = self.pairs as usize;
         bytemuck::pod_collect_to_vec(&words[at..at + PAIR_WORDS * count.min(self.capacity as usize)])
+    }
+}
+
+/// Whether a kernel applies the surface-contact displacement bounds (`limit_move`), and what
+/// they need: the shaders' `SurfaceBounds`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct SurfaceBounds {
+    /// 1 when the scene has surface contact.
+    pub enabled: u32,
+    /// ξ \[m\].
+    pub min_separation: f32,
+    _pad: [u32; 2],
+    /// Where the bounds, lists and pairs are.
+    pub contact: ContactLayout,
+}
+
+impl SurfaceBounds {
+    /// Bounds from `contact` with minimum separation `min_separation` \[m\].
+    pub fn new(contact: ContactLayout, min_separation: f32) -> Self {
+        Self { enabled: 1, min_separation, _pad: [0; 2], contact }
+    }
+
+    /// No surface contact: moves are never limited.
+    pub fn off() -> Self {
+        Self::default()
     }
 }
 

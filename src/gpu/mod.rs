@@ -13,6 +13,7 @@
 
 pub mod buffers;
 pub mod contact;
+pub mod contact_program;
 pub mod context;
 pub mod kernels;
 pub mod obstacles;

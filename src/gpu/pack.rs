@@ -80,22 +80,29 @@ pub fn pack_index(st: &SimState) -> (Vec<u32>, IndexLayout) {
     (index, layout)
 }
 
-/// `materials` (one vec4 each) followed by `bodies` (two vec4 each), as raw vec4s; returns
-/// them with the index of the first body record.
-pub fn pack_records(st: &SimState) -> (Vec<[f32; 4]>, u32) {
+/// Where each record table starts in the packed `records` buffer (in vec4s; the materials
+/// start it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordLayout {
+    /// `bodies`, two vec4 each.
+    pub bodies: u32,
+    /// `tris`, three vec4 each.
+    pub tris: u32,
+    /// `hinges`, two vec4 each.
+    pub hinges: u32,
+}
+
+/// `materials` (one vec4 each), `bodies` (two), `tris` (three) and `hinges` (two) as raw vec4s in
+/// one array: every read-only per-element and per-body constant in one binding.
+pub fn pack_records(st: &SimState) -> (Vec<[f32; 4]>, RecordLayout) {
     let mut records: Vec<[f32; 4]> = bytemuck::cast_slice(&st.materials).to_vec();
     let bodies = records.len() as u32;
     records.extend_from_slice(bytemuck::cast_slice(&st.bodies));
-    (records, bodies)
-}
-
-/// `tris` (three vec4 each) followed by `hinges` (two vec4 each), as raw vec4s; returns them
-/// with the index of the first hinge.
-pub fn pack_shells(st: &SimState) -> (Vec<[f32; 4]>, u32) {
-    let mut shells: Vec<[f32; 4]> = bytemuck::cast_slice(&st.tris).to_vec();
-    let hinges = shells.len() as u32;
-    shells.extend_from_slice(bytemuck::cast_slice(&st.hinges));
-    (shells, hinges)
+    let tris = records.len() as u32;
+    records.extend_from_slice(bytemuck::cast_slice(&st.tris));
+    let hinges = records.len() as u32;
+    records.extend_from_slice(bytemuck::cast_slice(&st.hinges));
+    (records, RecordLayout { bodies, tris, hinges })
 }
 
 #[cfg(test)]
@@ -125,8 +132,11 @@ mod tests {
         assert_eq!(at(l.surface_edges, edges.len()), &edges[..]);
         assert!(!tris.is_empty() && !edges.is_empty());
         assert_eq!(l.len as usize, index.len());
-        let (records, bodies) = pack_records(st);
+        let (records, r) = pack_records(st);
+        let bodies = r.bodies;
         assert_eq!(bodies as usize, st.materials.len());
+        assert_eq!(r.tris as usize, st.materials.len() + 2 * st.bodies.len());
+        assert_eq!(r.hinges as usize, r.tris as usize + 3 * st.tris.len());
         for (b, body) in st.bodies.iter().enumerate() {
             let r = records[bodies as usize + 2 * b];
             assert_eq!(r[0].to_bits(), body.vertex_start);

@@ -8,16 +8,30 @@
 //!
 //! ```text
 //! per substep   [pin targets copied in] vbd_inertia → vbd_advance ×3
-//!               → [vbd_color ×colours → vbd_divergence → vbd_chebyshev] ×iterations
+//!               → surface contact: [tree rebuild] → initial advance → detection
+//!               → [re-detection (scheduled) → vbd_color ×colours → vbd_divergence
+//!                  → vbd_chebyshev] ×iterations
 //!               → vbd_finish → step_guard ×3
-//! per frame     copy positions, velocities and the guard's flags into the readback ring
+//! per frame     copy positions, velocities, the guard's flags and the contact counters into
+//!               the readback ring
 //! ```
+//!
+//! Surface contact ([`super::contact_program`]) decides on the GPU whether its CCD and its
+//! re-detections run and how many pairs its lists cover (indirect dispatch). Pairs beyond the
+//! pair buffer's capacity are never lost silently: they bound their vertices isotropically (so
+//! the step stays free of crossings), the frame reports how many there were, and the buffer
+//! grows before the next frame is recorded.
 
 use std::sync::Arc;
 
 use glam::{Vec3A, Vec4};
 
 use super::buffers::{output, read_blocking, storage};
+use super::contact::{
+    CONTROL_ADVANCE_NEEDED, CONTROL_BOUNDS_VALID, CONTROL_HEADER, CONTROL_PAIRS_REQUESTED, ContactStats, SurfaceBounds,
+    control_words,
+};
+use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL, StateBuffers};
 use super::kernels::Bound;
 use super::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, StepGuard, StepGuardBuffers, decode};
 use super::kernels::vbd_advance::{VbdAdvance, VbdAdvanceBuffers};
@@ -27,13 +41,13 @@ use super::kernels::vbd_divergence::{VbdDivergence, VbdDivergenceBuffers};
 use super::kernels::vbd_finish::{VbdFinish, VbdFinishBuffers};
 use super::kernels::vbd_inertia::{GpuVertexStep, VbdInertia, VbdInertiaBuffers, VbdInertiaParams};
 use super::obstacles::GpuObstacleSet;
-use super::pack::{IndexLayout, pack_index, pack_records, pack_shells};
+use super::pack::{IndexLayout, RecordLayout, pack_index, pack_records};
 use super::readback::ReadbackRing;
 use super::submit::Submitter;
 use super::{GpuContext, GpuError};
 use crate::collision::{ContactModel, Obstacle};
 use crate::solver::chebyshev::ChebyshevSchedule;
-use crate::solver::{Initialization, Integrator};
+use crate::solver::{Initialization, Integrator, SurfaceContactSettings};
 use crate::state::{SimState, VERTEX_KINEMATIC};
 
 /// Staging buffers of the readback ring: one being written, one mapped, one spare.
@@ -56,11 +70,15 @@ pub struct GpuStepSettings {
     pub gravity: Vec3A,
     /// Contact constants.
     pub contact: ContactModel,
+    /// Body–body and self contact, when the scene has it.
+    pub surface_contact: Option<SurfaceContactSettings>,
+    /// Pairs the contact buffer holds at first (0: 16 per surface vertex).
+    pub contact_pairs: u32,
 }
 
 /// Why a scene cannot be stepped on the GPU yet, or `None` when it can. The CPU path takes
-/// every scene; the GPU path does tets and cloth with damping, pins and analytic obstacles
-/// (body–body and self contact, and the rigid correction, are checked by the world).
+/// every scene; the GPU path does tets and cloth with damping, pins, analytic obstacles and
+/// body–body and self contact (the rigid correction is checked by the world).
 pub fn unsupported(st: &SimState, obstacles: &[Obstacle]) -> Option<String> {
     if obstacles.len() > super::obstacles::MAX_OBSTACLES {
         return Some(format!("{} obstacles (at most {})", obstacles.len(), super::obstacles::MAX_OBSTACLES));
@@ -82,6 +100,8 @@ pub struct GpuFrame {
     pub velocities: Vec<Vec4>,
     /// Per body: substeps rolled back since the state was uploaded, and the last one's cause.
     pub rollbacks: Vec<Rollbacks>,
+    /// What surface contact found in the frame.
+    pub contact: ContactStats,
 }
 
 /// Device buffers of the state and the step's scratch.
@@ -96,13 +116,17 @@ struct StepBuffers {
     initial: wgpu::Buffer,
     previous: wgpu::Buffer,
     before_previous: wgpu::Buffer,
-    residuals: wgpu::Buffer,
+    /// Per vertex: a staged colour update and its squared residual (vec4).
+    updates: wgpu::Buffer,
     index: wgpu::Buffer,
     tets: wgpu::Buffer,
-    shells: wgpu::Buffer,
     records: wgpu::Buffer,
     body_toi: wgpu::Buffer,
-    frozen: wgpu::Buffer,
+    /// Counters, flags and per-body words shared by the kernels ([`super::contact`]), the
+    /// Chebyshev frozen flags among them.
+    control: wgpu::Buffer,
+    /// Bound in place of the contacts buffer by passes that do not read it (no surface contact).
+    no_contacts: wgpu::Buffer,
     smallest: wgpu::Buffer,
     bad: wgpu::Buffer,
     rollbacks: wgpu::Buffer,
@@ -129,6 +153,8 @@ struct Program {
     /// One per sweep but the last (the step ends on a plain Gauss–Seidel sweep).
     chebyshev: Vec<Bound>,
     finish: Vec<Bound>,
+    /// Surface contact, and its sweeps between detections (0: once per step).
+    contact: Option<(ContactProgram, u32)>,
 }
 
 /// The GPU twin of [`crate::solver::vbd_step`] for one packed state.
@@ -137,8 +163,7 @@ pub struct GpuStepper {
     kernels: Kernels,
     buffers: StepBuffers,
     layout: IndexLayout,
-    body_records: u32,
-    hinges: u32,
+    records: RecordLayout,
     vertices: u32,
     bodies: u32,
     colored: u32,
@@ -156,6 +181,12 @@ pub struct GpuStepper {
     /// The vertices from the first kinematic one to the last (only their targets are uploaded;
     /// the kinematic set is fixed for a stepper's life).
     kinematic: std::ops::Range<usize>,
+    /// Surface contact's buffers (made when a program first needs them).
+    contact: Option<ContactState>,
+    /// Substeps recorded since the contact trees were last built.
+    since_build: u32,
+    /// A copy of the packed state's tables, for surface contact's buffers.
+    state: SimState,
 }
 
 impl std::fmt::Debug for GpuStepper {
@@ -177,8 +208,7 @@ impl GpuStepper {
         let n = st.vertex_count();
         let bodies = st.bodies.len();
         let (index, layout) = pack_index(st);
-        let (records, body_records) = pack_records(st);
-        let (shells, hinges) = pack_shells(st);
+        let (records, record_layout) = pack_records(st);
         let c = &ctx;
         let buffers = StepBuffers {
             positions: storage(c, "positions", &st.positions, true),
@@ -191,13 +221,13 @@ impl GpuStepper {
             initial: output::<Vec4>(c, "initial", n),
             previous: output::<Vec4>(c, "previous", n),
             before_previous: output::<Vec4>(c, "before_previous", n),
-            residuals: output::<f32>(c, "residuals", n),
+            updates: output::<Vec4>(c, "updates", n),
             index: storage(c, "index", &index, false),
             tets: storage(c, "tets", &st.tets, false),
-            shells: storage(c, "shells", &shells, false),
             records: storage(c, "records", &records, false),
             body_toi: output::<u32>(c, "body_toi", bodies),
-            frozen: output::<u32>(c, "frozen", bodies),
+            control: output::<u32>(c, "control", control_words(bodies)),
+            no_contacts: output::<u32>(c, "no contacts", 4),
             smallest: output::<[f32; 2]>(c, "smallest", bodies),
             bad: output::<[u32; 2]>(c, "bad", bodies),
             rollbacks: output::<[u32; ROLLBACK_WORDS]>(c, "rollbacks", bodies),
@@ -218,8 +248,7 @@ impl GpuStepper {
             kernels,
             buffers,
             layout,
-            body_records,
-            hinges,
+            records: record_layout,
             vertices: n as u32,
             bodies: bodies as u32,
             colored: st.color_vertices.len() as u32,
@@ -237,12 +266,42 @@ impl GpuStepper {
                     _ => 0..0,
                 }
             },
+            contact: None,
+            since_build: 0,
+            state: st.clone(),
             ctx,
         })
     }
 
+    /// Bytes of a frame read back: positions, velocities, rollback counts, the `control` header.
     fn frame_bytes(n: usize, bodies: usize) -> u64 {
-        (2 * n * size_of::<Vec4>() + bodies * ROLLBACK_WORDS * size_of::<u32>()) as u64
+        (2 * n * size_of::<Vec4>() + bodies * ROLLBACK_WORDS * size_of::<u32>() + CONTROL_HEADER * size_of::<u32>())
+            as u64
+    }
+
+    /// Where the rollback counts start in a frame read back.
+    fn rollback_bytes(&self) -> std::ops::Range<usize> {
+        let at = 2 * self.vertices as usize * size_of::<Vec4>();
+        at..at + self.bodies as usize * ROLLBACK_WORDS * size_of::<u32>()
+    }
+
+    /// Surface contact's pair capacity (0 before its buffers exist).
+    pub fn contact_capacity(&self) -> u32 {
+        self.contact.as_ref().map_or(0, |c| c.capacity())
+    }
+
+    /// Gives surface contact room for `requested` pairs (with margin) when it has less: a
+    /// frame found more. The new buffer starts without bounds (the next step's advance runs its
+    /// CCD); frames in flight keep the old one.
+    pub fn grow_contacts(&mut self, requested: u32) {
+        let Some(contact) = self.contact.as_mut() else { return };
+        if requested <= contact.capacity() {
+            return;
+        }
+        let capacity = requested.saturating_add(requested / 2).next_power_of_two();
+        contact.grow(&self.ctx, capacity);
+        self.submitter.write(&self.buffers.control, (CONTROL_BOUNDS_VALID * 4) as u64, &0u32.to_ne_bytes());
+        self.program = None;
     }
 
     /// The device context.
@@ -296,6 +355,16 @@ impl GpuStepper {
     fn program(&mut self, settings: &GpuStepSettings, obstacles: &GpuObstacleSet) -> &Program {
         let stale = self.program.as_ref().is_none_or(|p| p.settings != *settings || p.obstacles != *obstacles);
         if stale {
+            if settings.surface_contact.is_some() && self.contact.is_none() {
+                // Room for 16 pairs per surface vertex unless told otherwise (a vertex 5 mm over a
+                // face stores 6–8 pairs, as many again from its edges); a frame that finds more
+                // grows it.
+                let capacity = match settings.contact_pairs {
+                    0 => (16 * self.state.surface_vertices.len() as u32).max(4096),
+                    n => n,
+                };
+                self.contact = Some(ContactState::new(&self.ctx, &self.state, self.layout, self.records, capacity));
+            }
             self.program = Some(self.bind_program(settings, obstacles));
         }
         self.program.as_ref().unwrap_or_else(|| unreachable!("bound above"))
@@ -335,28 +404,43 @@ impl GpuStepper {
                 before_previous: &b.before_previous,
             },
         ));
-        let setup = VbdColorSetup {
-            layout: *l,
-            body_records: self.body_records,
-            hinges: self.hinges,
-            contact: s.contact,
-            obstacles,
-        };
+        // Surface contact, and what the colour and Chebyshev passes bound their moves with.
+        let contact = s.surface_contact.as_ref().zip(self.contact.as_ref()).map(|(settings, state)| {
+            let buffers = StateBuffers {
+                positions: &b.positions,
+                steps: &b.steps,
+                index: &b.index,
+                records: &b.records,
+                masses: &b.masses,
+                flags: &b.flags,
+                targets: &b.targets,
+                initial: &b.initial,
+                previous: &b.previous,
+                before_previous: &b.before_previous,
+                control: &b.control,
+            };
+            (state.bind(ctx, &s.contact, settings, &buffers), settings.detection_interval, state.contacts())
+        });
+        let (bounds, contacts) =
+            contact.as_ref().map_or((SurfaceBounds::off(), &b.no_contacts), |(p, _, c)| (p.bounds, *c));
+        let frozen = CONTROL_HEADER as u32;
+        let setup = VbdColorSetup { layout: *l, records: self.records, contact: s.contact, bounds, obstacles };
         let color_buffers = VbdColorBuffers {
             positions: &b.positions,
             steps: &b.steps,
             index: &b.index,
             tets: &b.tets,
             records: &b.records,
-            residuals: &b.residuals,
-            frozen: &b.frozen,
-            shells: &b.shells,
+            updates: &b.updates,
+            control: &b.control,
+            frozen,
+            contacts,
         };
         let colors = self
             .color_offsets
             .windows(2)
             .filter(|w| w[1] > w[0])
-            .map(|w| k.color.bind(ctx, w[0], w[1] - w[0], &setup, &color_buffers))
+            .flat_map(|w| k.color.bind(ctx, w[0], w[1] - w[0], &setup, &color_buffers))
             .collect();
         // Chebyshev needs a few sweeps to pay off (as on the CPU).
         let rho = s.chebyshev_rho.filter(|_| s.iterations >= 4);
@@ -365,12 +449,13 @@ impl GpuStepper {
                 let divergence = k.divergence.bind(
                     ctx,
                     self.bodies,
-                    self.body_records,
+                    self.records.bodies,
                     &VbdDivergenceBuffers {
                         records: &b.records,
-                        residuals: &b.residuals,
+                        updates: &b.updates,
                         smallest: &b.smallest,
-                        frozen: &b.frozen,
+                        control: &b.control,
+                        frozen,
                     },
                 );
                 let mut schedule = ChebyshevSchedule::new(rho);
@@ -379,10 +464,15 @@ impl GpuStepper {
                     previous: &b.previous,
                     before_previous: &b.before_previous,
                     index: &b.index,
-                    frozen: &b.frozen,
+                    control: &b.control,
+                    frozen,
+                    contacts,
                 };
                 let sweeps = (0..s.iterations - 1)
-                    .map(|_| k.chebyshev.bind(ctx, schedule.next_omega(), self.colored, l.vertex_body, obstacles, &mix))
+                    .map(|_| {
+                        let omega = schedule.next_omega();
+                        k.chebyshev.bind(ctx, omega, self.colored, l.vertex_body, &bounds, obstacles, &mix)
+                    })
                     .collect();
                 (Some(divergence), sweeps)
             }
@@ -416,7 +506,8 @@ impl GpuStepper {
                 rollbacks: &b.rollbacks,
             },
         ));
-        Program { settings: *s, obstacles: *obstacles, prepare, colors, divergence, chebyshev, finish }
+        let contact = contact.map(|(program, interval, _)| (program, interval));
+        Program { settings: *s, obstacles: *obstacles, prepare, colors, divergence, chebyshev, finish, contact }
     }
 
     /// Records one substep of the frame being recorded (nothing is submitted yet). `targets`
@@ -436,8 +527,19 @@ impl GpuStepper {
             let buffer = output::<Vec4>(&self.ctx, "frame targets", self.vertices as usize * substeps as usize);
             self.frame_targets = Some((buffer, substeps));
         }
-        let Self { ctx, buffers: b, program, pending, pending_substeps, frame_targets, submitter, kinematic, .. } =
-            self;
+        let Self {
+            ctx,
+            buffers: b,
+            program,
+            pending,
+            pending_substeps,
+            frame_targets,
+            submitter,
+            kinematic,
+            bodies,
+            since_build,
+            ..
+        } = self;
         let p = program.as_ref().unwrap_or_else(|| unreachable!("bound above"));
         let encoder = pending.get_or_insert_with(|| {
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("vbd frame") })
@@ -451,18 +553,39 @@ impl GpuStepper {
             submitter.write(all, at, bytemuck::cast_slice(&t[kinematic.clone()]));
             encoder.copy_buffer_to_buffer(all, at, &b.targets, first, bytes);
         }
-        encoder.clear_buffer(&b.frozen, 0, None);
+        let word = |w: usize| (w * size_of::<u32>()) as u64;
+        if *pending_substeps == 0 {
+            // The frame's counters: largest pair request, detections, advances.
+            encoder.clear_buffer(&b.control, word(CONTROL_PAIRS_REQUESTED), Some(word(3)));
+        }
+        encoder.clear_buffer(&b.control, word(CONTROL_ADVANCE_NEEDED), Some(word(1)));
+        encoder.clear_buffer(&b.control, word(CONTROL_HEADER), Some(word(*bodies as usize)));
         encoder.clear_buffer(&b.smallest, 0, None);
         encoder.clear_buffer(&b.bad, 0, None);
+        let rebuild = *since_build == 0;
+        *since_build = (*since_build + 1) % REBUILD_INTERVAL;
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("vbd substep"),
                 timestamp_writes: None,
             });
-            let sweeps = (0..settings.iterations as usize)
-                .flat_map(|sweep| p.colors.iter().chain(p.divergence.as_ref()).chain(p.chebyshev.get(sweep)));
+            // Surface contact after the initial guess: the trees (now and then), the advance, a
+            // detection; a scheduled re-detection every `interval` sweeps.
+            let (start, redetect, interval): (Vec<&Bound>, Vec<&Bound>, u32) = match &p.contact {
+                Some((c, interval)) => {
+                    let rebuild = c.rebuild.iter().filter(|_| rebuild);
+                    let start = rebuild.chain(&c.advance).chain([&c.detect]).chain(&c.detection).collect();
+                    (start, [&c.redetect].into_iter().chain(&c.detection).collect(), *interval)
+                }
+                None => (Vec::new(), Vec::new(), 0),
+            };
+            let sweeps = (0..settings.iterations as usize).flat_map(|sweep| {
+                let detect = interval > 0 && sweep > 0 && (sweep as u32).is_multiple_of(interval);
+                let redetect = redetect.iter().copied().filter(move |_| detect);
+                redetect.chain(&p.colors).chain(p.divergence.as_ref()).chain(p.chebyshev.get(sweep))
+            });
             let mut last: Option<&Bound> = None;
-            for d in p.prepare.iter().chain(sweeps).chain(&p.finish) {
+            for d in p.prepare.iter().chain(start).chain(sweeps).chain(&p.finish) {
                 if last.is_some_and(|l| l.same_pipeline(d)) {
                     d.record_same_pipeline(&mut pass);
                 } else {
@@ -487,25 +610,32 @@ impl GpuStepper {
         self.pending_substeps = 0;
         let n = self.vertices as u64 * size_of::<Vec4>() as u64;
         let counts = (self.bodies as usize * ROLLBACK_WORDS * size_of::<u32>()) as u64;
-        let ticket =
-            self.ring.record(&mut encoder, &[(&b.positions, n), (&b.velocities, n), (&b.rollbacks, counts)], frame);
+        let header = (CONTROL_HEADER * size_of::<u32>()) as u64;
+        let parts = [(&b.positions, n), (&b.velocities, n), (&b.rollbacks, counts), (&b.control, header)];
+        let ticket = self.ring.record(&mut encoder, &parts, frame);
         let recorded = ticket.is_some();
         self.submitter.submit(encoder, ticket.map(|t| (self.ring.clone(), t)));
         recorded
     }
 
     /// The number of the newest frame that has come back, without waiting (the queue thread
-    /// polls the device), and its rollback counts: a few bytes, read in place.
-    pub fn newest_frame(&self) -> Result<Option<(u64, Vec<Rollbacks>)>, GpuError> {
+    /// polls the device), its rollback counts and its contact counters: a few bytes, read in
+    /// place.
+    pub fn newest_frame(&self) -> Result<Option<(u64, Vec<Rollbacks>, ContactStats)>, GpuError> {
         if self.ring.newest()?.is_none() {
             return Ok(None);
         }
-        let at = 2 * self.vertices as u64 * size_of::<Vec4>() as u64;
-        let counts =
-            self.ring.read_newest(at..Self::frame_bytes(self.vertices as usize, self.bodies as usize), |b| {
-                decode(&bytemuck::pod_collect_to_vec::<u8, u32>(b))
-            })?;
-        Ok(counts)
+        let at = self.rollback_bytes().start as u64;
+        let end = Self::frame_bytes(self.vertices as usize, self.bodies as usize);
+        let read = self.ring.read_newest(at..end, |b| self.decode_tail(b))?;
+        Ok(read.map(|(frame, (rollbacks, contact))| (frame, rollbacks, contact)))
+    }
+
+    /// Rollback counts and contact counters from the bytes of a frame after its velocities.
+    fn decode_tail(&self, bytes: &[u8]) -> (Vec<Rollbacks>, ContactStats) {
+        let words: Vec<u32> = bytemuck::pod_collect_to_vec(bytes);
+        let (counts, header) = words.split_at(self.bodies as usize * ROLLBACK_WORDS);
+        (decode(counts), ContactStats::decode(header, self.contact_capacity()))
     }
 
     /// Copies the newest frame that has come back (positions and velocities) and frees its
@@ -515,8 +645,8 @@ impl GpuStepper {
         let n = self.vertices as usize * size_of::<Vec4>();
         let positions = bytemuck::pod_collect_to_vec(&bytes[..n]);
         let velocities = bytemuck::pod_collect_to_vec(&bytes[n..2 * n]);
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes[2 * n..]);
-        Ok(Some(GpuFrame { frame, positions, velocities, rollbacks: decode(&words) }))
+        let (rollbacks, contact) = self.decode_tail(&bytes[self.rollback_bytes().start..]);
+        Ok(Some(GpuFrame { frame, positions, velocities, rollbacks, contact }))
     }
 
     /// Waits until every submitted frame has run and its readback has arrived.

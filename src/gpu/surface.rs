@@ -61,4 +61,16 @@ impl GpuSurface {
             store_limit: store_limit(model.offset),
         }
     }
+
+    /// The same surface for other contact constants; `shortest_edge` is the smallest mean
+    /// surface edge length of any body \[m\] (the search radius grows with both).
+    pub fn with_model(&self, shortest_edge: f32, model: &ContactModel, ccd: &CcdParams<f32>) -> Self {
+        Self {
+            offset: model.offset,
+            min_separation: ccd.min_separation,
+            radius_min: (0.25 * shortest_edge).max(2.0 * model.offset),
+            store_limit: store_limit(model.offset),
+            ..*self
+        }
+    }
 }

@@ -103,6 +103,12 @@ pub struct StepConfig {
     /// With the GPU backend: use the first adapter whose name contains this (case-insensitive,
     /// e.g. `"llvmpipe"`, `"H100"`); `None` (default) picks the high-performance adapter.
     pub gpu_adapter: Option<String>,
+    /// With the GPU backend: surface contact pairs the GPU's pair buffer holds at first; 0
+    /// (default) = 16 per surface vertex. A detection that finds more keeps the rest as
+    /// displacement bounds only (no crossing, but no contact force from them in that frame),
+    /// reports them in `StepReport::contact_pairs_dropped`, and the buffer grows to fit before
+    /// the next frame; set this for scenes known to need more from their first frame.
+    pub gpu_contact_pairs: u32,
 }
 
 impl Default for StepConfig {
@@ -124,6 +130,7 @@ impl Default for StepConfig {
             contact_detection_interval: 5,
             backend: Backend::Cpu,
             gpu_adapter: None,
+            gpu_contact_pairs: 0,
         }
     }
 }
@@ -140,6 +147,13 @@ impl StepConfig {
         }
         if self.iterations == 0 || self.iterations > 100_000 {
             return err("iterations", self.iterations.to_string(), "must be in 1..=100000");
+        }
+        if self.gpu_contact_pairs > 1 << 26 {
+            return err(
+                "gpu_contact_pairs",
+                self.gpu_contact_pairs.to_string(),
+                "must be at most 2^26 (0 = automatic)",
+            );
         }
         if self.threads > 1024 {
             return err("threads", self.threads.to_string(), "must be at most 1024 (0 = automatic)");
@@ -173,6 +187,15 @@ impl StepConfig {
     /// Substep length `h = dt / substeps` \[s\].
     pub fn substep_dt(&self) -> f32 {
         self.dt / self.substeps as f32
+    }
+
+    /// The solver's surface-contact settings for this configuration.
+    pub(crate) fn surface_settings(&self) -> crate::solver::SurfaceContactSettings {
+        crate::solver::SurfaceContactSettings {
+            enabled: self.surface_contact,
+            detection_interval: self.contact_detection_interval,
+            ..Default::default()
+        }
     }
 
     /// The thread count used for `free_vertices` solved vertices.

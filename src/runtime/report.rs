@@ -27,8 +27,9 @@ impl Energies {
 ///
 /// On the GPU backend a step returns before the GPU has run it: the fields measured from the
 /// state (`residual`, `energy`, `max_speed`, `min_obstacle_distance`, `contact_vertices`,
-/// `pin_lag`) are left at their defaults, and rollbacks are reported with the step in which
-/// their frame came back. [`crate::runtime::World::complete_report`] waits for the GPU and
+/// `pin_lag`) are left at their defaults, and rollbacks and the surface contact counts
+/// (`contact_pairs`, `min_pair_distance`, `contact_pairs_dropped`) are reported with the step
+/// in which their frame came back. [`crate::runtime::World::complete_report`] waits for the GPU and
 /// fills the state measures in.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepReport {
@@ -72,6 +73,11 @@ pub struct StepReport {
     /// bodies, or non-adjacent primitives of a self-colliding body) at the last detection
     /// \[m\]; `None` when none was within the contact search radius.
     pub min_pair_distance: Option<f32>,
+    /// GPU backend: surface contact pairs a detection found beyond the pair buffer's capacity
+    /// (0 on the CPU, which has no such limit). Those pairs bounded their vertices' moves
+    /// (the frame stayed free of crossings) but exerted no contact force; the buffer grows
+    /// before the next frame is recorded.
+    pub contact_pairs_dropped: u32,
     /// Largest distance of a kinematic (pinned or path-driven) vertex from its target at the end
     /// of the step \[m\]: pins lag when a contact bound holds them back (0 without pins).
     pub pin_lag: f32,

@@ -18,7 +18,7 @@ use crate::body::{BodySet, PinMotion, SoftBodyHandle};
 use crate::collision::surface_check::find_triangle_intersections;
 use crate::collision::{ContactModel, ContactStiffness, Obstacle};
 use crate::error::PliantError;
-use crate::solver::{SurfaceContactSettings, VbdScratch, VbdSettings, vbd_step};
+use crate::solver::{VbdScratch, VbdSettings, vbd_step};
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
 /// A crossing found by [`World::find_intersections`]. Triangles are given by their vertex
@@ -358,11 +358,7 @@ impl World {
             contact,
             threads,
             rigid_correction: c.rigid_correction,
-            surface_contact: SurfaceContactSettings {
-                enabled: c.surface_contact,
-                detection_interval: c.contact_detection_interval,
-                ..SurfaceContactSettings::default()
-            },
+            surface_contact: c.surface_settings(),
         };
         let mut report = StepReport {
             backend: Backend::Cpu,

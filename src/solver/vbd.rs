@@ -19,7 +19,7 @@ use super::parallel::{PhaseCell, SharedSlice, chunk, run_workers};
 use super::rigid_correction::{RigidBuffers, RigidMotion, RigidScratch, correct_rigid};
 use super::vbd_contact::{
     ContactContext, SurfaceContactScratch, SurfaceContactSettings, advance_certified, advance_scale, begin_step,
-    detect, limit_move,
+    detect, limit_move, surface_contact_on,
 };
 use super::vbd_vertex::{VertexInputs, update_vertex};
 use crate::collision::surface_pairs::pair_bodies;
@@ -176,10 +176,7 @@ pub fn vbd_step(
     scratch.resize(n, state.color_vertices.len(), state.tets.len());
     scratch.body_scratch.resize(state.bodies.len());
     let threads = s.threads.max(1).min(n.max(1));
-    // A lone body that does not collide with itself can form no surface pair: skip the CCD
-    // advance and the detections (a 100×100 cloth over a sphere: 51 → 33 ms per step).
-    let pairs_possible = state.bodies.len() > 1 || state.bodies.iter().any(|b| b.self_collision != 0);
-    let surface_on = s.surface_contact.enabled && !state.surface_triangles.is_empty() && pairs_possible;
+    let surface_on = surface_contact_on(state, &s.surface_contact);
     begin_step(&mut scratch.surface, state, threads, &s.contact, surface_on);
     // Bodies without kinematic vertices get the rigid correction.
     let eligible = &mut scratch.body_scratch.eligible;

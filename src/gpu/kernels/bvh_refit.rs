@@ -137,7 +137,8 @@ mod tests {
         let Some(ctx) = test_support::context() else { return };
         let st = scene();
         let (index, l) = pack_index(&st);
-        let (records, bodies) = pack_records(&st);
+        let (records, r) = pack_records(&st);
+        let bodies = r.bodies;
         let model = crate::collision::ContactModel {
             stiffness: crate::collision::ContactStiffness::PerMass(1e5),
             offset: 1e-3,

@@ -136,7 +136,8 @@ mod tests {
         let cpu_scale = advance_once(&st, model, settings, &start, &mut guess);
         let (n, nb) = (st.vertex_count(), st.bodies.len());
         let (index, l) = pack_index(&st);
-        let (records, bodies) = pack_records(&st);
+        let (records, r) = pack_records(&st);
+        let bodies = r.bodies;
         let surface = GpuSurface::new(&st, &l, bodies, &model, &settings.ccd);
         let (tris, end) = TreeLayout::new(0, st.surface_triangles.len() as u32, 3, l.surface_triangles);
         let (edges, end) = TreeLayout::new(end, st.surface_edges.len() as u32, 2, l.surface_edges);

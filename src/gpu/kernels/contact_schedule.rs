@@ -24,7 +24,8 @@ pub enum ScheduleMode {
     Detect = 1,
     /// A detection, when the last one stored pairs or a bound was met since.
     Redetect = 2,
-    /// The dispatches over the stored pairs of the detection that just ran.
+    /// The rest of the detection that just ran (its dispatches over the stored pairs get one
+    /// invocation per pair).
     Pairs = 3,
 }
 
@@ -44,8 +45,10 @@ struct Params {
 pub struct ScheduleEntry {
     /// Byte offset of its `(x, y, z)` in the dispatch buffer.
     pub offset: u64,
-    /// Workgroups when it runs (ignored by [`ScheduleMode::Pairs`]).
+    /// Workgroups when it runs.
     pub workgroups: u32,
+    /// It runs one invocation per stored pair instead (`workgroups` is ignored).
+    pub per_pair: bool,
 }
 
 /// The compiled kernel.
@@ -78,7 +81,7 @@ impl ContactSchedule {
             entries: [[0; 4]; MAX_ENTRIES],
         };
         for (slot, e) in params.entries.iter_mut().zip(entries) {
-            *slot = [(e.offset / 4) as u32, e.workgroups, 0, 0];
+            *slot = [(e.offset / 4) as u32, e.workgroups, u32::from(e.per_pair), 0];
         }
         self.kernel.bind_pod(ctx, &params, &[control, dispatch], 1)
     }

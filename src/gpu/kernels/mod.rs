@@ -60,6 +60,7 @@ pub const SHADERS: &[(&str, &str)] = &[
 ];
 
 /// How many workgroups a bound dispatch runs.
+#[derive(Clone)]
 enum Workgroups {
     /// A count fixed when the dispatch was bound.
     Direct(u32),
@@ -70,6 +71,7 @@ enum Workgroups {
 }
 
 /// A kernel with its uniform and buffers bound: one dispatch, recorded again every step.
+#[derive(Clone)]
 pub struct Bound {
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
@@ -92,6 +94,14 @@ impl Bound {
         match &self.workgroups {
             Workgroups::Direct(n) => pass.dispatch_workgroups(*n, 1, 1),
             Workgroups::Indirect(buffer, offset) => pass.dispatch_workgroups_indirect(buffer, *offset),
+        }
+    }
+
+    /// The workgroups of a direct dispatch (0 for an indirect one).
+    pub fn workgroups(&self) -> u32 {
+        match self.workgroups {
+            Workgroups::Direct(n) => n,
+            Workgroups::Indirect(..) => 0,
         }
     }
 

@@ -1,16 +1,17 @@
 //! Host side of `shaders/vbd_color.wgsl`: one VBD colour pass (tet and cloth elasticity,
-//! damping, inertia, obstacle contact and friction, the obstacle path clamp), positions updated
-//! in place.
+//! damping, inertia, obstacle contact and friction, body–body and self contact pairs, the
+//! surface displacement bound and the obstacle path clamp), positions updated in place.
 
 use super::{Bound, ComputeKernel};
 use crate::collision::{ContactModel, ContactStiffness};
 use crate::gpu::GpuContext;
+use crate::gpu::contact::SurfaceBounds;
 use crate::gpu::obstacles::GpuObstacleSet;
-use crate::gpu::pack::IndexLayout;
+use crate::gpu::pack::{IndexLayout, RecordLayout};
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("vbd_color", "step", "obstacles");
+pub const SHADER: &str = super::compose!("vbd_color", "step", "obstacles", "distance", "contact_layout", "contact");
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -22,6 +23,8 @@ struct Params {
     tet_entries: u32,
     vertex_body: u32,
     bodies: u32,
+    tris: u32,
+    hinges: u32,
     stiffness_per_mass: u32,
     stiffness: f32,
     offset: f32,
@@ -30,8 +33,11 @@ struct Params {
     tri_entries: u32,
     hinge_offsets: u32,
     hinge_entries: u32,
-    hinges: u32,
+    frozen: u32,
+    phase: u32,
+    staged: u32,
     _pad: u32,
+    bounds: SurfaceBounds,
     obstacles: GpuObstacleSet,
 }
 
@@ -47,12 +53,18 @@ pub struct VbdColorBuffers<'a> {
     pub tets: &'a wgpu::Buffer,
     /// [`crate::gpu::pack::pack_records`].
     pub records: &'a wgpu::Buffer,
-    /// Per vertex: `‖f‖²` of its last update (f32).
-    pub residuals: &'a wgpu::Buffer,
-    /// Per body: `FROZEN_CONTACT` is or-ed in when a vertex touches an obstacle (u32).
-    pub frozen: &'a wgpu::Buffer,
-    /// [`crate::gpu::pack::pack_shells`].
-    pub shells: &'a wgpu::Buffer,
+    /// Per vertex (vec4): w `‖f‖²` of its last update; xyz its new position while a staged
+    /// pass waits for its commit.
+    pub updates: &'a wgpu::Buffer,
+    /// From word `frozen` on, per body: `FROZEN_CONTACT` is or-ed in when a vertex touches an
+    /// obstacle or a surface pair; a met surface bound sets `CONTROL_BOUND_HIT`
+    /// ([`crate::gpu::contact`]).
+    pub control: &'a wgpu::Buffer,
+    /// See `control`.
+    pub frozen: u32,
+    /// The `contacts` words ([`crate::gpu::contact::ContactLayout`]; unread without surface
+    /// contact).
+    pub contacts: &'a wgpu::Buffer,
 }
 
 /// The per-step constants of a colour pass.
@@ -60,12 +72,12 @@ pub struct VbdColorBuffers<'a> {
 pub struct VbdColorSetup<'a> {
     /// Offsets of the tables in `index`.
     pub layout: IndexLayout,
-    /// Index of the first body record in `records`.
-    pub body_records: u32,
-    /// Index of the first hinge in `shells`.
-    pub hinges: u32,
+    /// Offsets of the tables in `records`.
+    pub records: RecordLayout,
     /// Contact constants of the step.
     pub contact: ContactModel,
+    /// Surface contact (pairs and bounds), or [`SurfaceBounds::off`].
+    pub bounds: SurfaceBounds,
     /// The obstacles.
     pub obstacles: &'a GpuObstacleSet,
 }
@@ -81,7 +93,9 @@ impl VbdColor {
         Self { kernel: ComputeKernel::new(ctx, "vbd_color", SHADER) }
     }
 
-    /// The pass over colour vertices `first..first + count` (entries of `color_vertices`).
+    /// The pass over colour vertices `first..first + count` (entries of `color_vertices`): one
+    /// dispatch updating them in place, or with surface contact (whose pairs can join vertices
+    /// of one colour) an update into `updates` and a commit.
     pub fn bind(
         &self,
         ctx: &GpuContext,
@@ -89,7 +103,7 @@ impl VbdColor {
         count: u32,
         setup: &VbdColorSetup<'_>,
         b: &VbdColorBuffers<'_>,
-    ) -> Bound {
+    ) -> Vec<Bound> {
         let (stiffness_per_mass, stiffness) = match setup.contact.stiffness {
             ContactStiffness::Absolute(k) => (0, k),
             ContactStiffness::PerMass(k) => (1, k),
@@ -101,7 +115,9 @@ impl VbdColor {
             tet_offsets: l.tet_offsets,
             tet_entries: l.tet_entries,
             vertex_body: l.vertex_body,
-            bodies: setup.body_records,
+            bodies: setup.records.bodies,
+            tris: setup.records.tris,
+            hinges: setup.records.hinges,
             stiffness_per_mass,
             stiffness,
             offset: setup.contact.offset,
@@ -110,12 +126,19 @@ impl VbdColor {
             tri_entries: l.tri_entries,
             hinge_offsets: l.hinge_offsets,
             hinge_entries: l.hinge_entries,
-            hinges: setup.hinges,
+            frozen: b.frozen,
+            phase: 0,
+            staged: setup.bounds.enabled,
             _pad: 0,
+            bounds: setup.bounds,
             obstacles: *setup.obstacles,
         };
-        let buffers = [b.positions, b.steps, b.index, b.tets, b.records, b.residuals, b.frozen, b.shells];
-        self.kernel.bind_pod(ctx, &params, &buffers, count)
+        let buffers = [b.positions, b.steps, b.index, b.tets, b.records, b.updates, b.control, b.contacts];
+        let mut out = vec![self.kernel.bind_pod(ctx, &params, &buffers, count)];
+        if params.staged == 1 {
+            out.push(self.kernel.bind_pod(ctx, &Params { phase: 1, ..params }, &buffers, count));
+        }
+        out
     }
 }
 
@@ -126,21 +149,24 @@ mod tests {
     use super::*;
     use crate::collision::Obstacle;
     use crate::gpu::buffers::{output, read_blocking, storage};
+    use crate::gpu::contact::{CONTROL_BOUND_HIT, CONTROL_HEADER, ContactLayout, control_words};
     use crate::gpu::kernels::record_pass;
     use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
-    use crate::gpu::pack::{pack_index, pack_records, pack_shells};
+    use crate::gpu::pack::{pack_index, pack_records};
     use crate::gpu::test_support;
     use crate::prelude::*;
     use crate::solver::Integrator;
+    use crate::solver::SurfaceContactSettings;
     use crate::solver::parallel::{PhaseCell, SharedSlice};
-    use crate::solver::vbd_contact::SurfaceContactScratch;
+    use crate::solver::vbd_contact::detect_once;
     use crate::solver::vbd_vertex::{VertexInputs, update_vertex};
     use crate::state::FROZEN_CONTACT;
     use crate::test_rng::Rng;
 
     /// Every colour pass of one sweep on two damped boxes (stable neo-Hookean with linear drag,
-    /// StVK) pressed into the ground, a sphere and a tilted box, and a damped cloth crumpled
-    /// over the ground (membranes and hinges), with sliding velocities: GPU against the CPU's
+    /// StVK) pressed into the ground, a sphere and a tilted box, a third box 3 mm over the first
+    /// (surface contact pairs and bounds from a CPU detection), and a damped cloth crumpled over
+    /// the ground (membranes and hinges), with sliding velocities: GPU against the CPU's
     /// `update_vertex` on the same iterate.
     #[test]
     fn colour_passes_match_the_cpu_vertex_update() {
@@ -173,6 +199,13 @@ mod tests {
                 .build()
                 .expect("cloth"),
         );
+        world.bodies.insert(
+            SoftBodyBuilder::tetrahedral(TetMesh::box_mesh(Vec3::splat(0.2), [5, 5, 5], TetSplit::Six).expect("mesh"))
+                .friction(0.5)
+                .translation(Vec3::new(0.01, 0.303, 0.0))
+                .build()
+                .expect("body"),
+        );
         world.sync();
         let st = world.state();
         assert!(!st.tris.is_empty() && !st.hinges.is_empty());
@@ -202,18 +235,24 @@ mod tests {
             .collect();
         let contact =
             ContactModel { stiffness: ContactStiffness::default_for(9.81, 1e-3), offset: 1e-3, static_slip: 1e-4 * h };
+        // Surface contact detected at the iterate, as a step's detection leaves it.
+        let settings = SurfaceContactSettings::default();
+        let (surface_pairs, clamp) = detect_once(st, contact, settings, &mut positions.clone());
+        assert!(surface_pairs.pairs.iter().filter(|p| p.has_energy()).count() > 20);
+        let (contact_layout, words) =
+            ContactLayout::new(n as u32, st.bodies.len() as u32, surface_pairs.pairs.len() as u32);
+        let contacts = contact_layout.pack_cpu(words, &surface_pairs, &clamp);
         let (index, layout) = pack_index(st);
-        let (records, body_records) = pack_records(st);
-        let (shells, hinges) = pack_shells(st);
+        let (records, record_layout) = pack_records(st);
         let bufs = [
             storage(&ctx, "positions", &positions, true),
             storage(&ctx, "steps", &steps, false),
             storage(&ctx, "index", &index, false),
             storage(&ctx, "tets", &st.tets, false),
             storage(&ctx, "records", &records, false),
-            output::<f32>(&ctx, "residuals", n),
-            output::<u32>(&ctx, "frozen", st.bodies.len()),
-            storage(&ctx, "shells", &shells, false),
+            output::<Vec4>(&ctx, "updates", n),
+            output::<u32>(&ctx, "control", control_words(st.bodies.len())),
+            storage(&ctx, "contacts", &contacts, false),
         ];
         let b = VbdColorBuffers {
             positions: &bufs[0],
@@ -221,15 +260,17 @@ mod tests {
             index: &bufs[2],
             tets: &bufs[3],
             records: &bufs[4],
-            residuals: &bufs[5],
-            frozen: &bufs[6],
-            shells: &bufs[7],
+            updates: &bufs[5],
+            control: &bufs[6],
+            frozen: CONTROL_HEADER as u32,
+            contacts: &bufs[7],
         };
         let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
-        let setup = VbdColorSetup { layout, body_records, hinges, contact, obstacles: &set };
+        let bounds = SurfaceBounds::new(contact_layout, settings.ccd.min_separation);
+        let setup = VbdColorSetup { layout, records: record_layout, contact, bounds, obstacles: &set };
         let kernel = VbdColor::new(&ctx);
         let passes: Vec<Bound> = (0..st.color_count())
-            .map(|c| {
+            .flat_map(|c| {
                 let (first, end) = (st.color_offsets[c], st.color_offsets[c + 1]);
                 kernel.bind(&ctx, first, end - first, &setup, &b)
             })
@@ -238,8 +279,10 @@ mod tests {
         record_pass(&mut encoder, "vbd_color", &passes);
         ctx.queue.submit([encoder.finish()]);
         let gpu: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
-        let residuals: Vec<f32> = read_blocking(&ctx, &bufs[5], n).expect("residuals");
-        let frozen: Vec<u32> = read_blocking(&ctx, &bufs[6], st.bodies.len()).expect("frozen");
+        let updates: Vec<Vec4> = read_blocking(&ctx, &bufs[5], n).expect("updates");
+        let residuals: Vec<f32> = updates.iter().map(|u| u.w).collect();
+        let control: Vec<u32> = read_blocking(&ctx, &bufs[6], control_words(st.bodies.len())).expect("control");
+        let frozen = &control[CONTROL_HEADER..];
 
         // The CPU sweep, colour by colour, from the same iterate.
         let inertia: Vec<Vec4> = steps.iter().map(|s| Vec4::from_array(s.inertia)).collect();
@@ -254,10 +297,8 @@ mod tests {
                 Mat3A::from_cols(col(1), col(2), col(3)) * t.dm_inv()
             })
             .collect();
-        let mut no_pairs = SurfaceContactScratch::default();
-        no_pairs.vertex_pairs.offsets = vec![0; n + 1];
-        let surface = PhaseCell::new(no_pairs);
-        let mut clamp = vec![Vec4::new(0.0, 0.0, 0.0, f32::INFINITY); n];
+        let surface = PhaseCell::new(surface_pairs);
+        let mut clamp = clamp;
         let clamp = SharedSlice::new(&mut clamp);
         let inputs = VertexInputs {
             state: st,
@@ -273,6 +314,7 @@ mod tests {
         let mut cpu = positions.clone();
         let mut in_contact = vec![false; st.bodies.len()];
         let mut cpu_residuals = vec![0.0f32; n];
+        let mut bounded = 0;
         for c in 0..st.color_count() {
             let updates: Vec<_> = {
                 let pos = SharedSlice::new(&mut cpu);
@@ -282,6 +324,7 @@ mod tests {
                 cpu[v as usize] = u.position.extend(0.0);
                 cpu_residuals[v as usize] = u.residual2;
                 in_contact[st.vertex_body[v as usize] as usize] |= u.in_contact;
+                bounded += usize::from(u.bounded);
             }
         }
         let mut moved = 0;
@@ -295,6 +338,8 @@ mod tests {
             moved += usize::from(step > 1e-5);
         }
         assert!(moved > n / 2, "{moved} of {n} vertices moved");
+        assert!(bounded > 20, "{bounded} vertices met their surface bound");
+        assert_eq!(control[CONTROL_BOUND_HIT], 1, "a met bound is flagged");
         for (b, &touch) in in_contact.iter().enumerate() {
             assert!(touch, "body {b} should touch an obstacle");
             assert_eq!(frozen[b] & FROZEN_CONTACT != 0, touch, "body {b}");

@@ -14,20 +14,24 @@ pub const SHADER: &str = super::compose!("vbd_divergence", "step");
 struct Params {
     bodies: u32,
     body_records: u32,
-    _pad: [u32; 2],
+    frozen: u32,
+    _pad: u32,
 }
 
 /// What the kernel reads and writes.
 pub struct VbdDivergenceBuffers<'a> {
     /// [`crate::gpu::pack::pack_records`] (each body's vertex range).
     pub records: &'a wgpu::Buffer,
-    /// Per vertex: `‖f‖²` of its last update (f32).
-    pub residuals: &'a wgpu::Buffer,
+    /// Per vertex: w `‖f‖²` of its last update (vec4; see [`super::vbd_color`]).
+    pub updates: &'a wgpu::Buffer,
     /// Per body: the smallest residual sum of the step and whether one was seen (vec2, zeroed
     /// at the start of a step).
     pub smallest: &'a wgpu::Buffer,
-    /// Per body: `FROZEN_DIVERGED` is or-ed in (u32).
-    pub frozen: &'a wgpu::Buffer,
+    /// Holds the per-body `FROZEN_*` flags (u32) from word `frozen` on; `FROZEN_DIVERGED` is
+    /// or-ed in.
+    pub control: &'a wgpu::Buffer,
+    /// See `control`.
+    pub frozen: u32,
 }
 
 /// The compiled kernel.
@@ -43,8 +47,8 @@ impl VbdDivergence {
 
     /// The check for `bodies` bodies (one workgroup each).
     pub fn bind(&self, ctx: &GpuContext, bodies: u32, body_records: u32, b: &VbdDivergenceBuffers<'_>) -> Bound {
-        let params = Params { bodies, body_records, _pad: [0; 2] };
-        let buffers = [b.records, b.residuals, b.smallest, b.frozen];
+        let params = Params { bodies, body_records, frozen: b.frozen, _pad: 0 };
+        let buffers = [b.records, b.updates, b.smallest, b.control];
         self.kernel.bind_pod(ctx, &params, &buffers, bodies * WORKGROUP)
     }
 }
@@ -94,9 +98,15 @@ mod tests {
                             .expect("body")]
                 })
                 .collect();
-            let residuals = storage(&ctx, "residuals", &r, false);
-            let b =
-                VbdDivergenceBuffers { records: &records, residuals: &residuals, smallest: &smallest, frozen: &frozen };
+            let updates: Vec<[f32; 4]> = r.iter().map(|&x| [0.0, 0.0, 0.0, x]).collect();
+            let updates = storage(&ctx, "updates", &updates, false);
+            let b = VbdDivergenceBuffers {
+                records: &records,
+                updates: &updates,
+                smallest: &smallest,
+                control: &frozen,
+                frozen: 0,
+            };
             let mut encoder = ctx.device.create_command_encoder(&Default::default());
             record_pass(&mut encoder, "vbd_divergence", &[kernel.bind(&ctx, 3, 3, &b)]);
             ctx.queue.submit([encoder.finish()]);

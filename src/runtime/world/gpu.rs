@@ -14,6 +14,7 @@ use std::time::Instant;
 use glam::{Vec3A, Vec4};
 
 use super::World;
+use crate::gpu::contact::ContactStats;
 use crate::gpu::kernels::step_guard::{BAD_POSITION, BAD_VELOCITY, Rollbacks};
 use crate::gpu::step::{GpuStepSettings, GpuStepper, unsupported};
 use crate::gpu::{GpuContext, GpuError, GpuOptions};
@@ -22,6 +23,7 @@ use crate::runtime::config::{Backend, ConfigError, StepConfig};
 use crate::runtime::events::PliantEvent;
 use crate::runtime::kinematics::{pin_set_changes, update_pin_flags, write_targets};
 use crate::runtime::report::StepReport;
+use crate::solver::vbd_contact::surface_contact_on;
 use crate::state::VERTEX_KINEMATIC;
 
 /// Frames whose start time is remembered, to date the rollbacks they report.
@@ -164,15 +166,6 @@ impl World {
     fn gpu_blocker(&self) -> Option<String> {
         let c = &self.config;
         let st = &self.state;
-        if c.surface_contact
-            && !st.surface_triangles.is_empty()
-            && (st.bodies.len() > 1 || st.bodies.iter().any(|b| b.self_collision != 0))
-        {
-            return Some(
-                "body–body and self contact are CPU-only so far (set surface_contact = false to step on the GPU)"
-                    .into(),
-            );
-        }
         if c.rigid_correction {
             // Bodies without kinematic vertices take the rigid correction.
             let mut pinned = vec![false; st.bodies.len()];
@@ -227,6 +220,7 @@ impl World {
         let c = self.config.clone();
         let h = c.substep_dt();
         let contact = self.contact_model(h);
+        let surface = c.surface_settings();
         let settings = GpuStepSettings {
             h,
             iterations: c.iterations,
@@ -235,6 +229,8 @@ impl World {
             integrator: c.integrator,
             gravity: Vec3A::from(c.gravity),
             contact,
+            surface_contact: surface_contact_on(&self.state, &surface).then_some(surface),
+            contact_pairs: c.gpu_contact_pairs,
         };
         let mut report = StepReport {
             backend: Backend::Gpu,
@@ -324,10 +320,31 @@ impl World {
     /// copy the state).
     fn receive_frame(&mut self, report: &mut StepReport) -> Result<(), GpuError> {
         let Some(stepper) = &self.gpu.stepper else { return Ok(()) };
-        let Some((frame, counts)) = stepper.newest_frame()? else { return Ok(()) };
+        let Some((frame, counts, contact)) = stepper.newest_frame()? else { return Ok(()) };
         let start = self.gpu.frame_times.iter().find(|(f, _)| *f == frame).map_or(self.time, |&(_, t)| t);
         self.report_rollbacks(&counts, start, report);
+        self.report_contact(&contact, report);
         Ok(())
+    }
+
+    /// Reports what surface contact found in the newest finished frame, and grows the GPU's
+    /// pair buffer when a detection found more pairs than it holds (those frames stayed free
+    /// of crossings: the pairs that did not fit bounded their vertices without a contact force).
+    fn report_contact(&mut self, contact: &ContactStats, report: &mut StepReport) {
+        report.contact_pairs = contact.pairs;
+        report.min_pair_distance =
+            (contact.detections > 0 && contact.min_distance.is_finite()).then_some(contact.min_distance);
+        let Some(stepper) = self.gpu.stepper.as_mut() else { return };
+        let capacity = stepper.contact_capacity();
+        report.contact_pairs_dropped = contact.requested.saturating_sub(capacity);
+        if report.contact_pairs_dropped > 0 {
+            log::warn!(
+                "pliant: a GPU contact detection found {} pairs, {} more than its buffer holds: growing it",
+                contact.requested,
+                report.contact_pairs_dropped
+            );
+            stepper.grow_contacts(contact.requested);
+        }
     }
 
     /// Copies the newest finished frame into the host copy when it is newer (an edited or
