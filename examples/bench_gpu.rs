@@ -18,12 +18,23 @@
 //! * accuracy: for the two smaller sizes, the largest distance between GPU and CPU positions
 //!   after the same frames (`cpu_max_diff_m`); for all, the closest vertex to the ground.
 //!
-//! And the 100×100 cloth of `bench_contact` (10,201 vertices) dropped over a sphere. The GPU
-//! step does not take surface contact or the rigid correction yet, so both are off on both
-//! backends (the cloth is without self contact here).
+//! And the 100×100 cloth of `bench_contact` (10,201 vertices) dropped over a sphere without
+//! self contact, then the two surface-contact scenes of `bench_contact` on the GPU:
+//!
+//! * `stack_soft_cubes`: four 0.2 m cubes of 8³ cells stacked 5 mm apart fall onto the ground
+//!   and each other (2,916 vertices, the scene's 30 sweeps), 60 frames; accuracy: the largest
+//!   GPU − CPU position difference after them (same configuration on both), the contact pairs
+//!   of the last frame and the closest pair;
+//! * `cloth_100x100_self`: the cloth with self contact, dropped over a sphere so it folds onto
+//!   itself (10 sweeps); accuracy: pairs, closest pair, and the exact intersection check of the
+//!   final state (must be 0).
+//!
+//! The rigid correction is CPU-only so far: it is off on both backends in every row.
 
 use std::time::Instant;
 
+use pliant::io::bundled::bundled_scene;
+use pliant::io::parse_scene;
 use pliant::prelude::*;
 use pliant::runtime::Backend;
 
@@ -86,22 +97,25 @@ struct Row {
     ms_per_step: f64,
     game_thread_ms: f64,
     game_thread_ms_max: f64,
+    /// Sweeps per step.
+    iterations: u32,
     metrics: Vec<(&'static str, f64)>,
 }
 
 impl Row {
     fn ns_per_vertex_iteration(&self) -> f64 {
-        self.ms_per_step * 1e6 / (self.vertices as f64 * 10.0)
+        self.ms_per_step * 1e6 / (self.vertices as f64 * self.iterations as f64)
     }
 
     fn print(&self, json: bool) {
         if json {
             let mut s = format!(
-                "{{\"bench\":\"bench_gpu\",\"scene\":\"{}\",\"backend\":\"gpu\",\"adapter\":\"{}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":10,\"substeps\":1,\"frames\":{},\"ms_per_step\":{:.4},\"ns_per_vertex_iteration\":{:.2},\"game_thread_ms\":{:.4},\"game_thread_ms_max\":{:.4}",
+                "{{\"bench\":\"bench_gpu\",\"scene\":\"{}\",\"backend\":\"gpu\",\"adapter\":\"{}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"substeps\":1,\"frames\":{},\"ms_per_step\":{:.4},\"ns_per_vertex_iteration\":{:.2},\"game_thread_ms\":{:.4},\"game_thread_ms_max\":{:.4}",
                 self.scene,
                 self.adapter,
                 self.vertices,
                 self.elements,
+                self.iterations,
                 self.frames,
                 self.ms_per_step,
                 self.ns_per_vertex_iteration(),
@@ -146,7 +160,8 @@ fn bench_box(a: &Args, cells: u32) -> Row {
     if tets <= 20_000 {
         let mut cpu = World::new(config(Backend::Cpu, &None)).expect("cpu world");
         drop_box(&mut cpu, cells);
-        for _ in 0..=frames {
+        // The GPU world stepped one untimed frame, the timed ones and one for its counters.
+        for _ in 0..frames + 2 {
             cpu.step();
         }
         let d = gpu
@@ -161,7 +176,8 @@ fn bench_box(a: &Args, cells: u32) -> Row {
     row
 }
 
-/// Times `frames` frames of `world` on the GPU after one untimed frame.
+/// Times `frames` frames of `world` on the GPU after one untimed frame, then steps one more
+/// (untimed) to read the last timed frame's contact counters.
 fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static str, f64)>) -> Row {
     // Untimed: upload, pipeline compilation, the first submission.
     world.step();
@@ -187,6 +203,13 @@ fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static
     }
     world.wait_for_gpu();
     let ms_per_step = t.elapsed().as_secs_f64() * 1e3 / frames as f64;
+    // The contact counters of the last frame come back with its readback.
+    let contact = world.step();
+    world.wait_for_gpu();
+    if contact.contact_pairs > 0 {
+        metrics.push(("contact_pairs", contact.contact_pairs as f64));
+        metrics.push(("min_pair_distance_m", contact.min_pair_distance.unwrap_or(f32::NAN) as f64));
+    }
     let mut last = StepReport { backend: Backend::Gpu, ..StepReport::default() };
     world.complete_report(&mut last);
     let st = world.state();
@@ -201,6 +224,7 @@ fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static
         ms_per_step,
         game_thread_ms: game / frames as f64,
         game_thread_ms_max: game_max,
+        iterations: world.config().iterations,
         metrics,
     }
 }
@@ -226,6 +250,55 @@ fn bench_cloth(a: &Args) -> Row {
     timed(&mut world, "cloth_100x100", frames, Vec::new())
 }
 
+/// A bundled or inline scene on `backend`, with the rigid correction off (CPU-only so far).
+fn scene_world(json: &str, backend: Backend, adapter: &Option<String>) -> World {
+    let scene = parse_scene(json).expect("scene parses");
+    let mut world = scene.build(std::path::Path::new("examples/scenes")).expect("scene builds").world;
+    let config =
+        StepConfig { backend, gpu_adapter: adapter.clone(), rigid_correction: false, ..world.config().clone() };
+    world.set_config(config).expect("config");
+    world
+}
+
+/// `bench_contact`'s stack of four soft cubes, GPU against CPU after the same frames.
+fn bench_stack(a: &Args) -> Row {
+    let frames = a.frames.unwrap_or(60);
+    let json = bundled_scene("stack_soft_cubes").expect("bundled scene");
+    let mut gpu = scene_world(json, Backend::Gpu, &a.adapter);
+    let mut row = timed(&mut gpu, "stack_soft_cubes", frames, Vec::new());
+    row.iterations = gpu.config().iterations;
+    let mut cpu = scene_world(json, Backend::Cpu, &None);
+    // The GPU world stepped one untimed frame, the timed ones and one for its counters.
+    for _ in 0..frames + 2 {
+        cpu.step();
+    }
+    row.metrics.push(("cpu_max_diff_m", largest_difference(&gpu, &cpu)));
+    row.metrics.push(("intersections", gpu.find_intersections().len() as f64));
+    row
+}
+
+/// `bench_contact`'s 100×100 cloth with self contact, folding over a sphere.
+fn bench_cloth_self(a: &Args) -> Row {
+    let frames = a.frames.unwrap_or(30);
+    let json = r#"{ "version": 1, "name": "cloth_100x100_self", "frames": 30,
+  "solver": { "iterations": 10 },
+  "materials": { "fabric": { "model": "cloth", "E": 2e6, "nu": 0.3, "rho": 400, "thickness": 0.0005 } },
+  "bodies": [{ "name": "cloth", "material": "fabric",
+               "generator": { "type": "cloth_grid", "size": [1, 1], "cells": [100, 100] },
+               "translation": [0, 0.35, 0], "friction": 0.3 }],
+  "obstacles": [{ "type": "sphere", "center": [0, 0.15, 0], "radius": 0.15, "friction": 0.3 },
+                { "type": "plane", "normal": [0, 1, 0], "offset": 0, "friction": 0.3 }] }"#;
+    let mut world = scene_world(json, Backend::Gpu, &a.adapter);
+    let mut row = timed(&mut world, "cloth_100x100_self", frames, Vec::new());
+    row.metrics.push(("intersections", world.find_intersections().len() as f64));
+    row
+}
+
+fn largest_difference(a: &World, b: &World) -> f64 {
+    let (p, q) = (&a.state().positions, &b.state().positions);
+    p.iter().zip(q).map(|(x, y)| (x.truncate() - y.truncate()).length()).fold(0.0f32, f32::max) as f64
+}
+
 fn main() {
     let a = args();
     if !a.json {
@@ -241,4 +314,6 @@ fn main() {
         bench_box(&a, cells).print(a.json);
     }
     bench_cloth(&a).print(a.json);
+    bench_stack(&a).print(a.json);
+    bench_cloth_self(&a).print(a.json);
 }

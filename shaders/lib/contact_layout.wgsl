@@ -8,7 +8,9 @@ struct ContactLayout {
     // Word offsets in `contacts`: per vertex the bound (x^det, b_v as f32 bits, four words),
     // the n + 1 row offsets of the vertex → pair lists, a fill cursor and the smallest pair
     // distance (f32 bits); then `capacity` pairs' four list entries (pair << 2 | slot) and the
-    // pairs (PAIR_WORDS each); then the scan's block sums.
+    // pairs (PAIR_WORDS each); the block sums of the row offsets' scan; per detection query
+    // (surface vertex, then surface edge) its stored pairs, scanned into where they start; and
+    // that scan's block sums.
     clamp: u32,
     offsets: u32,
     cursor: u32,
@@ -19,8 +21,8 @@ struct ContactLayout {
     capacity: u32,
     vertices: u32,
     bodies: u32,
-    _pad0: u32,
-    _pad1: u32,
+    counts: u32,
+    count_scan: u32,
 }
 
 // `control` words.

@@ -56,7 +56,7 @@ pub struct ContactLayout {
     pub entries: u32,
     /// `capacity` pairs of [`PAIR_WORDS`].
     pub pairs: u32,
-    /// The scan's block sums.
+    /// The block sums of the scan of the row offsets.
     pub scan: u32,
     /// Pairs that fit.
     pub capacity: u32,
@@ -64,13 +64,19 @@ pub struct ContactLayout {
     pub vertices: u32,
     /// Bodies.
     pub bodies: u32,
-    _pad: [u32; 2],
+    /// Per detection query (surface vertex, then surface edge): its stored pairs, scanned into
+    /// where its pairs start.
+    pub counts: u32,
+    /// The block sums of the scan of `counts`.
+    pub count_scan: u32,
 }
 
 impl ContactLayout {
-    /// The layout for `vertices` vertices, `bodies` bodies and room for `capacity` pairs;
-    /// returns it and its length in words.
-    pub fn new(vertices: u32, bodies: u32, capacity: u32) -> (Self, usize) {
+    /// The layout for `vertices` vertices, `bodies` bodies, `queries` detection queries
+    /// (surface vertices and edges) and room for `capacity` pairs; returns it and its length in
+    /// words.
+    pub fn new(vertices: u32, bodies: u32, queries: u32, capacity: u32) -> (Self, usize) {
+        let sums = |count: u32| -> u32 { crate::gpu::kernels::scan::levels(count).iter().map(|&(_, b)| b).sum() };
         let n = vertices;
         let clamp = 0;
         let offsets = clamp + 4 * n;
@@ -79,10 +85,12 @@ impl ContactLayout {
         let entries = dmin + n;
         let pairs = entries + 4 * capacity;
         let scan = pairs + PAIR_WORDS as u32 * capacity;
-        let sums: u32 = crate::gpu::kernels::scan::levels(n + 1).iter().map(|&(_, blocks)| blocks).sum();
+        let counts = scan + sums(n + 1);
+        let count_scan = counts + queries;
+        let end = count_scan + sums(queries);
         let layout =
-            Self { clamp, offsets, cursor, dmin, entries, pairs, scan, capacity, vertices, bodies, _pad: [0; 2] };
-        (layout, (scan + sums.max(1)) as usize)
+            Self { clamp, offsets, cursor, dmin, entries, pairs, scan, capacity, vertices, bodies, counts, count_scan };
+        (layout, end as usize)
     }
 
     /// The words of `contacts` that hold what a CPU detection left in `scratch` (pairs, lists,

@@ -90,6 +90,8 @@ pub(crate) struct ContactState {
     index: IndexLayout,
     /// Some vertex is kinematic (the catch-up runs).
     kinematic: bool,
+    /// Detection queries (surface vertices and edges).
+    queries: u32,
     /// The surface's tables (the contact constants are set at binding), and the smallest mean
     /// surface edge length of any body \[m\].
     surface: GpuSurface,
@@ -144,7 +146,8 @@ impl ContactState {
     pub fn new(ctx: &GpuContext, st: &SimState, index: IndexLayout, records: RecordLayout, capacity: u32) -> Self {
         let (tris, end) = TreeLayout::new(0, st.surface_triangles.len() as u32, 3, index.surface_triangles);
         let (edges, end) = TreeLayout::new(end, st.surface_edges.len() as u32, 2, index.surface_edges);
-        let (layout, words) = ContactLayout::new(st.vertex_count() as u32, st.bodies.len() as u32, capacity);
+        let queries = (st.surface_vertices.len() + st.surface_edges.len()) as u32;
+        let (layout, words) = ContactLayout::new(st.vertex_count() as u32, st.bodies.len() as u32, queries, capacity);
         let dispatch = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("contact dispatch"),
             size: (SLOTS * 12) as u64,
@@ -173,6 +176,7 @@ impl ContactState {
             edges,
             layout,
             index,
+            queries,
             kinematic: st.flags.iter().any(|&f| f & crate::state::VERTEX_KINEMATIC != 0),
             surface: GpuSurface::new(st, &index, records.bodies, &UNSET, &Default::default()),
             shortest_edge: st.bodies.iter().map(|b| b.surface_edge_length).fold(f32::INFINITY, f32::min),
@@ -187,7 +191,7 @@ impl ContactState {
     /// Replaces the contacts buffer by one with room for `capacity` pairs (zeroed: the caller
     /// marks the bounds invalid and rebinds). Frames in flight keep the old buffer.
     pub fn grow(&mut self, ctx: &GpuContext, capacity: u32) {
-        let (layout, words) = ContactLayout::new(self.layout.vertices, self.layout.bodies, capacity);
+        let (layout, words) = ContactLayout::new(self.layout.vertices, self.layout.bodies, self.queries, capacity);
         self.layout = layout;
         self.contacts = output::<u32>(ctx, "contacts", words);
     }
@@ -273,7 +277,7 @@ impl ContactState {
         let mut gate = Gate::new(&self.dispatch, &mut slots);
         let mut queries = gate.gate_all(k.bodies.bind(ctx, &surface, l, &cb));
         queries.extend(gate.gate_all(refit(RefitBoxes::SearchRadius)));
-        queries.extend(gate.gate_all(k.detect.bind(ctx, &surface, l, tris, edges, model, &db)));
+        queries.extend(gate.gate_all(k.detect.bind(ctx, &k.scan, &surface, l, tris, edges, model, &db)));
         let detect = schedule(ScheduleMode::Detect, &gate.entries);
         let redetect = schedule(ScheduleMode::Redetect, &gate.entries);
         let mut gate = Gate::new(&self.dispatch, &mut slots);

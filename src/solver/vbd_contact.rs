@@ -419,10 +419,17 @@ pub(crate) fn detect(
             let q = Aabb::point(Vec3A::from_vec4(x[v as usize])).inflate(s.radius[v as usize]);
             let first = f.point_triangle.len();
             bp.point_triangle_candidates(st, v, &q, |_, pv| visit(PAIR_POINT_TRIANGLE, pv, &mut f.point_triangle));
+            // Each query's pairs in the order of their vertices, not of the tree walk: the
+            // pair order (which fixes each vertex's summation order and which of two pairs with
+            // the same closest point keeps its energy) then depends on the positions alone, not
+            // on the tree's shape, which changes with each rebuild and between backends.
+            f.point_triangle[first..].sort_unstable_by_key(|p| p.vertices);
             keep_closest_features(&mut f.point_triangle[first..]);
         }
         for e in chunk(st.surface_edges.len(), threads, t) {
+            let first = f.edge_edge.len();
             bp.edge_edge_candidates(st, e as u32, |_, pv| visit(PAIR_EDGE_EDGE, pv, &mut f.edge_edge));
+            f.edge_edge[first..].sort_unstable_by_key(|p| p.vertices);
         }
     }
     barrier.wait();

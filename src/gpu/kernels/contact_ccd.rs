@@ -141,7 +141,7 @@ mod tests {
         let surface = GpuSurface::new(&st, &l, bodies, &model, &settings.ccd);
         let (tris, end) = TreeLayout::new(0, st.surface_triangles.len() as u32, 3, l.surface_triangles);
         let (edges, end) = TreeLayout::new(end, st.surface_edges.len() as u32, 2, l.surface_edges);
-        let (layout, words) = ContactLayout::new(n as u32, nb as u32, 16);
+        let (layout, words) = ContactLayout::new(n as u32, nb as u32, 0, 16);
         let steps: Vec<GpuVertexStep> = (0..n)
             .map(|v| GpuVertexStep {
                 start: start[v].to_array(),

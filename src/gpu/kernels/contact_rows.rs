@@ -1,5 +1,5 @@
-//! Host side of `shaders/contact_rows.wgsl`: per vertex, its sorted pair list, the
-//! closest-feature rule over its vertex–triangle pairs and its displacement bound.
+//! Host side of `shaders/contact_rows.wgsl`: per vertex, its sorted pair list and its
+//! displacement bound.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -8,7 +8,7 @@ use crate::gpu::GpuContext;
 use crate::gpu::contact::ContactLayout;
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("contact_rows", "contact_layout", "distance");
+pub const SHADER: &str = super::compose!("contact_rows", "contact_layout");
 
 /// The shader's `Params` uniform.
 #[repr(C)]

@@ -106,7 +106,7 @@ mod tests {
         let index: Vec<u32> = free.iter().chain(&body).copied().collect();
         // Every vertex bounded to a random ball around a random detection position (no pairs).
         let clamp: Vec<Vec4> = (0..n).map(|_| (rng.vec() * 2.0).as_vec3().extend(rng.uniform_f32() * 1.5)).collect();
-        let (layout, words) = ContactLayout::new(n as u32, 3, 0);
+        let (layout, words) = ContactLayout::new(n as u32, 3, 0, 0);
         let mut scratch = SurfaceContactScratch::default();
         scratch.vertex_pairs.offsets = vec![0; n + 1];
         let contacts = layout.pack_cpu(words, &scratch, &clamp);

@@ -240,7 +240,7 @@ mod tests {
         let (surface_pairs, clamp) = detect_once(st, contact, settings, &mut positions.clone());
         assert!(surface_pairs.pairs.iter().filter(|p| p.has_energy()).count() > 20);
         let (contact_layout, words) =
-            ContactLayout::new(n as u32, st.bodies.len() as u32, surface_pairs.pairs.len() as u32);
+            ContactLayout::new(n as u32, st.bodies.len() as u32, 0, surface_pairs.pairs.len() as u32);
         let contacts = contact_layout.pack_cpu(words, &surface_pairs, &clamp);
         let (index, layout) = pack_index(st);
         let (records, record_layout) = pack_records(st);
