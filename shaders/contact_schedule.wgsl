@@ -7,7 +7,8 @@
 //      (src/solver/vbd.rs: otherwise the stored pairs are every pair that can come within the
 //      offset while the bounds hold);
 //   3  pairs: the rest of the detection that just ran (none when it did not run), the
-//      dispatches over its stored pairs with one invocation per pair.
+//      dispatches over its stored pairs with one invocation per pair;
+//   4  stored: dispatches over the pairs the last detection stored (the rigid correction's).
 // A detection that runs starts with no pairs and records its count and the frame's largest
 // request (for the host to grow the pair buffer).
 // Host wrapper: src/gpu/kernels/contact_schedule.rs; prepended: lib/contact_layout.wgsl.
@@ -16,6 +17,7 @@ const MODE_ADVANCE: u32 = 0u;
 const MODE_DETECT: u32 = 1u;
 const MODE_REDETECT: u32 = 2u;
 const MODE_PAIRS: u32 = 3u;
+const MODE_STORED: u32 = 4u;
 const MAX_ENTRIES: u32 = 32u;
 
 struct Params {
@@ -61,6 +63,9 @@ fn main() {
             } else {
                 control[CONTROL_DETECTING] = 0u;
             }
+        }
+        case MODE_STORED: {
+            run = true;
         }
         default: {
             run = control[CONTROL_DETECTING] != 0u;

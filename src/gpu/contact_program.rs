@@ -131,7 +131,8 @@ impl<'a> Gate<'a> {
     fn gate(&mut self, bound: Bound, per_pair: bool) -> Bound {
         let offset = (*self.next * 12) as u64;
         *self.next += 1;
-        assert!(*self.next <= SLOTS, "more scheduled dispatches than slots");
+        // The last slot is `over_stored_pairs`'.
+        assert!(*self.next < SLOTS, "more scheduled dispatches than slots");
         self.entries.push(ScheduleEntry { offset, workgroups: bound.workgroups(), per_pair });
         bound.indirect(self.dispatch, offset)
     }
@@ -304,5 +305,21 @@ impl ContactState {
     /// The contacts buffer (for the colour and Chebyshev passes).
     pub fn contacts(&self) -> &wgpu::Buffer {
         &self.contacts
+    }
+
+    /// Where the bounds, lists and pairs are in [`ContactState::contacts`].
+    pub fn layout(&self) -> ContactLayout {
+        self.layout
+    }
+
+    /// `bound`, a dispatch over the pairs the last detection stored (one invocation per pair),
+    /// made indirect, after the schedule that sizes it: for passes outside a detection.
+    pub fn over_stored_pairs(&self, ctx: &GpuContext, control: &wgpu::Buffer, bound: Bound) -> [Bound; 2] {
+        // The last slot: no program's gates reach it (see `Gate::gate`).
+        let offset = ((SLOTS - 1) * 12) as u64;
+        let entry = ScheduleEntry { offset, workgroups: 0, per_pair: true };
+        let schedule =
+            self.kernels.schedule.bind(ctx, &self.layout, ScheduleMode::Stored, &[entry], control, &self.dispatch);
+        [schedule, bound.indirect(&self.dispatch, offset)]
     }
 }

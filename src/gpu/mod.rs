@@ -19,6 +19,7 @@ pub mod kernels;
 pub mod obstacles;
 pub mod pack;
 pub mod readback;
+pub mod rigid_program;
 pub mod step;
 pub mod submit;
 pub mod surface;

@@ -7,8 +7,9 @@
 //! changes and user edits).
 //!
 //! ```text
-//! per substep   [pin targets copied in] vbd_inertia → vbd_advance ×3
-//!               → surface contact: [tree rebuild] → initial advance → detection
+//! per substep   [pin targets copied in] vbd_inertia → [rigid groups] → vbd_advance ×3
+//!               → [rigid correction] → surface contact: [tree rebuild] → initial advance
+//!               → detection
 //!               → [re-detection (scheduled) → vbd_color ×colours → vbd_divergence
 //!                  → vbd_chebyshev] ×iterations
 //!               → vbd_finish → step_guard ×3
@@ -43,6 +44,7 @@ use super::kernels::vbd_inertia::{GpuVertexStep, VbdInertia, VbdInertiaBuffers, 
 use super::obstacles::GpuObstacleSet;
 use super::pack::{IndexLayout, RecordLayout, pack_index, pack_records};
 use super::readback::ReadbackRing;
+use super::rigid_program::{RigidState, StateBuffers as RigidBuffers};
 use super::submit::Submitter;
 use super::{GpuContext, GpuError};
 use crate::collision::{ContactModel, Obstacle};
@@ -74,6 +76,8 @@ pub struct GpuStepSettings {
     pub surface_contact: Option<SurfaceContactSettings>,
     /// Pairs the contact buffer holds at first (0: 16 per surface vertex).
     pub contact_pairs: u32,
+    /// The rigid correction of the initial guess (`solver/rigid_correction.rs`).
+    pub rigid_correction: bool,
 }
 
 /// Why a scene cannot be stepped on the GPU yet, or `None` when it can. The CPU path takes
@@ -183,6 +187,9 @@ pub struct GpuStepper {
     kinematic: std::ops::Range<usize>,
     /// Surface contact's buffers (made when a program first needs them).
     contact: Option<ContactState>,
+    /// The rigid correction's buffers (made when a program first needs them; `Some(None)`
+    /// when no body takes the correction).
+    rigid: Option<Option<RigidState>>,
     /// Substeps recorded since the contact trees were last built.
     since_build: u32,
     /// A copy of the packed state's tables, for surface contact's buffers.
@@ -267,6 +274,7 @@ impl GpuStepper {
                 }
             },
             contact: None,
+            rigid: None,
             since_build: 0,
             state: st.clone(),
             ctx,
@@ -365,6 +373,9 @@ impl GpuStepper {
                 };
                 self.contact = Some(ContactState::new(&self.ctx, &self.state, self.layout, self.records, capacity));
             }
+            if settings.rigid_correction && self.rigid.is_none() {
+                self.rigid = Some(RigidState::new(&self.ctx, &self.state, self.layout, self.records));
+            }
             self.program = Some(self.bind_program(settings, obstacles));
         }
         self.program.as_ref().unwrap_or_else(|| unreachable!("bound above"))
@@ -387,7 +398,7 @@ impl GpuStepper {
                 steps: &b.steps,
             },
         )];
-        prepare.extend(k.advance.bind(
+        let advance = k.advance.bind(
             ctx,
             n,
             self.bodies,
@@ -403,7 +414,7 @@ impl GpuStepper {
                 previous: &b.previous,
                 before_previous: &b.before_previous,
             },
-        ));
+        );
         // Surface contact, and what the colour and Chebyshev passes bound their moves with.
         let contact = s.surface_contact.as_ref().zip(self.contact.as_ref()).map(|(settings, state)| {
             let buffers = StateBuffers {
@@ -423,6 +434,40 @@ impl GpuStepper {
         });
         let (bounds, contacts) =
             contact.as_ref().map_or((SurfaceBounds::off(), &b.no_contacts), |(p, _, c)| (p.bounds, *c));
+        // The rigid correction: its groups before the obstacle advance (touching bodies start
+        // from x^n), its solve after it.
+        let contact_state = self.contact.as_ref().filter(|_| s.surface_contact.is_some());
+        let rigid = self.rigid.as_ref().and_then(|r| r.as_ref()).filter(|_| s.rigid_correction).map(|state| {
+            let buffers = RigidBuffers {
+                positions: &b.positions,
+                steps: &b.steps,
+                index: &b.index,
+                records: &b.records,
+                masses: &b.masses,
+                flags: &b.flags,
+                initial: &b.initial,
+                previous: &b.previous,
+                before_previous: &b.before_previous,
+                control: &b.control,
+                contacts,
+                contact: contact_state.map(|c| c.layout()),
+            };
+            state.bind(ctx, &s.contact, s.initialization, obstacles, &buffers)
+        });
+        if let Some(r) = &rigid {
+            for (k, bound) in r.groups.iter().enumerate() {
+                match (r.pair_dispatch, contact_state) {
+                    (Some(at), Some(c)) if at == k => {
+                        prepare.extend(c.over_stored_pairs(ctx, &b.control, bound.clone()))
+                    }
+                    _ => prepare.push(bound.clone()),
+                }
+            }
+        }
+        prepare.extend(advance);
+        if let Some(r) = rigid {
+            prepare.extend(r.correct);
+        }
         let frozen = CONTROL_HEADER as u32;
         let setup = VbdColorSetup { layout: *l, records: self.records, contact: s.contact, bounds, obstacles };
         let color_buffers = VbdColorBuffers {

@@ -5,7 +5,7 @@ pub mod chebyshev;
 pub mod init;
 pub mod integrator;
 pub(crate) mod parallel;
-mod rigid_correction;
+pub(crate) mod rigid_correction;
 mod rigid_energy;
 mod union_find;
 pub mod vbd;

@@ -173,6 +173,21 @@ pub(crate) fn correct_rigid(
     barrier.wait();
 }
 
+/// One rigid correction of `positions` (the initial guess) outside a step, on the calling
+/// thread (for tests): what a step's correction leaves, with `eligible` bodies corrected and
+/// the pairs of `surface` coupling them.
+#[cfg(test)]
+pub(crate) fn correct_once(inp: &VertexInputs<'_>, eligible: &[bool], positions: &mut [Vec4]) {
+    let n = inp.state.vertex_count();
+    let mut motions = vec![RigidMotion::IDENTITY; inp.state.bodies.len()];
+    let mut flags = inp.state.flags.clone();
+    let scratch = parking_lot::Mutex::new(RigidScratch::default());
+    let motions = SharedSlice::new(&mut motions);
+    let buf = RigidBuffers { motions: &motions, eligible, scratch: &scratch };
+    let (pos, flags) = (SharedSlice::new(&mut positions[..n]), SharedSlice::new(&mut flags));
+    super::parallel::run_workers(1, |t, barrier| correct_rigid(t, 1, barrier, &pos, &flags, inp, &buf));
+}
+
 impl RigidScratch {
     /// Groups the eligible bodies linked by cross-body pairs (in body order, so the result
     /// does not depend on pair order), and lists the pairs each group couples to.

@@ -27,6 +27,8 @@ pub enum ScheduleMode {
     /// The rest of the detection that just ran (its dispatches over the stored pairs get one
     /// invocation per pair).
     Pairs = 3,
+    /// Dispatches over the pairs the last detection stored.
+    Stored = 4,
 }
 
 /// The shader's `Params` uniform.

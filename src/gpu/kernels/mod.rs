@@ -19,6 +19,10 @@ pub mod contact_detect;
 pub mod contact_groups;
 pub mod contact_rows;
 pub mod contact_schedule;
+pub mod rigid_apply;
+pub mod rigid_groups;
+pub mod rigid_reduce;
+pub mod rigid_solve;
 pub mod scan;
 pub mod step_guard;
 pub mod vbd_advance;
@@ -49,6 +53,10 @@ pub const SHADERS: &[(&str, &str)] = &[
     ("contact_groups", contact_groups::SHADER),
     ("contact_rows", contact_rows::SHADER),
     ("contact_schedule", contact_schedule::SHADER),
+    ("rigid_apply", rigid_apply::SHADER),
+    ("rigid_groups", rigid_groups::SHADER),
+    ("rigid_reduce", rigid_reduce::SHADER),
+    ("rigid_solve", rigid_solve::SHADER),
     ("scan", scan::SHADER),
     ("step_guard", step_guard::SHADER),
     ("vbd_advance", vbd_advance::SHADER),

@@ -164,21 +164,7 @@ impl World {
 
     /// Why this world's next step cannot run on the GPU, or `None` when it can.
     fn gpu_blocker(&self) -> Option<String> {
-        let c = &self.config;
-        let st = &self.state;
-        if c.rigid_correction {
-            // Bodies without kinematic vertices take the rigid correction.
-            let mut pinned = vec![false; st.bodies.len()];
-            for (&f, &b) in st.flags.iter().zip(&st.vertex_body) {
-                pinned[b as usize] |= f & VERTEX_KINEMATIC != 0;
-            }
-            if pinned.iter().any(|&p| !p) {
-                return Some(
-                    "the rigid correction is CPU-only so far (set rigid_correction = false to step on the GPU)".into(),
-                );
-            }
-        }
-        unsupported(st, &self.obstacles)
+        unsupported(&self.state, &self.obstacles)
     }
 
     /// Steps on the GPU when the configuration asks for it and the scene allows it; `None`
@@ -231,6 +217,7 @@ impl World {
             contact,
             surface_contact: surface_contact_on(&self.state, &surface).then_some(surface),
             contact_pairs: c.gpu_contact_pairs,
+            rigid_correction: c.rigid_correction,
         };
         let mut report = StepReport {
             backend: Backend::Gpu,

@@ -1,0 +1,66 @@
+// The rigid correction's state on the GPU (src/gpu/kernels/rigid_groups.rs RigidLayout): one
+// record of RIGID_WORDS u32 per body, each group's dense Newton matrix in a pool, and the
+// rotation of a motion. Not a kernel: host wrappers prepend this file.
+
+struct RigidLayout {
+    bodies: u32,
+    // Word offsets in `rigid`: per body its pool words (at group roots), scanned in place into
+    // where each root's matrix ends; the scan's block sums; the pool.
+    sizes: u32,
+    sums: u32,
+    pool: u32,
+}
+
+const RIGID_WORDS: u32 = 32u;
+// Record words: group label (a smaller body of the group, or the body itself for the root),
+// members (at the root), slot in the group, flags.
+const RB_LABEL: u32 = 0u;
+const RB_SIZE: u32 = 1u;
+const RB_SLOT: u32 = 2u;
+const RB_FLAGS: u32 = 3u;
+// The body's coarse quadratic (f32 bits): A-weighted centre and ΣA, J = ΣA(|r|² I − r rᵀ)
+// (xx, yy, zz, xy, xz, yz), force, torque, the largest arm.
+const RB_CENTER: u32 = 5u;
+const RB_STIFF: u32 = 8u;
+const RB_INERTIA: u32 = 9u;
+const RB_FORCE: u32 = 15u;
+const RB_TORQUE: u32 = 18u;
+const RB_ARM: u32 = 21u;
+// The correction: translation, rotation vector, and 1 when the body moves.
+const RB_TRANSLATION: u32 = 22u;
+const RB_ROTATION: u32 = 25u;
+const RB_MOVES: u32 = 28u;
+
+// Flags: set by the host for the stepper's life...
+const RIGID_ELIGIBLE: u32 = 1u;
+const RIGID_VOLUMETRIC: u32 = 2u;
+// ... and from the last detection's pairs each step.
+const RIGID_COUPLED: u32 = 4u;
+const RIGID_TOUCHING: u32 = 8u;
+
+// src/solver/rigid_correction.rs MAX_GROUP_BODIES: larger groups are left to the sweeps.
+const MAX_GROUP_BODIES: u32 = 48u;
+
+fn rigid_record(b: u32) -> u32 {
+    return RIGID_WORDS * b;
+}
+
+// The rotation by vector θ (axis θ/|θ|, angle |θ|), as glam's Mat3A::from_axis_angle builds it.
+fn rotation_of(theta: vec3<f32>) -> mat3x3<f32> {
+    let angle = length(theta);
+    if !(angle > 0.0) {
+        return mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
+    }
+    let a = theta / angle;
+    let s = sin(angle);
+    let c = cos(angle);
+    let omc = 1.0 - c;
+    let xy = a.x * a.y * omc;
+    let xz = a.x * a.z * omc;
+    let yz = a.y * a.z * omc;
+    return mat3x3<f32>(
+        vec3<f32>(a.x * a.x * omc + c, xy + a.z * s, xz - a.y * s),
+        vec3<f32>(xy - a.z * s, a.y * a.y * omc + c, yz + a.x * s),
+        vec3<f32>(xz + a.y * s, yz - a.x * s, a.z * a.z * omc + c),
+    );
+}

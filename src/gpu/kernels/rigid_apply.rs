@@ -1,0 +1,68 @@
+//! Host side of `shaders/rigid_apply.wgsl`: every vertex of a corrected body moves with its
+//! body's rigid motion; the initial guess and the iterates restart there.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::rigid_groups::RigidLayout;
+use super::{Bound, ComputeKernel};
+use crate::gpu::GpuContext;
+use crate::gpu::obstacles::GpuObstacleSet;
+
+/// WGSL source.
+pub const SHADER: &str = super::compose!("rigid_apply", "step", "obstacles", "rigid");
+
+/// The shader's `Params` uniform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct Params {
+    rigid: RigidLayout,
+    count: u32,
+    vertex_body: u32,
+    _pad: [u32; 2],
+    obstacles: GpuObstacleSet,
+}
+
+/// What the kernel reads and writes.
+pub struct RigidApplyBuffers<'a> {
+    /// Positions (vec4).
+    pub positions: &'a wgpu::Buffer,
+    /// Per-vertex [`super::vbd_inertia::GpuVertexStep`] (the offset takes the shift).
+    pub steps: &'a wgpu::Buffer,
+    /// [`crate::gpu::pack::pack_index`] (`vertex_body`).
+    pub index: &'a wgpu::Buffer,
+    /// The correction's words.
+    pub rigid: &'a wgpu::Buffer,
+    /// `x^(0)` (vec4).
+    pub initial: &'a wgpu::Buffer,
+    /// Chebyshev's two previous iterates (vec4).
+    pub previous: &'a wgpu::Buffer,
+    /// See `previous`.
+    pub before_previous: &'a wgpu::Buffer,
+}
+
+/// The compiled kernel.
+pub struct RigidApply {
+    kernel: ComputeKernel,
+}
+
+impl RigidApply {
+    /// Compiles the shader for `ctx`'s device.
+    pub fn new(ctx: &GpuContext) -> Self {
+        Self { kernel: ComputeKernel::new(ctx, "rigid_apply", SHADER) }
+    }
+
+    /// The dispatch over `count` vertices; `vertex_body` is where that table starts in `index`.
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        rigid: &RigidLayout,
+        count: u32,
+        vertex_body: u32,
+        obstacles: &GpuObstacleSet,
+        b: &RigidApplyBuffers<'_>,
+    ) -> Bound {
+        let params = Params { rigid: *rigid, count, vertex_body, _pad: [0; 2], obstacles: *obstacles };
+        let buffers = [b.positions, b.steps, b.index, b.rigid, b.initial, b.previous, b.before_previous];
+        self.kernel.bind_pod(ctx, &params, &buffers, count)
+    }
+}
