@@ -10,8 +10,9 @@
 // dispatch each):
 //   0  per body: its own group, flags from the host only;
 //   1  per stored pair: join, flag (indirect: only the GPU knows how many pairs there are);
-//   2  per body: its root, the root's member count;
-//   3  per body: its slot; at a root, the words of its group's Newton matrix, (6G)²;
+//   2  per body: its root, the root's member and vertex counts;
+//   3  per body: its slot; at a root, the words of its group's pool region: the Newton matrix,
+//      (6G)², and two words per vertex for the obstacle candidates;
 //   4  per vertex: a free vertex of a touching body starts its initial guess from x^n.
 // Host wrapper: src/gpu/kernels/rigid_groups.rs; prepended: lib/step.wgsl,
 // lib/contact_layout.wgsl, lib/rigid.wgsl.
@@ -21,9 +22,9 @@ struct Params {
     rigid: RigidLayout,
     phase: u32,
     count: u32,
-    // Where vertex_body starts in `index`.
+    // Where vertex_body starts in `index`; the first body record in `records` (vec4s).
     vertex_body: u32,
-    _pad: u32,
+    bodies: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -33,6 +34,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read_write> rigid: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> steps: array<VertexStep>;
 @group(0) @binding(6) var<storage, read> flags: array<u32>;
+@group(0) @binding(7) var<storage, read> records: array<vec4<f32>>;
 
 fn body_flags(b: u32) -> u32 {
     return atomicLoad(&rigid[rigid_record(b) + RB_FLAGS]);
@@ -78,6 +80,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             let r = rigid_record(i);
             atomicStore(&rigid[r + RB_LABEL], i);
             atomicStore(&rigid[r + RB_SIZE], 0u);
+            atomicStore(&rigid[r + RB_VERTICES], 0u);
             atomicStore(&rigid[r + RB_MOVES], 0u);
             atomicAnd(&rigid[r + RB_FLAGS], RIGID_ELIGIBLE | RIGID_VOLUMETRIC);
             atomicStore(&rigid[l.sizes + i], 0u);
@@ -110,6 +113,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             let root = group_root(i);
             atomicStore(&rigid[rigid_record(i) + RB_LABEL], root);
             atomicAdd(&rigid[rigid_record(root) + RB_SIZE], 1u);
+            let vertices = bitcast<u32>(records[params.bodies + 2u * i].y);
+            atomicAdd(&rigid[rigid_record(root) + RB_VERTICES], vertices);
         }
         case 3u: {
             if i >= l.bodies || (body_flags(i) & RIGID_ELIGIBLE) == 0u {
@@ -125,7 +130,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             atomicStore(&rigid[rigid_record(i) + RB_SLOT], slot);
             let g = atomicLoad(&rigid[rigid_record(root) + RB_SIZE]);
             if i == root && g <= MAX_GROUP_BODIES {
-                atomicStore(&rigid[l.sizes + i], 36u * g * g);
+                let vertices = atomicLoad(&rigid[rigid_record(root) + RB_VERTICES]);
+                atomicStore(&rigid[l.sizes + i], 36u * g * g + 2u * vertices);
             }
         }
         default: {

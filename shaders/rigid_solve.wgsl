@@ -58,6 +58,8 @@ var<workgroup> point: array<f32, MAX_DOFS>;
 var<workgroup> red: array<f32, 1344>;
 // Bit i·48 + j: some pair of the group joins slots i and j.
 var<workgroup> joined: array<atomic<u32>, 72>;
+// Per invocation: its candidates, then where they go.
+var<workgroup> chunks: array<u32, 64>;
 var<workgroup> flag: u32;
 var<workgroup> value: f32;
 var<workgroup> value2: f32;
@@ -198,23 +200,19 @@ fn contact_term(gap: f32, n: vec3<f32>, k: f32, n0: vec3<f32>, slip: vec3<f32>, 
     return t;
 }
 
-// Vertex v (of the group's slot s, body b) against obstacle k, if it is a candidate: a vertex
-// that can reach the contact layer within the largest unconstrained move.
+// An obstacle candidate or a surface coupling, with its sides and its energy terms.
 struct Item {
     valid: bool,
     sides: array<Side, 2>,
     term: Term,
 }
 
-fn candidate(s: u32, b: u32, v: u32, k: u32, reach: f32) -> Item {
+// Vertex v (of the group's slot s, body b) against obstacle k.
+fn candidate(s: u32, b: u32, v: u32, k: u32) -> Item {
     var item: Item;
-    item.valid = false;
+    item.valid = true;
     let o = params.obstacles.items[k];
     let x = positions[v].xyz;
-    if !(obstacle_distance(o, x).d < params.offset + reach) {
-        return item;
-    }
-    item.valid = true;
     item.sides[0] = Side(s, 1.0, arm_of(b, x));
     item.sides[1] = Side(NONE, 0.0, vec3<f32>(0.0));
     var k_c = params.stiffness;
@@ -230,6 +228,11 @@ fn candidate(s: u32, b: u32, v: u32, k: u32, reach: f32) -> Item {
     let sd = obstacle_distance(o, p);
     item.term = contact_term(sd.d, sd.n, k_c, at_start.n, p - start, mu * lambda);
     return item;
+}
+
+// Candidate e of the group's list at `list`: its vertex, and its slot << 8 | obstacle mask.
+fn listed(list: u32, e: u32) -> vec2<u32> {
+    return vec2<u32>(rigid[list + 2u * e], rigid[list + 2u * e + 1u]);
 }
 
 // Pair k, if it is one of group `root`'s couplings: a pair with energy between two bodies, the
@@ -311,20 +314,16 @@ fn reduce(lane: u32, width: u32) {
     }
 }
 
-// E at `point`, for group `root` of g bodies (every invocation returns it).
-fn energy(lane: u32, root: u32, g: u32, reach: f32) -> f32 {
+// E at `point`, for group `root` of g bodies with `candidates` listed at `list` (every
+// invocation returns it).
+fn energy(lane: u32, root: u32, g: u32, list: u32, candidates: u32) -> f32 {
     var e = 0.0;
-    for (var s = 0u; s < g; s++) {
-        let b = members[s];
-        let record = records[params.bodies + 2u * b];
-        let first = bitcast<u32>(record.x);
-        let end = first + bitcast<u32>(record.y);
-        for (var v = first + lane; v < end; v += 64u) {
-            for (var k = 0u; k < params.obstacles.count; k++) {
-                let it = candidate(s, b, v, k, reach);
-                if it.valid {
-                    e += it.term.e;
-                }
+    for (var c = lane; c < candidates; c += 64u) {
+        let entry = listed(list, c);
+        let s = entry.y >> 8u;
+        for (var k = 0u; k < params.obstacles.count; k++) {
+            if (entry.y & (1u << k)) != 0u {
+                e += candidate(s, members[s], entry.x, k).term.e;
             }
         }
     }
@@ -393,18 +392,17 @@ fn add_item(acc: ptr<function, array<f32, 42>>, it: Item, i: u32, j: u32) {
 
 // Block (i, j) of the Hessian (and slot i's gradient when i = j) at `point` = q, written to
 // the matrix at `base` (n × n, row-major) and `grad`.
-fn assemble_block(lane: u32, root: u32, i: u32, j: u32, reach: f32, base: u32, n: u32) {
+fn assemble_block(lane: u32, root: u32, i: u32, j: u32, list: u32, candidates: u32, base: u32, n: u32) {
     var acc = array<f32, 42>();
     if i == j {
-        let b = members[i];
-        let record = records[params.bodies + 2u * b];
-        let first = bitcast<u32>(record.x);
-        let end = first + bitcast<u32>(record.y);
-        for (var v = first + lane; v < end; v += 64u) {
+        for (var c = lane; c < candidates; c += 64u) {
+            let entry = listed(list, c);
+            if (entry.y >> 8u) != i {
+                continue;
+            }
             for (var k = 0u; k < params.obstacles.count; k++) {
-                let it = candidate(i, b, v, k, reach);
-                if it.valid {
-                    add_item(&acc, it, i, j);
+                if (entry.y & (1u << k)) != 0u {
+                    add_item(&acc, candidate(i, members[i], entry.x, k), i, j);
                 }
             }
         }
@@ -537,21 +535,70 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         return;
     }
     let reach = workgroupUniformLoad(&value);
-    // Which slots pairs join, and whether there is anything but inertia at all.
-    var items = 0u;
-    for (var s = 0u; s < g; s++) {
-        let b = members[s];
-        let record = records[params.bodies + 2u * b];
-        let first = bitcast<u32>(record.x);
-        let end = first + bitcast<u32>(record.y);
-        for (var v = first + lane; v < end; v += 64u) {
-            for (var k = 0u; k < params.obstacles.count; k++) {
-                if candidate(s, b, v, k, reach).valid {
-                    items += 1u;
+    // The obstacle candidates, listed once (the positions do not change during the solve):
+    // every vertex that can reach an obstacle's contact layer within the largest
+    // unconstrained move, as (vertex, slot << 8 | obstacle mask), in the order of the group's
+    // vertices. Each invocation lists a contiguous chunk; a prefix sum places the chunks.
+    let list = base + n * n;
+    if lane == 0u {
+        count_u = rigid[rigid_record(root) + RB_VERTICES];
+    }
+    let group_vertices = workgroupUniformLoad(&count_u);
+    let chunk = (group_vertices + 63u) / 64u;
+    let lo = lane * chunk;
+    let hi = min(lo + chunk, group_vertices);
+    var found = 0u;
+    for (var round = 0u; round < 2u; round++) {
+        if round == 1u {
+            chunks[lane] = found;
+            workgroupBarrier();
+            if lane == 0u {
+                var sum = 0u;
+                for (var t = 0u; t < 64u; t++) {
+                    let c = chunks[t];
+                    chunks[t] = sum;
+                    sum += c;
+                }
+                count_u = sum;
+            }
+            workgroupBarrier();
+            found = chunks[lane];
+        }
+        var at = 0u;
+        for (var s = 0u; s < g; s++) {
+            let b = members[s];
+            let record = records[params.bodies + 2u * b];
+            let first = bitcast<u32>(record.x);
+            let count = bitcast<u32>(record.y);
+            let begin = max(lo, at);
+            let finish = min(hi, at + count);
+            for (var k = begin; k < finish; k++) {
+                let v = first + k - at;
+                let x = positions[v].xyz;
+                var mask = 0u;
+                for (var o = 0u; o < params.obstacles.count; o++) {
+                    if obstacle_distance(params.obstacles.items[o], x).d < params.offset + reach {
+                        mask |= 1u << o;
+                    }
+                }
+                if mask != 0u {
+                    if round == 1u {
+                        rigid[list + 2u * found] = v;
+                        rigid[list + 2u * found + 1u] = (s << 8u) | mask;
+                    }
+                    found += 1u;
                 }
             }
+            at += count;
+        }
+        if round == 0u {
+            workgroupBarrier();
         }
     }
+    let candidates = workgroupUniformLoad(&count_u);
+    storageBarrier();
+    // Which slots pairs join, and whether there is anything but inertia at all.
+    var items = 0u;
     for (var k = lane; k < stored_pairs(); k += 64u) {
         let it = coupling(k, root);
         if it.valid {
@@ -567,7 +614,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     red[lane * WIDTH] = f32(items);
     reduce(lane, 1u);
     if lane == 0u {
-        flag = u32(red[0] > 0.0);
+        flag = u32(red[0] > 0.0 || candidates > 0u);
     }
     if workgroupUniformLoad(&flag) == 0u {
         // Free flight: each body's quadratic alone.
@@ -587,7 +634,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
                 point[k] = q[k];
             }
             workgroupBarrier();
-            let e0 = energy(lane, root, g, reach);
+            let e0 = energy(lane, root, g, list, candidates);
             for (var i = 0u; i < g; i++) {
                 for (var j = i; j < g; j++) {
                     let bit = i * MAX_GROUP_BODIES + j;
@@ -595,7 +642,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
                         flag = u32(i == j || (atomicLoad(&joined[bit / 32u]) & (1u << (bit % 32u))) != 0u);
                     }
                     if workgroupUniformLoad(&flag) == 1u {
-                        assemble_block(lane, root, i, j, reach, base, n);
+                        assemble_block(lane, root, i, j, list, candidates, base, n);
                     } else {
                         for (var k = lane; k < 36u; k += 64u) {
                             set_matrix(base, n, 6u * i + k / 6u, 6u * j + k % 6u, 0.0);
@@ -669,7 +716,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
                     point[k] = q[k] + alpha * dq[k];
                 }
                 workgroupBarrier();
-                if energy(lane, root, g, reach) <= e0 + 1e-4 * alpha * slope {
+                if energy(lane, root, g, list, candidates) <= e0 + 1e-4 * alpha * slope {
                     accepted = true;
                     break;
                 }

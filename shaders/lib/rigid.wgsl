@@ -4,8 +4,9 @@
 
 struct RigidLayout {
     bodies: u32,
-    // Word offsets in `rigid`: per body its pool words (at group roots), scanned in place into
-    // where each root's matrix ends; the scan's block sums; the pool.
+    // Word offsets in `rigid`: per body its pool words (at group roots: the group's Newton
+    // matrix and its obstacle candidates), scanned in place into where each root's region ends;
+    // the scan's block sums; the pool.
     sizes: u32,
     sums: u32,
     pool: u32,
@@ -18,6 +19,8 @@ const RB_LABEL: u32 = 0u;
 const RB_SIZE: u32 = 1u;
 const RB_SLOT: u32 = 2u;
 const RB_FLAGS: u32 = 3u;
+// At a root: the vertices of its group's bodies.
+const RB_VERTICES: u32 = 4u;
 // The body's coarse quadratic (f32 bits): A-weighted centre and ΣA, J = ΣA(|r|² I − r rᵀ)
 // (xx, yy, zz, xy, xz, yz), force, torque, the largest arm.
 const RB_CENTER: u32 = 5u;

@@ -87,7 +87,7 @@ impl RigidState {
         if flags.iter().all(|f| f & RIGID_ELIGIBLE == 0) {
             return None;
         }
-        let (layout, words) = RigidLayout::new(st.bodies.len() as u32);
+        let (layout, words) = RigidLayout::new(st.bodies.len() as u32, st.vertex_count() as u32);
         let initial = layout.initial_words(words, flags.into_iter());
         Some(Self {
             groups: RigidGroups::new(ctx),
@@ -122,9 +122,11 @@ impl RigidState {
             rigid: &self.buffer,
             steps: b.steps,
             flags: b.flags,
+            records: b.records,
         };
         let contact = b.contact.unwrap_or_default();
-        let phase = |phase: u32, count: u32| self.groups.bind(ctx, &contact, l, phase, count, vertex_body, &gb);
+        let tables = (vertex_body, self.records.bodies);
+        let phase = |phase: u32, count: u32| self.groups.bind(ctx, &contact, l, phase, count, tables, &gb);
         let mut groups = vec![phase(0, l.bodies)];
         let pair_dispatch = b.contact.map(|c| {
             groups.push(phase(1, c.capacity));

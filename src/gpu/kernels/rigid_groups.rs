@@ -38,15 +38,15 @@ pub struct RigidLayout {
 }
 
 impl RigidLayout {
-    /// The layout for `bodies` bodies; returns it and its length in words. The pool holds the
-    /// largest total any grouping can ask for: groups of at most [`MAX_GROUP_BODIES`], each
-    /// with a (6G)² matrix.
-    pub fn new(bodies: u32) -> (Self, usize) {
+    /// The layout for `bodies` bodies of `vertices` vertices; returns it and its length in
+    /// words. The pool holds the largest total any grouping can ask for: groups of at most
+    /// [`MAX_GROUP_BODIES`], each with a (6G)² matrix and two words per vertex.
+    pub fn new(bodies: u32, vertices: u32) -> (Self, usize) {
         let b = bodies as usize;
         let sizes = (RIGID_WORDS * b) as u32;
         let sums = sizes + bodies;
         let pool = sums + super::scan::levels(bodies).iter().map(|&(_, n)| n).sum::<u32>();
-        let words = pool as usize + 36 * b * b.min(MAX_GROUP_BODIES);
+        let words = pool as usize + 36 * b * b.min(MAX_GROUP_BODIES) + 2 * vertices as usize;
         (Self { bodies, sizes, sums, pool }, words)
     }
 
@@ -69,7 +69,7 @@ struct Params {
     phase: u32,
     count: u32,
     vertex_body: u32,
-    _pad: u32,
+    bodies: u32,
 }
 
 /// What the kernel reads and writes.
@@ -86,6 +86,8 @@ pub struct RigidGroupsBuffers<'a> {
     pub steps: &'a wgpu::Buffer,
     /// Vertex flags (u32).
     pub flags: &'a wgpu::Buffer,
+    /// [`crate::gpu::pack::pack_records`] (the bodies' vertex counts).
+    pub records: &'a wgpu::Buffer,
 }
 
 /// The compiled kernel.
@@ -100,7 +102,8 @@ impl RigidGroups {
     }
 
     /// Phase `phase` over `count` items (bodies, stored pairs or vertices, as the shader lists
-    /// them); `vertex_body` is where that table starts in `index`.
+    /// them); `vertex_body` is where that table starts in `index`, `bodies` the first body
+    /// record in `records`.
     #[allow(clippy::too_many_arguments)]
     pub fn bind(
         &self,
@@ -109,11 +112,11 @@ impl RigidGroups {
         rigid: &RigidLayout,
         phase: u32,
         count: u32,
-        vertex_body: u32,
+        (vertex_body, bodies): (u32, u32),
         b: &RigidGroupsBuffers<'_>,
     ) -> Bound {
-        let params = Params { contact: *contact, rigid: *rigid, phase, count, vertex_body, _pad: 0 };
-        let buffers = [b.index, b.control, b.contacts, b.rigid, b.steps, b.flags];
+        let params = Params { contact: *contact, rigid: *rigid, phase, count, vertex_body, bodies };
+        let buffers = [b.index, b.control, b.contacts, b.rigid, b.steps, b.flags, b.records];
         self.kernel.bind_pod(ctx, &params, &buffers, count)
     }
 }
