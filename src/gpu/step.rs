@@ -20,8 +20,9 @@
 //! Surface contact ([`super::contact_program`]) decides on the GPU whether its CCD and its
 //! re-detections run and how many pairs its lists cover (indirect dispatch). Pairs beyond the
 //! pair buffer's capacity are never lost silently: they bound their vertices isotropically (so
-//! the step stays free of crossings), the frame reports how many there were, and the buffer
-//! grows before the next frame is recorded.
+//! the step stays free of crossings), the frame reports how many there were, the buffer grows,
+//! and the world steps the frame again from its starting state, which the stepper keeps on the
+//! device for the last few frames ([`GpuStepper::restore_frame`]).
 
 use std::sync::Arc;
 
@@ -29,8 +30,8 @@ use glam::{Vec3A, Vec4};
 
 use super::buffers::{output, read_blocking, storage};
 use super::contact::{
-    CONTROL_ADVANCE_NEEDED, CONTROL_BOUNDS_VALID, CONTROL_HEADER, CONTROL_PAIRS_REQUESTED, ContactStats, SurfaceBounds,
-    control_words,
+    CONTROL_ADVANCE_NEEDED, CONTROL_BOUNDS_VALID, CONTROL_HEADER, CONTROL_PAIR_COUNT, CONTROL_PAIRS_REQUESTED,
+    ContactStats, SurfaceBounds, control_words,
 };
 use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL, StateBuffers};
 use super::kernels::Bound;
@@ -54,6 +55,9 @@ use crate::state::{SimState, VERTEX_KINEMATIC};
 
 /// Staging buffers of the readback ring: one being written, one mapped, one spare.
 const READBACK_SLOTS: usize = 3;
+/// Frames whose starting state is kept on the device for a redo: a frame's contact counters
+/// come back while at most three newer frames are in flight (`World`'s limit).
+const SNAPSHOTS: usize = 4;
 
 /// What a GPU step needs to know that the state does not hold.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -136,6 +140,27 @@ struct StepBuffers {
     rollbacks: wgpu::Buffer,
 }
 
+/// Copies of the dynamic state (positions, velocities, accelerations, flags) at the start of
+/// the last [`SNAPSHOTS`] frames, slot `frame % SNAPSHOTS`.
+struct Snapshots {
+    slots: Vec<[wgpu::Buffer; 4]>,
+    frames: [u64; SNAPSHOTS],
+}
+
+impl Snapshots {
+    fn new(ctx: &GpuContext, n: usize) -> Self {
+        let slot = || {
+            [
+                output::<Vec4>(ctx, "snapshot positions", n),
+                output::<Vec4>(ctx, "snapshot velocities", n),
+                output::<Vec4>(ctx, "snapshot accelerations", n),
+                output::<u32>(ctx, "snapshot flags", n),
+            ]
+        };
+        Self { slots: (0..SNAPSHOTS).map(|_| slot()).collect(), frames: [u64::MAX; SNAPSHOTS] }
+    }
+}
+
 /// The compiled kernels of a step.
 struct Kernels {
     inertia: VbdInertia,
@@ -192,6 +217,9 @@ pub struct GpuStepper {
     rigid: Option<Option<RigidState>>,
     /// Substeps recorded since the contact trees were last built.
     since_build: u32,
+    /// The dynamic state at the start of recent frames (with surface contact, whose pair
+    /// buffer can overflow and the frame be redone).
+    snapshots: Option<Snapshots>,
     /// A copy of the packed state's tables, for surface contact's buffers.
     state: SimState,
 }
@@ -276,6 +304,7 @@ impl GpuStepper {
             contact: None,
             rigid: None,
             since_build: 0,
+            snapshots: None,
             state: st.clone(),
             ctx,
         })
@@ -299,8 +328,8 @@ impl GpuStepper {
     }
 
     /// Gives surface contact room for `requested` pairs (with margin) when it has less: a
-    /// frame found more. The new buffer starts without bounds (the next step's advance runs its
-    /// CCD); frames in flight keep the old one.
+    /// frame found more. The new buffer starts without pairs or bounds, as after an upload
+    /// (the next step's advance runs its CCD); frames in flight keep the old one.
     pub fn grow_contacts(&mut self, requested: u32) {
         let Some(contact) = self.contact.as_mut() else { return };
         if requested <= contact.capacity() {
@@ -308,8 +337,38 @@ impl GpuStepper {
         }
         let capacity = requested.saturating_add(requested / 2).next_power_of_two();
         contact.grow(&self.ctx, capacity);
-        self.submitter.write(&self.buffers.control, (CONTROL_BOUNDS_VALID * 4) as u64, &0u32.to_ne_bytes());
+        self.forget_contacts();
         self.program = None;
+    }
+
+    /// The contact history (the last detection's pairs and bounds) no longer describes the
+    /// state: the next step detects afresh.
+    fn forget_contacts(&self) {
+        let control = &self.buffers.control;
+        for word in [CONTROL_PAIR_COUNT, CONTROL_BOUNDS_VALID] {
+            self.submitter.write(control, (word * size_of::<u32>()) as u64, &0u32.to_ne_bytes());
+        }
+    }
+
+    /// Puts the dynamic state back to what it was at the start of frame `frame`, on the
+    /// device, if that frame's snapshot is still kept; the contact history is forgotten (as
+    /// after an upload). Frames already submitted still run first; the caller records `frame`
+    /// and the ones after it again.
+    pub fn restore_frame(&mut self, frame: u64) -> bool {
+        let Some(snapshots) = &self.snapshots else { return false };
+        let slot = (frame % SNAPSHOTS as u64) as usize;
+        if snapshots.frames[slot] != frame || self.pending.is_some() {
+            return false;
+        }
+        let b = &self.buffers;
+        let mut encoder =
+            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("restore frame") });
+        for (from, to) in snapshots.slots[slot].iter().zip([&b.positions, &b.velocities, &b.accelerations, &b.flags]) {
+            encoder.copy_buffer_to_buffer(from, 0, to, 0, None);
+        }
+        self.forget_contacts();
+        self.submitter.submit(encoder, None);
+        true
     }
 
     /// The device context.
@@ -555,11 +614,12 @@ impl GpuStepper {
         Program { settings: *s, obstacles: *obstacles, prepare, colors, divergence, chebyshev, finish, contact }
     }
 
-    /// Records one substep of the frame being recorded (nothing is submitted yet). `targets`
+    /// Records one substep of frame `frame` (nothing is submitted yet). `targets`
     /// (end-of-substep positions of kinematic vertices, one per vertex) is needed when the
     /// scene has pins; `substeps` is the frame's substep count.
     pub fn record_substep(
         &mut self,
+        frame: u64,
         settings: &GpuStepSettings,
         obstacles: &[Obstacle],
         targets: Option<&[Vec4]>,
@@ -567,6 +627,9 @@ impl GpuStepper {
     ) -> Result<(), GpuError> {
         let packed = GpuObstacleSet::pack(obstacles)?;
         self.program(settings, &packed);
+        if settings.surface_contact.is_some() && self.snapshots.is_none() {
+            self.snapshots = Some(Snapshots::new(&self.ctx, self.vertices as usize));
+        }
         let n_bytes = self.vertices as u64 * size_of::<Vec4>() as u64;
         if targets.is_some() && self.frame_targets.as_ref().is_none_or(|(_, cap)| *cap < substeps) {
             let buffer = output::<Vec4>(&self.ctx, "frame targets", self.vertices as usize * substeps as usize);
@@ -583,12 +646,22 @@ impl GpuStepper {
             kinematic,
             bodies,
             since_build,
+            snapshots,
             ..
         } = self;
         let p = program.as_ref().unwrap_or_else(|| unreachable!("bound above"));
         let encoder = pending.get_or_insert_with(|| {
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("vbd frame") })
         });
+        if let Some(snap) = snapshots.as_mut().filter(|_| *pending_substeps == 0) {
+            let slot = (frame % SNAPSHOTS as u64) as usize;
+            for (from, to) in
+                [&b.positions, &b.velocities, &b.accelerations, &b.flags].into_iter().zip(&snap.slots[slot])
+            {
+                encoder.copy_buffer_to_buffer(from, 0, to, 0, None);
+            }
+            snap.frames[slot] = frame;
+        }
         if let (Some(t), Some((all, _))) = (targets, frame_targets.as_ref())
             && kinematic.end > kinematic.start
         {

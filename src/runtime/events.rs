@@ -20,6 +20,20 @@ pub enum PliantEvent {
         /// `"position"`, `"velocity"` or `"acceleration"`.
         field: &'static str,
     },
+    /// A GPU contact detection found more surface pairs than the GPU's pair buffer holds. The
+    /// frame stayed free of crossings (the pairs that did not fit bounded their vertices'
+    /// moves) but lacked their contact forces; the buffer grew, and the frame and the ones
+    /// after it were stepped again (`redone`) unless the state had been edited since.
+    ContactOverflow {
+        /// The frame.
+        frame: u64,
+        /// Pairs the detection found.
+        pairs: u32,
+        /// Pairs the buffer held.
+        capacity: u32,
+        /// The frame was stepped again.
+        redone: bool,
+    },
     /// Steps run on the CPU although the configuration asked for the GPU (`Backend::Auto` or
     /// `Backend::Gpu`), or run on the GPU again; reported when the reason changes.
     BackendFallback {
@@ -34,6 +48,11 @@ impl std::fmt::Display for PliantEvent {
             Self::NonFiniteState { name, time, vertex, field, .. } => write!(
                 f,
                 "body `{name}`: non-finite {field} at vertex {vertex} in the step starting at t = {time:.4} s; step rolled back, velocity zeroed"
+            ),
+            Self::ContactOverflow { frame, pairs, capacity, redone } => write!(
+                f,
+                "frame {frame}: {pairs} contact pairs for a GPU buffer of {capacity}; buffer grown{}",
+                if *redone { ", frame stepped again" } else { "" }
             ),
             Self::BackendFallback { reason: Some(reason) } => write!(f, "stepping on the CPU: {reason}"),
             Self::BackendFallback { reason: None } => write!(f, "stepping on the GPU"),

@@ -73,11 +73,14 @@ pub struct StepReport {
     /// bodies, or non-adjacent primitives of a self-colliding body) at the last detection
     /// \[m\]; `None` when none was within the contact search radius.
     pub min_pair_distance: Option<f32>,
-    /// GPU backend: surface contact pairs a detection found beyond the pair buffer's capacity
-    /// (0 on the CPU, which has no such limit). Those pairs bounded their vertices' moves
-    /// (the frame stayed free of crossings) but exerted no contact force; the buffer grows
-    /// before the next frame is recorded.
+    /// GPU backend: surface contact pairs a detection of the frame read back found beyond the
+    /// pair buffer's capacity (0 on the CPU, which has no such limit). Those pairs bounded their
+    /// vertices' moves (the frame stayed free of crossings) but exerted no contact force; the
+    /// buffer grows, and the frame and the ones after it are stepped again.
     pub contact_pairs_dropped: u32,
+    /// GPU backend: frames this call stepped again because a detection overflowed the pair
+    /// buffer (see `contact_pairs_dropped` and `PliantEvent::ContactOverflow`).
+    pub frames_redone: u32,
     /// Largest distance of a kinematic (pinned or path-driven) vertex from its target at the end
     /// of the step \[m\]: pins lag when a contact bound holds them back (0 without pins).
     pub pin_lag: f32,

@@ -32,6 +32,15 @@ const FRAME_TIMES: usize = 8;
 /// `StepReport::gpu_busy`): three, as a swap chain buffers frames.
 const MAX_FRAMES_IN_FLIGHT: usize = 3;
 
+/// A frame handed to the GPU: the id its readback carries, its number, and the simulated time
+/// at its start.
+#[derive(Clone, Copy, Debug)]
+struct Submitted {
+    id: u64,
+    frame: u64,
+    start: f64,
+}
+
 /// The GPU side of a world.
 #[derive(Debug, Default)]
 pub(super) struct GpuRuntime {
@@ -43,8 +52,13 @@ pub(super) struct GpuRuntime {
     dirty: bool,
     /// The frame the host copy holds.
     host_frame: u64,
-    /// `(frame, simulated time at its start)` of recent submitted frames.
-    frame_times: VecDeque<(u64, f64)>,
+    /// Recent submitted frames. A frame read back whose id is not here was superseded by a
+    /// redo and is ignored.
+    submitted: VecDeque<Submitted>,
+    /// The id the next submitted frame gets.
+    next_id: u64,
+    /// The id of the newest frame whose contact counters were acted on.
+    contact_seen: u64,
     /// Why steps run on the CPU although the GPU was asked for (last reported).
     fallback: Option<String>,
     /// Per body: the rollbacks already reported (the GPU counts them since the upload).
@@ -131,7 +145,7 @@ impl World {
             Ok(rollbacks) => {
                 self.gpu.host_frame = self.frame;
                 self.gpu.dirty = true;
-                let start = self.gpu.frame_times.back().map_or(self.time, |&(_, t)| t);
+                let start = self.gpu.submitted.back().map_or(self.time, |s| s.start);
                 self.report_rollbacks(&rollbacks, start, &mut StepReport::default());
             }
             Err(e) => {
@@ -226,10 +240,14 @@ impl World {
             threads: 1,
             ..StepReport::default()
         };
-        // Frames that finished come in; when the GPU is MAX_FRAMES_IN_FLIGHT frames behind, no
-        // frame is added: the caller's thread never waits, and the latency stays bounded.
-        self.receive_frame(&mut report)?;
-        if self.gpu.stepper.as_ref().is_some_and(|s| s.frames_in_flight() >= MAX_FRAMES_IN_FLIGHT) {
+        // Frames that finished come in (a frame whose contact detection overflowed the pair
+        // buffer rewinds the world to redo it); when the GPU is MAX_FRAMES_IN_FLIGHT frames
+        // behind, no frame is added: the caller's thread never waits, and the latency stays
+        // bounded.
+        let target = self.frame + 1;
+        report.frames_redone = self.receive_frame(&mut report)?;
+        let busy = self.gpu.stepper.as_ref().is_some_and(|s| s.frames_in_flight() >= MAX_FRAMES_IN_FLIGHT);
+        if busy && report.frames_redone == 0 {
             report.gpu_busy = true;
             report.frame = self.frame;
             report.time = self.time;
@@ -238,6 +256,21 @@ impl World {
             report.wall_ms = report.game_thread_ms;
             return Ok(report);
         }
+        while self.frame < target {
+            self.record_frame(&ctx, &settings)?;
+        }
+        report.frame = self.frame;
+        report.time = self.time;
+        report.state_frame = self.gpu.host_frame;
+        report.game_thread_ms = wall.elapsed().as_secs_f64() * 1e3;
+        report.wall_ms = report.game_thread_ms;
+        Ok(report)
+    }
+
+    /// Records the next frame's substeps and hands the frame to the queue thread.
+    fn record_frame(&mut self, ctx: &Arc<GpuContext>, settings: &GpuStepSettings) -> Result<(), GpuError> {
+        let c = self.config.clone();
+        let h = settings.h;
         let has_pins = self.bodies.iter().any(|(_, b)| !b.pins.is_empty());
         let frame_start = self.time;
         for substep in 0..c.substeps {
@@ -284,66 +317,94 @@ impl World {
             } else {
                 None
             };
-            stepper.record_substep(&settings, &self.obstacles, targets, c.substeps)?;
+            stepper.record_substep(self.frame + 1, settings, &self.obstacles, targets, c.substeps)?;
             self.time = t0 + h as f64;
         }
         self.frame += 1;
-        if self.gpu.frame_times.len() == FRAME_TIMES {
-            self.gpu.frame_times.pop_front();
+        if self.gpu.submitted.len() == FRAME_TIMES {
+            self.gpu.submitted.pop_front();
         }
-        self.gpu.frame_times.push_back((self.frame, frame_start));
+        let id = self.gpu.next_id;
+        self.gpu.next_id += 1;
+        self.gpu.submitted.push_back(Submitted { id, frame: self.frame, start: frame_start });
         let Some(stepper) = self.gpu.stepper.as_mut() else { unreachable!("made above") };
-        stepper.submit_frame(self.frame);
-        report.frame = self.frame;
-        report.time = self.time;
-        report.state_frame = self.gpu.host_frame;
-        report.game_thread_ms = wall.elapsed().as_secs_f64() * 1e3;
-        report.wall_ms = report.game_thread_ms;
-        Ok(report)
-    }
-
-    /// Reports the rollbacks counted by the newest finished frame, if one arrived, in `report`
-    /// and as events; the frame's positions stay in the ring until asked for (a step does not
-    /// copy the state).
-    fn receive_frame(&mut self, report: &mut StepReport) -> Result<(), GpuError> {
-        let Some(stepper) = &self.gpu.stepper else { return Ok(()) };
-        let Some((frame, counts, contact)) = stepper.newest_frame()? else { return Ok(()) };
-        let start = self.gpu.frame_times.iter().find(|(f, _)| *f == frame).map_or(self.time, |&(_, t)| t);
-        self.report_rollbacks(&counts, start, report);
-        self.report_contact(&contact, report);
+        stepper.submit_frame(id);
         Ok(())
     }
 
-    /// Reports what surface contact found in the newest finished frame, and grows the GPU's
-    /// pair buffer when a detection found more pairs than it holds (those frames stayed free
-    /// of crossings: the pairs that did not fit bounded their vertices without a contact force).
-    fn report_contact(&mut self, contact: &ContactStats, report: &mut StepReport) {
+    /// The number and start time of the submitted frame `id`, or `None` when a redo superseded
+    /// it (or it is too old to be remembered).
+    fn submitted(&self, id: u64) -> Option<Submitted> {
+        self.gpu.submitted.iter().find(|s| s.id == id).copied()
+    }
+
+    /// Reports the rollbacks and contact counters of the newest finished frame, if one arrived,
+    /// in `report` and as events; the frame's positions stay in the ring until asked for (a step
+    /// does not copy the state). Returns how many frames a redo rewound.
+    fn receive_frame(&mut self, report: &mut StepReport) -> Result<u32, GpuError> {
+        let Some(stepper) = &self.gpu.stepper else { return Ok(0) };
+        let Some((id, counts, contact)) = stepper.newest_frame()? else { return Ok(0) };
+        let Some(frame) = self.submitted(id) else { return Ok(0) };
+        self.report_rollbacks(&counts, frame.start, report);
+        if id < self.gpu.contact_seen {
+            return Ok(0);
+        }
+        self.gpu.contact_seen = id + 1;
+        Ok(self.report_contact(frame, &contact, report))
+    }
+
+    /// Reports what surface contact found in a finished frame. When a detection found more
+    /// pairs than the GPU's pair buffer holds, that frame stayed free of crossings (the pairs
+    /// that did not fit bounded their vertices) but lacked their contact forces: the buffer
+    /// grows and, unless the host copy was edited since, the world goes back to the frame's
+    /// start (kept on the device) so that it and the frames after it are stepped again.
+    /// Returns how many frames are to be stepped again.
+    fn report_contact(&mut self, frame: Submitted, contact: &ContactStats, report: &mut StepReport) -> u32 {
         report.contact_pairs = contact.pairs;
         report.min_pair_distance =
             (contact.detections > 0 && contact.min_distance.is_finite()).then_some(contact.min_distance);
-        let Some(stepper) = self.gpu.stepper.as_mut() else { return };
+        let Some(stepper) = self.gpu.stepper.as_mut() else { return 0 };
         let capacity = stepper.contact_capacity();
         report.contact_pairs_dropped = contact.requested.saturating_sub(capacity);
-        if report.contact_pairs_dropped > 0 {
-            log::warn!(
-                "pliant: a GPU contact detection found {} pairs, {} more than its buffer holds: growing it",
-                contact.requested,
-                report.contact_pairs_dropped
-            );
-            stepper.grow_contacts(contact.requested);
+        if report.contact_pairs_dropped == 0 {
+            return 0;
         }
+        stepper.grow_contacts(contact.requested);
+        let redo = !self.gpu.dirty && stepper.restore_frame(frame.frame);
+        log::warn!(
+            "pliant: a GPU contact detection of frame {} found {} pairs, {} more than its buffer holds: grown{}",
+            frame.frame,
+            contact.requested,
+            report.contact_pairs_dropped,
+            if redo { ", frame stepped again" } else { "" }
+        );
+        let redone = if redo { (self.frame + 1 - frame.frame) as u32 } else { 0 };
+        self.events.push(PliantEvent::ContactOverflow {
+            frame: frame.frame,
+            pairs: contact.requested,
+            capacity,
+            redone: redone > 0,
+        });
+        if redo {
+            // Frames submitted from this one on are superseded: their readbacks are ignored.
+            self.gpu.submitted.retain(|s| s.frame < frame.frame);
+            self.frame = frame.frame - 1;
+            self.time = frame.start;
+            self.gpu.host_frame = self.gpu.host_frame.min(self.frame);
+        }
+        redone
     }
 
     /// Copies the newest finished frame into the host copy when it is newer (an edited or
     /// downloaded host copy is newer than any frame in the ring).
     fn take_frame(&mut self) -> Result<(), GpuError> {
         let Some(stepper) = &self.gpu.stepper else { return Ok(()) };
-        let Some(frame) = stepper.take_frame()? else { return Ok(()) };
-        let start = self.gpu.frame_times.iter().find(|(f, _)| *f == frame.frame).map_or(self.time, |&(_, t)| t);
-        self.report_rollbacks(&frame.rollbacks, start, &mut StepReport::default());
+        let Some(read) = stepper.take_frame()? else { return Ok(()) };
+        let Some(frame) = self.submitted(read.frame) else { return Ok(()) };
+        self.report_rollbacks(&read.rollbacks, frame.start, &mut StepReport::default());
         if !self.gpu.dirty && frame.frame > self.gpu.host_frame {
-            self.state.positions = frame.positions;
-            self.state.velocities = frame.velocities;
+            self.state.positions = read.positions;
+            self.state.velocities = read.velocities;
             self.gpu.host_frame = frame.frame;
         }
         Ok(())
