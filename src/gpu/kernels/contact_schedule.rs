@@ -88,3 +88,90 @@ impl ContactSchedule {
         self.kernel.bind_pod(ctx, &params, &[control, dispatch], 1)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::buffers::{read_blocking, storage};
+    use crate::gpu::contact::{
+        CONTROL_ADVANCE_NEEDED, CONTROL_ADVANCES, CONTROL_BOUND_HIT, CONTROL_DETECTING, CONTROL_DETECTIONS,
+        CONTROL_PAIR_COUNT, CONTROL_PAIRS_REQUESTED, control_words,
+    };
+    use crate::gpu::kernels::record_pass;
+    use crate::gpu::test_support;
+
+    /// Each mode against what it must decide: the workgroup counts it writes and the control
+    /// words it changes, for every state of the flags it reads.
+    #[test]
+    fn schedules_decide_from_the_control_words() {
+        let Some(ctx) = test_support::context() else { return };
+        let kernel = ContactSchedule::new(&ctx);
+        let (layout, _) = ContactLayout::new(10, 1, 0, 1000);
+        let entries = [
+            ScheduleEntry { offset: 0, workgroups: 7, per_pair: false },
+            ScheduleEntry { offset: 12, workgroups: 9, per_pair: true },
+        ];
+        let dispatch_buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("dispatch"),
+            size: 24,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        // (mode, control words set before, expected workgroups, expected control words after)
+        type Words = &'static [(usize, u32)];
+        let cases: [(ScheduleMode, Words, [u32; 2], Words); 8] = [
+            (ScheduleMode::Advance, &[], [0, 0], &[(CONTROL_ADVANCES, 0)]),
+            (
+                ScheduleMode::Advance,
+                &[(CONTROL_ADVANCE_NEEDED, 1), (CONTROL_PAIR_COUNT, 130)],
+                [7, 3],
+                &[(CONTROL_ADVANCES, 1)],
+            ),
+            (
+                ScheduleMode::Detect,
+                &[(CONTROL_PAIR_COUNT, 5), (CONTROL_DETECTIONS, 2)],
+                [7, 0],
+                &[(CONTROL_DETECTING, 1), (CONTROL_PAIR_COUNT, 0), (CONTROL_DETECTIONS, 3)],
+            ),
+            (ScheduleMode::Redetect, &[(CONTROL_DETECTING, 1)], [0, 0], &[(CONTROL_DETECTING, 0)]),
+            (
+                ScheduleMode::Redetect,
+                &[(CONTROL_BOUND_HIT, 1)],
+                [7, 0],
+                &[(CONTROL_BOUND_HIT, 0), (CONTROL_DETECTING, 1), (CONTROL_DETECTIONS, 1)],
+            ),
+            (ScheduleMode::Pairs, &[(CONTROL_PAIR_COUNT, 130)], [0, 0], &[(CONTROL_PAIRS_REQUESTED, 0)]),
+            (
+                ScheduleMode::Pairs,
+                &[(CONTROL_DETECTING, 1), (CONTROL_PAIR_COUNT, 130), (CONTROL_PAIRS_REQUESTED, 40)],
+                [7, 3],
+                &[(CONTROL_PAIRS_REQUESTED, 130)],
+            ),
+            // More pairs than fit: the lists cover the capacity; the request is kept for growth.
+            (
+                ScheduleMode::Stored,
+                &[(CONTROL_PAIR_COUNT, 5000), (CONTROL_PAIRS_REQUESTED, 40)],
+                [7, 16],
+                &[(CONTROL_PAIRS_REQUESTED, 40)],
+            ),
+        ];
+        for (k, (mode, before, groups, after)) in cases.iter().enumerate() {
+            let mut words = vec![0u32; control_words(1)];
+            for &(w, v) in *before {
+                words[w] = v;
+            }
+            let control = storage(&ctx, "control", &words, true);
+            let bound = kernel.bind(&ctx, &layout, *mode, &entries, &control, &dispatch_buffer);
+            let mut encoder = ctx.device.create_command_encoder(&Default::default());
+            record_pass(&mut encoder, "schedule", &[bound]);
+            ctx.queue.submit([encoder.finish()]);
+            let args: Vec<u32> = read_blocking(&ctx, &dispatch_buffer, 6).expect("dispatch");
+            assert_eq!([args[0], args[3]], *groups, "case {k} ({mode:?}): workgroups");
+            assert_eq!([args[1], args[2], args[4], args[5]], [1; 4], "case {k}: y and z");
+            let got: Vec<u32> = read_blocking(&ctx, &control, words.len()).expect("control");
+            for &(w, v) in *after {
+                assert_eq!(got[w], v, "case {k} ({mode:?}): control word {w}");
+            }
+        }
+    }
+}
