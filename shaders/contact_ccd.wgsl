@@ -10,7 +10,8 @@
 //   1  per surface vertex: its point–triangle candidates;
 //   2  per surface edge: its edge–edge candidates with edges of larger index.
 // Host wrapper: src/gpu/kernels/contact_ccd.rs; prepended: lib/step.wgsl, lib/bvh.wgsl,
-// lib/bvh_walk.wgsl, lib/surface.wgsl, lib/contact_layout.wgsl, lib/distance.wgsl.
+// lib/bvh_walk.wgsl, lib/surface.wgsl, lib/contact_layout.wgsl, lib/ccd_groups.wgsl,
+// lib/distance.wgsl.
 
 struct Params {
     surface: Surface,
@@ -35,17 +36,6 @@ struct Params {
 // The last two bodies this invocation joined: its candidates mostly come from one other body.
 var<private> last_join: vec2<u32> = vec2<u32>(0xffffffffu);
 
-fn group_root(b: u32) -> u32 {
-    let l = params.contact;
-    var r = b;
-    var up = atomicLoad(&control[control_label(l, r)]);
-    while up != r {
-        r = up;
-        up = atomicLoad(&control[control_label(l, r)]);
-    }
-    return r;
-}
-
 fn join(a: u32, b: u32) {
     let pair = vec2<u32>(min(a, b), max(a, b));
     if all(pair == last_join) {
@@ -54,8 +44,8 @@ fn join(a: u32, b: u32) {
     last_join = pair;
     let l = params.contact;
     loop {
-        let ra = group_root(a);
-        let rb = group_root(b);
+        let ra = group_root(params.contact, a);
+        let rb = group_root(params.contact, b);
         if ra == rb {
             return;
         }

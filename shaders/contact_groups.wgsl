@@ -4,7 +4,8 @@
 // invocations run in. Phases (one dispatch each, per body):
 //   0  lower its group root's time to its own;
 //   1  take its group root's time.
-// Host wrapper: src/gpu/kernels/contact_groups.rs; prepended: lib/contact_layout.wgsl.
+// Host wrapper: src/gpu/kernels/contact_groups.rs; prepended: lib/contact_layout.wgsl,
+// lib/ccd_groups.wgsl.
 
 struct Params {
     contact: ContactLayout,
@@ -17,17 +18,6 @@ struct Params {
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read_write> control: array<atomic<u32>>;
 
-fn group_root(b: u32) -> u32 {
-    let l = params.contact;
-    var r = b;
-    var up = atomicLoad(&control[control_label(l, r)]);
-    while up != r {
-        r = up;
-        up = atomicLoad(&control[control_label(l, r)]);
-    }
-    return r;
-}
-
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let l = params.contact;
@@ -35,7 +25,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if b >= l.bodies {
         return;
     }
-    let root = control_group_toi(l, group_root(b));
+    let root = control_group_toi(l, group_root(params.contact, b));
     if params.phase == 0u {
         atomicMin(&control[root], atomicLoad(&control[control_toi(l, b)]));
     } else {

@@ -6,6 +6,22 @@ use wgpu::util::DeviceExt;
 
 use super::{GpuContext, GpuError};
 
+/// The step's state buffers as the contact and rigid-correction programs bind them (owned by
+/// [`super::step::GpuStepper`]).
+pub(crate) struct StateBuffers<'a> {
+    pub positions: &'a wgpu::Buffer,
+    pub steps: &'a wgpu::Buffer,
+    pub index: &'a wgpu::Buffer,
+    pub records: &'a wgpu::Buffer,
+    pub masses: &'a wgpu::Buffer,
+    pub flags: &'a wgpu::Buffer,
+    pub targets: &'a wgpu::Buffer,
+    pub initial: &'a wgpu::Buffer,
+    pub previous: &'a wgpu::Buffer,
+    pub before_previous: &'a wgpu::Buffer,
+    pub control: &'a wgpu::Buffer,
+}
+
 /// A storage buffer initialised with `data` (byte for byte, as bytemuck lays it out).
 pub fn storage<T: Pod>(ctx: &GpuContext, label: &str, data: &[T], writable: bool) -> wgpu::Buffer {
     let mut usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;

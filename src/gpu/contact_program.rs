@@ -12,7 +12,7 @@
 //! ```
 
 use super::GpuContext;
-use super::buffers::output;
+use super::buffers::{StateBuffers, output};
 use super::contact::{ContactLayout, SurfaceBounds};
 use super::kernels::Bound;
 use super::kernels::bvh_build::{BvhBuild, BvhBuildBuffers, TreeLayout};
@@ -43,21 +43,6 @@ const UNSET: ContactModel = ContactModel { stiffness: ContactStiffness::Absolute
 
 /// Indirect dispatch slots (three u32 each) of one contact program.
 const SLOTS: usize = 2 * MAX_ENTRIES;
-
-/// The state buffers the contact kernels read and write, owned by the step.
-pub(crate) struct StateBuffers<'a> {
-    pub positions: &'a wgpu::Buffer,
-    pub steps: &'a wgpu::Buffer,
-    pub index: &'a wgpu::Buffer,
-    pub records: &'a wgpu::Buffer,
-    pub masses: &'a wgpu::Buffer,
-    pub flags: &'a wgpu::Buffer,
-    pub targets: &'a wgpu::Buffer,
-    pub initial: &'a wgpu::Buffer,
-    pub previous: &'a wgpu::Buffer,
-    pub before_previous: &'a wgpu::Buffer,
-    pub control: &'a wgpu::Buffer,
-}
 
 /// The compiled contact kernels.
 struct Kernels {
@@ -145,8 +130,7 @@ impl<'a> Gate<'a> {
 impl ContactState {
     /// Device state for `st` (packed as `index` and `records`) with room for `capacity` pairs.
     pub fn new(ctx: &GpuContext, st: &SimState, index: IndexLayout, records: RecordLayout, capacity: u32) -> Self {
-        let (tris, end) = TreeLayout::new(0, st.surface_triangles.len() as u32, 3, index.surface_triangles);
-        let (edges, end) = TreeLayout::new(end, st.surface_edges.len() as u32, 2, index.surface_edges);
+        let ([tris, edges], end) = TreeLayout::surface(st, &index);
         let queries = (st.surface_vertices.len() + st.surface_edges.len()) as u32;
         let (layout, words) = ContactLayout::new(st.vertex_count() as u32, st.bodies.len() as u32, queries, capacity);
         let dispatch = ctx.device.create_buffer(&wgpu::BufferDescriptor {

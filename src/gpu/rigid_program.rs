@@ -10,7 +10,7 @@
 //! ```
 
 use super::GpuContext;
-use super::buffers::storage;
+use super::buffers::{StateBuffers, storage};
 use super::contact::ContactLayout;
 use super::kernels::Bound;
 use super::kernels::rigid_apply::{RigidApply, RigidApplyBuffers};
@@ -23,24 +23,6 @@ use super::pack::{IndexLayout, RecordLayout};
 use crate::collision::ContactModel;
 use crate::solver::Initialization;
 use crate::state::{SimState, VERTEX_KINEMATIC};
-
-/// The state buffers the correction reads and writes, owned by the step.
-pub(crate) struct StateBuffers<'a> {
-    pub positions: &'a wgpu::Buffer,
-    pub steps: &'a wgpu::Buffer,
-    pub index: &'a wgpu::Buffer,
-    pub records: &'a wgpu::Buffer,
-    pub masses: &'a wgpu::Buffer,
-    pub flags: &'a wgpu::Buffer,
-    pub initial: &'a wgpu::Buffer,
-    pub previous: &'a wgpu::Buffer,
-    pub before_previous: &'a wgpu::Buffer,
-    pub control: &'a wgpu::Buffer,
-    /// The contacts buffer and its layout, when the scene has surface contact; else any
-    /// buffer the kernels may bind without reading.
-    pub contacts: &'a wgpu::Buffer,
-    pub contact: Option<ContactLayout>,
-}
 
 /// The rigid correction's device state for one packed [`SimState`].
 pub(crate) struct RigidState {
@@ -104,7 +86,8 @@ impl RigidState {
     }
 
     /// Binds the correction's dispatches for contact constants `model`, `initialization` and
-    /// `obstacles`.
+    /// `obstacles`; `contacts` is the contacts buffer and its layout when the scene has surface
+    /// contact, else any buffer (bound, never read) and `None`.
     pub fn bind(
         &self,
         ctx: &GpuContext,
@@ -112,29 +95,30 @@ impl RigidState {
         initialization: Initialization,
         obstacles: &GpuObstacleSet,
         b: &StateBuffers<'_>,
+        (contacts, contact): (&wgpu::Buffer, Option<ContactLayout>),
     ) -> RigidProgram {
         let l = &self.layout;
         let vertex_body = self.index.vertex_body;
         let gb = RigidGroupsBuffers {
             index: b.index,
             control: b.control,
-            contacts: b.contacts,
+            contacts,
             rigid: &self.buffer,
             steps: b.steps,
             flags: b.flags,
             records: b.records,
         };
-        let contact = b.contact.unwrap_or_default();
+        let pairs = contact.unwrap_or_default();
         let tables = (vertex_body, self.records.bodies);
-        let phase = |phase: u32, count: u32| self.groups.bind(ctx, &contact, l, phase, count, tables, &gb);
+        let phase = |phase: u32, count: u32| self.groups.bind(ctx, &pairs, l, phase, count, tables, &gb);
         let mut groups = vec![phase(0, l.bodies)];
-        let pair_dispatch = b.contact.map(|c| {
+        let pair_dispatch = contact.map(|c| {
             groups.push(phase(1, c.capacity));
             groups.len() - 1
         });
         groups.extend([phase(2, l.bodies), phase(3, l.bodies)]);
         // Bodies touching another at the last detection start from x^n (src/solver/vbd.rs).
-        if initialization == Initialization::Adaptive && b.contact.is_some() {
+        if initialization == Initialization::Adaptive && contact.is_some() {
             groups.push(phase(4, self.vertices));
         }
         let rb = RigidReduceBuffers {
@@ -146,14 +130,8 @@ impl RigidState {
         };
         let mut correct = vec![self.reduce.bind(ctx, l, self.records.bodies, &rb)];
         correct.extend(self.scan.bind(ctx, &self.buffer, l.sizes, l.bodies, l.sums));
-        let setup = RigidSolveSetup {
-            rigid: *l,
-            contact: b.contact,
-            vertex_body,
-            bodies: self.records.bodies,
-            model: *model,
-            obstacles,
-        };
+        let setup =
+            RigidSolveSetup { rigid: *l, contact, vertex_body, bodies: self.records.bodies, model: *model, obstacles };
         let sb = RigidSolveBuffers {
             positions: b.positions,
             steps: b.steps,
@@ -161,7 +139,7 @@ impl RigidState {
             masses: b.masses,
             index: b.index,
             control: b.control,
-            contacts: b.contacts,
+            contacts,
             rigid: &self.buffer,
         };
         correct.push(self.solve.bind(ctx, &setup, &sb));

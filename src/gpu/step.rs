@@ -28,12 +28,12 @@ use std::sync::Arc;
 
 use glam::{Vec3A, Vec4};
 
-use super::buffers::{output, read_blocking, storage};
+use super::buffers::{StateBuffers, output, read_blocking, storage};
 use super::contact::{
     CONTROL_ADVANCE_NEEDED, CONTROL_BOUNDS_VALID, CONTROL_HEADER, CONTROL_PAIR_COUNT, CONTROL_PAIRS_REQUESTED,
     ContactStats, SurfaceBounds, control_words,
 };
-use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL, StateBuffers};
+use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL};
 use super::kernels::Bound;
 use super::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, StepGuard, StepGuardBuffers, decode};
 use super::kernels::vbd_advance::{VbdAdvance, VbdAdvanceBuffers};
@@ -45,7 +45,7 @@ use super::kernels::vbd_inertia::{GpuVertexStep, VbdInertia, VbdInertiaBuffers, 
 use super::obstacles::GpuObstacleSet;
 use super::pack::{IndexLayout, RecordLayout, pack_index, pack_records};
 use super::readback::ReadbackRing;
-use super::rigid_program::{RigidState, StateBuffers as RigidBuffers};
+use super::rigid_program::RigidState;
 use super::submit::Submitter;
 use super::{GpuContext, GpuError};
 use crate::collision::{ContactModel, Obstacle};
@@ -475,43 +475,32 @@ impl GpuStepper {
             },
         );
         // Surface contact, and what the colour and Chebyshev passes bound their moves with.
-        let contact = s.surface_contact.as_ref().zip(self.contact.as_ref()).map(|(settings, state)| {
-            let buffers = StateBuffers {
-                positions: &b.positions,
-                steps: &b.steps,
-                index: &b.index,
-                records: &b.records,
-                masses: &b.masses,
-                flags: &b.flags,
-                targets: &b.targets,
-                initial: &b.initial,
-                previous: &b.previous,
-                before_previous: &b.before_previous,
-                control: &b.control,
-            };
-            (state.bind(ctx, &s.contact, settings, &buffers), settings.detection_interval, state.contacts())
-        });
-        let (bounds, contacts) =
-            contact.as_ref().map_or((SurfaceBounds::off(), &b.no_contacts), |(p, _, c)| (p.bounds, *c));
+        let buffers = StateBuffers {
+            positions: &b.positions,
+            steps: &b.steps,
+            index: &b.index,
+            records: &b.records,
+            masses: &b.masses,
+            flags: &b.flags,
+            targets: &b.targets,
+            initial: &b.initial,
+            previous: &b.previous,
+            before_previous: &b.before_previous,
+            control: &b.control,
+        };
+        let contact_state = self.contact.as_ref().filter(|_| s.surface_contact.is_some());
+        let contact = contact_state
+            .zip(s.surface_contact.as_ref())
+            .map(|(state, settings)| (state.bind(ctx, &s.contact, settings, &buffers), settings.detection_interval));
+        let (bounds, contacts) = match (&contact, contact_state) {
+            (Some((p, _)), Some(state)) => (p.bounds, state.contacts()),
+            _ => (SurfaceBounds::off(), &b.no_contacts),
+        };
         // The rigid correction: its groups before the obstacle advance (touching bodies start
         // from x^n), its solve after it.
-        let contact_state = self.contact.as_ref().filter(|_| s.surface_contact.is_some());
         let rigid = self.rigid.as_ref().and_then(|r| r.as_ref()).filter(|_| s.rigid_correction).map(|state| {
-            let buffers = RigidBuffers {
-                positions: &b.positions,
-                steps: &b.steps,
-                index: &b.index,
-                records: &b.records,
-                masses: &b.masses,
-                flags: &b.flags,
-                initial: &b.initial,
-                previous: &b.previous,
-                before_previous: &b.before_previous,
-                control: &b.control,
-                contacts,
-                contact: contact_state.map(|c| c.layout()),
-            };
-            state.bind(ctx, &s.contact, s.initialization, obstacles, &buffers)
+            let pairs = (contacts, contact_state.map(|c| c.layout()));
+            state.bind(ctx, &s.contact, s.initialization, obstacles, &buffers, pairs)
         });
         if let Some(r) = &rigid {
             for (k, bound) in r.groups.iter().enumerate() {
@@ -610,7 +599,6 @@ impl GpuStepper {
                 rollbacks: &b.rollbacks,
             },
         ));
-        let contact = contact.map(|(program, interval, _)| (program, interval));
         Program { settings: *s, obstacles: *obstacles, prepare, colors, divergence, chebyshev, finish, contact }
     }
 

@@ -53,6 +53,14 @@ impl TreeLayout {
         (layout, end)
     }
 
+    /// The two trees of `st`'s collision surface packed as `index` (triangles, then edges,
+    /// from word 0 of the `bvh` buffer); returns them and the buffer's length in words.
+    pub fn surface(st: &crate::state::SimState, index: &crate::gpu::pack::IndexLayout) -> ([Self; 2], u32) {
+        let (tris, end) = Self::new(0, st.surface_triangles.len() as u32, 3, index.surface_triangles);
+        let (edges, end) = Self::new(end, st.surface_edges.len() as u32, 2, index.surface_edges);
+        ([tris, edges], end)
+    }
+
     fn nodes_for(count: u32) -> u32 {
         (2 * count).saturating_sub(1)
     }

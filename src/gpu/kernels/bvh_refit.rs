@@ -145,8 +145,7 @@ mod tests {
             static_slip: 1e-6,
         };
         let surface = GpuSurface::new(&st, &l, bodies, &model, &Default::default());
-        let (tris, end) = TreeLayout::new(0, st.surface_triangles.len() as u32, 3, l.surface_triangles);
-        let (edges, end) = TreeLayout::new(end, st.surface_edges.len() as u32, 2, l.surface_edges);
+        let ([tris, edges], end) = TreeLayout::surface(&st, &l);
         // The steps' start x^n is offset from the positions, so swept boxes differ.
         let mut rng = Rng(9);
         let steps: Vec<GpuVertexStep> = st

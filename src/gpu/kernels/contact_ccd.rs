@@ -12,7 +12,7 @@ use crate::gpu::surface::GpuSurface;
 
 /// WGSL source.
 pub const SHADER: &str =
-    super::compose!("contact_ccd", "step", "bvh", "bvh_walk", "surface", "contact_layout", "distance");
+    super::compose!("contact_ccd", "step", "bvh", "bvh_walk", "surface", "contact_layout", "ccd_groups", "distance");
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -139,8 +139,7 @@ mod tests {
         let (records, r) = pack_records(&st);
         let bodies = r.bodies;
         let surface = GpuSurface::new(&st, &l, bodies, &model, &settings.ccd);
-        let (tris, end) = TreeLayout::new(0, st.surface_triangles.len() as u32, 3, l.surface_triangles);
-        let (edges, end) = TreeLayout::new(end, st.surface_edges.len() as u32, 2, l.surface_edges);
+        let ([tris, edges], end) = TreeLayout::surface(&st, &l);
         let (layout, words) = ContactLayout::new(n as u32, nb as u32, 0, 16);
         let steps: Vec<GpuVertexStep> = (0..n)
             .map(|v| GpuVertexStep {

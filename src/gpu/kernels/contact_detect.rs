@@ -192,8 +192,7 @@ pub(crate) mod tests {
         let (records, r) = pack_records(&st);
         let bodies = r.bodies;
         let surface = GpuSurface::new(&st, &l, bodies, &model, &settings.ccd);
-        let (tris, end) = TreeLayout::new(0, st.surface_triangles.len() as u32, 3, l.surface_triangles);
-        let (edges, end) = TreeLayout::new(end, st.surface_edges.len() as u32, 2, l.surface_edges);
+        let ([tris, edges], end) = TreeLayout::surface(&st, &l);
         let (layout, words) = ContactLayout::new(
             n as u32,
             st.bodies.len() as u32,

@@ -8,7 +8,7 @@ use crate::gpu::GpuContext;
 use crate::gpu::contact::ContactLayout;
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("contact_groups", "contact_layout");
+pub const SHADER: &str = super::compose!("contact_groups", "contact_layout", "ccd_groups");
 
 /// The shader's `Params` uniform.
 #[repr(C)]

@@ -108,12 +108,13 @@ mod tests {
 
     use super::*;
     use crate::collision::Obstacle;
+    use crate::gpu::buffers::StateBuffers;
     use crate::gpu::buffers::{read_blocking, storage};
     use crate::gpu::contact::{CONTROL_PAIR_COUNT, ContactLayout, control_words};
     use crate::gpu::kernels::record_pass;
     use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
     use crate::gpu::pack::{pack_index, pack_records};
-    use crate::gpu::rigid_program::{RigidState, StateBuffers};
+    use crate::gpu::rigid_program::RigidState;
     use crate::gpu::test_support;
     use crate::prelude::*;
     use crate::solver::parallel::{PhaseCell, SharedSlice};
@@ -225,16 +226,15 @@ mod tests {
             records: &bufs[3],
             masses: &bufs[4],
             flags: &bufs[5],
+            targets: &bufs[0],
             initial: &initial,
             previous: &previous,
             before_previous: &before_previous,
             control: &bufs[6],
-            contacts: &bufs[7],
-            contact: Some(layout),
         };
         let state = RigidState::new(&ctx, &st, l, r).expect("correctable bodies");
         let set = crate::gpu::obstacles::GpuObstacleSet::pack(&obstacles).expect("obstacles");
-        let program = state.bind(&ctx, &model, Initialization::Inertia, &set, &b);
+        let program = state.bind(&ctx, &model, Initialization::Inertia, &set, &b, (&bufs[7], Some(layout)));
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         let all: Vec<Bound> = program.groups.iter().chain(&program.correct).cloned().collect();
         record_pass(&mut encoder, "rigid", &all);
