@@ -218,8 +218,10 @@ impl World {
         self.slot(h).copied().ok_or(PliantError::InvalidHandle(h))
     }
 
-    /// Body–body and self contact pairs found at the last detection of the last step (for
-    /// debug drawing and inspection); vertex indices are global state indices.
+    /// Body–body and self contact pairs found at the last detection of the last CPU step (for
+    /// debug drawing and inspection); vertex indices are global state indices. The GPU backend
+    /// keeps its pairs on the device (their count and closest distance come back in
+    /// `StepReport`); this then holds those of the last CPU step, if any.
     pub fn contact_pairs(&self) -> &[crate::collision::surface_pairs::ContactPair] {
         self.scratch.contact_pairs()
     }
