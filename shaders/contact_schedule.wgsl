@@ -9,8 +9,8 @@
 //   3  pairs: the rest of the detection that just ran (none when it did not run), the
 //      dispatches over its stored pairs with one invocation per pair;
 //   4  stored: dispatches over the pairs the last detection stored (the rigid correction's).
-// A detection that runs starts with no pairs and records its count and the frame's largest
-// request (for the host to grow the pair buffer).
+// A detection that runs starts with no pairs and no bound met; the pairs mode records its count,
+// and how many pairs did not fit and in which frame (for the host to grow the buffer and redo).
 // Host wrapper: src/gpu/kernels/contact_schedule.rs; prepended: lib/contact_layout.wgsl.
 
 const MODE_ADVANCE: u32 = 0u;
@@ -36,6 +36,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> dispatch: array<u32>;
 
 fn start_detection() {
+    // Bounds met from here on call for the next re-detection (src/solver/vbd.rs clears its flag
+    // at the start of a step and at each re-detection).
+    control[CONTROL_BOUND_HIT] = 0u;
     control[CONTROL_DETECTING] = 1u;
     control[CONTROL_PAIR_COUNT] = 0u;
     control[CONTROL_MIN_DISTANCE] = 0x7f800000u;
@@ -58,7 +61,6 @@ fn main() {
         case MODE_REDETECT: {
             run = control[CONTROL_PAIR_COUNT] != 0u || control[CONTROL_BOUND_HIT] != 0u;
             if run {
-                control[CONTROL_BOUND_HIT] = 0u;
                 start_detection();
             } else {
                 control[CONTROL_DETECTING] = 0u;
@@ -70,7 +72,17 @@ fn main() {
         default: {
             run = control[CONTROL_DETECTING] != 0u;
             if run {
-                control[CONTROL_PAIRS_REQUESTED] = max(control[CONTROL_PAIRS_REQUESTED], control[CONTROL_PAIR_COUNT]);
+                // Sticky until the host acts on them, so that a frame read back later still
+                // tells of an overflow in an earlier one.
+                let count = control[CONTROL_PAIR_COUNT];
+                let capacity = params.contact.capacity;
+                control[CONTROL_PAIRS_REQUESTED] = max(control[CONTROL_PAIRS_REQUESTED], count);
+                if count > capacity {
+                    control[CONTROL_PAIRS_DROPPED] = max(control[CONTROL_PAIRS_DROPPED], count - capacity);
+                    if control[CONTROL_OVERFLOW_FRAME] == 0u {
+                        control[CONTROL_OVERFLOW_FRAME] = control[CONTROL_FRAME];
+                    }
+                }
             }
         }
     }

@@ -12,7 +12,7 @@
 // invocation sums the terms of the items it strides over that touch both bodies, then the
 // partial blocks are summed in a tree.
 // Host wrapper: src/gpu/kernels/rigid_solve.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/contact_layout.wgsl, lib/rigid.wgsl.
+// lib/distance.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl, lib/rigid.wgsl.
 
 struct Params {
     rigid: RigidLayout,
@@ -120,14 +120,6 @@ fn skew(r: vec3<f32>) -> mat3x3<f32> {
     return mat3x3<f32>(vec3<f32>(0.0, r.z, -r.y), vec3<f32>(-r.z, 0.0, r.x), vec3<f32>(r.y, -r.x, 0.0));
 }
 
-fn outer3(a: vec3<f32>, b: vec3<f32>) -> mat3x3<f32> {
-    return mat3x3<f32>(a * b.x, a * b.y, a * b.z);
-}
-
-fn eye3() -> mat3x3<f32> {
-    return mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
-}
-
 // A point's arm from its body's centre, or zero for a body that does not turn.
 fn arm_of(b: u32, p: vec3<f32>) -> vec3<f32> {
     if rotates(b) {
@@ -147,20 +139,13 @@ fn shift(s: Side) -> vec3<f32> {
     return (t + cross(theta, s.arm)) * s.coef;
 }
 
-// IPC's smoothed friction potential and its derivatives (src/collision/contact.rs).
+// IPC's smoothed friction potential and the derivative of its magnitude (src/collision/
+// contact.rs; f1/u is lib/contact.wgsl's).
 fn friction_f0(u: f32, eps: f32) -> f32 {
     if u < eps {
         return -u * u * u / (3.0 * eps * eps) + u * u / eps + eps / 3.0;
     }
     return u;
-}
-
-fn friction_f1_over_u(u: f32, eps: f32) -> f32 {
-    if u < eps {
-        let inv = 1.0 / eps;
-        return 2.0 * inv - u * inv * inv;
-    }
-    return 1.0 / u;
 }
 
 fn friction_f1_prime(u: f32, eps: f32) -> f32 {
@@ -186,7 +171,7 @@ fn contact_term(gap: f32, n: vec3<f32>, k: f32, n0: vec3<f32>, slip: vec3<f32>, 
         let u = slip - n0 * dot(n0, slip);
         let ul = length(u);
         t.e += mu_lambda * friction_f0(ul, eps);
-        let tangent = eye3() - outer3(n0, n0);
+        let tangent = diag3(1.0) - outer3(n0, n0);
         let f1u = friction_f1_over_u(ul, eps);
         if ul > 0.0 {
             let uh = u / ul;

@@ -48,6 +48,12 @@ fn bvh_next(t: Tree, w: ptr<function, BvhWalk>) -> u32 {
         if bvh[c + 1u] == BVH_LEAF {
             return bvh[c];
         }
+        if (*w).top + 2u > BVH_STACK {
+            // Unreachable for a tree built by bvh_build; a damaged one (a cycle) ends the walk
+            // here instead of hanging the device.
+            (*w).top = 0u;
+            return BVH_NONE;
+        }
         (*w).stack[(*w).top] = bvh[c + 1u];
         (*w).stack[(*w).top + 1u] = bvh[c];
         (*w).top += 2u;

@@ -40,9 +40,15 @@ const CONTROL_DETECTING: u32 = 4u;
 const CONTROL_MIN_DISTANCE: u32 = 5u;
 // Largest pair count any detection asked for since the host last cleared it (capacity growth).
 const CONTROL_PAIRS_REQUESTED: u32 = 6u;
-// Detections and CCD advances run since the host last cleared them.
+// Detections and CCD advances run in the frame (cleared at each frame's start).
 const CONTROL_DETECTIONS: u32 = 7u;
 const CONTROL_ADVANCES: u32 = 8u;
+// Most pairs a detection found beyond the capacity since the host last cleared it, and (id + 1)
+// of the first frame whose detection did (0: none).
+const CONTROL_PAIRS_DROPPED: u32 = 9u;
+const CONTROL_OVERFLOW_FRAME: u32 = 10u;
+// (id + 1) of the frame running, written by the host before its commands.
+const CONTROL_FRAME: u32 = 11u;
 // Per-body words follow the header, `bodies` each: Chebyshev's FROZEN_* flags, the CCD's
 // earliest time of impact (f32 bits), its group label and group time, the body boxes (six
 // ordered words each) and each body's distance to the nearest other body box (f32 bits).

@@ -23,10 +23,16 @@ pub const CONTROL_DETECTING: usize = 4;
 pub const CONTROL_MIN_DISTANCE: usize = 5;
 /// Largest pair count a detection asked for since the host last cleared it.
 pub const CONTROL_PAIRS_REQUESTED: usize = 6;
-/// Detections run since the host last cleared the counter.
+/// Detections run in the frame.
 pub const CONTROL_DETECTIONS: usize = 7;
-/// CCD advances run since the host last cleared the counter.
+/// CCD advances run in the frame.
 pub const CONTROL_ADVANCES: usize = 8;
+/// Most pairs a detection found beyond the capacity since the host last cleared it.
+pub const CONTROL_PAIRS_DROPPED: usize = 9;
+/// `id + 1` of the first frame whose detection dropped pairs since the host last cleared it.
+pub const CONTROL_OVERFLOW_FRAME: usize = 10;
+/// `id + 1` of the frame running (written by the host).
+pub const CONTROL_FRAME: usize = 11;
 /// Words before the per-body words.
 pub const CONTROL_HEADER: usize = 16;
 /// Per-body words of `control`: frozen flags, time of impact, group label, group time, box (6),
@@ -156,9 +162,13 @@ pub struct ContactStats {
     pub pairs: u32,
     /// Smallest distance of those pairs \[m\] (`f32::INFINITY` when none).
     pub min_distance: f32,
-    /// Largest pair count a detection of the frame asked for (more than the capacity: some
-    /// pairs were kept as bounds only, and the buffer grows).
+    /// Largest pair count a detection asked for since the host last acted on an overflow.
     pub requested: u32,
+    /// Most pairs a detection found beyond the buffer's capacity since then (they were kept as
+    /// bounds only), and the id of the first frame whose detection did.
+    pub dropped: u32,
+    /// See `dropped`.
+    pub overflow_frame: Option<u64>,
     /// Detections run in the frame.
     pub detections: u32,
     /// CCD advances run in the frame.
@@ -172,6 +182,8 @@ impl ContactStats {
             pairs: header[CONTROL_PAIR_COUNT].min(capacity),
             min_distance: f32::from_bits(header[CONTROL_MIN_DISTANCE]),
             requested: header[CONTROL_PAIRS_REQUESTED],
+            dropped: header[CONTROL_PAIRS_DROPPED],
+            overflow_frame: header[CONTROL_OVERFLOW_FRAME].checked_sub(1).map(u64::from),
             detections: header[CONTROL_DETECTIONS],
             advances: header[CONTROL_ADVANCES],
         }

@@ -181,6 +181,17 @@ impl ContactState {
         self.contacts = output::<u32>(ctx, "contacts", words);
     }
 
+    /// The most pairs the device can hold: the contacts buffer within one storage binding, and
+    /// the dispatches over the pairs within one dispatch dimension.
+    pub fn max_capacity(&self, ctx: &GpuContext) -> u32 {
+        let fixed = ContactLayout::new(self.layout.vertices, self.layout.bodies, self.queries, 0).1 as u64;
+        let per_pair = (ContactLayout::new(self.layout.vertices, self.layout.bodies, self.queries, 1).1 as u64) - fixed;
+        let words = ctx.device.limits().max_storage_buffer_binding_size / 4;
+        let by_memory = words.saturating_sub(fixed) / per_pair;
+        let by_dispatch = 65_535 * super::kernels::WORKGROUP as u64;
+        by_memory.min(by_dispatch).min(u32::MAX as u64) as u32
+    }
+
     /// Binds every contact dispatch of a substep for contact constants `model` and `settings`.
     pub fn bind(
         &self,

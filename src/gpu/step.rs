@@ -30,8 +30,9 @@ use glam::{Vec3A, Vec4};
 
 use super::buffers::{StateBuffers, output, read_blocking, storage};
 use super::contact::{
-    CONTROL_ADVANCE_NEEDED, CONTROL_BOUNDS_VALID, CONTROL_HEADER, CONTROL_PAIR_COUNT, CONTROL_PAIRS_REQUESTED,
-    ContactStats, SurfaceBounds, control_words,
+    CONTROL_ADVANCE_NEEDED, CONTROL_BOUNDS_VALID, CONTROL_DETECTIONS, CONTROL_FRAME, CONTROL_HEADER,
+    CONTROL_OVERFLOW_FRAME, CONTROL_PAIR_COUNT, CONTROL_PAIRS_DROPPED, CONTROL_PAIRS_REQUESTED, ContactStats,
+    SurfaceBounds, control_words,
 };
 use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL};
 use super::kernels::Bound;
@@ -95,6 +96,17 @@ pub fn unsupported(st: &SimState, obstacles: &[Obstacle]) -> Option<String> {
         return Some("an empty world".into());
     }
     None
+}
+
+/// Which frame a recorded substep belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameTag {
+    /// The frame's number (the world's frame after it).
+    pub frame: u64,
+    /// The id its readback will carry ([`GpuStepper::submit_frame`]).
+    pub id: u64,
+    /// The substep within the frame.
+    pub substep: u32,
 }
 
 /// A finished frame, read back without waiting.
@@ -332,13 +344,24 @@ impl GpuStepper {
     /// (the next step's advance runs its CCD); frames in flight keep the old one.
     pub fn grow_contacts(&mut self, requested: u32) {
         let Some(contact) = self.contact.as_mut() else { return };
-        if requested <= contact.capacity() {
+        let limit = contact.max_capacity(&self.ctx);
+        let capacity = requested.saturating_add(requested / 2).next_power_of_two().min(limit);
+        if capacity <= contact.capacity() {
+            // At the device's limit: detections keep overflowing, safely, and say so.
             return;
         }
-        let capacity = requested.saturating_add(requested / 2).next_power_of_two();
         contact.grow(&self.ctx, capacity);
         self.forget_contacts();
         self.program = None;
+    }
+
+    /// The host has acted on the overflow counters it read back: they start again from zero
+    /// for the frames submitted from now on.
+    pub fn acknowledge_overflow(&self) {
+        let control = &self.buffers.control;
+        for word in [CONTROL_PAIRS_REQUESTED, CONTROL_PAIRS_DROPPED, CONTROL_OVERFLOW_FRAME] {
+            self.submitter.write(control, (word * size_of::<u32>()) as u64, &0u32.to_ne_bytes());
+        }
     }
 
     /// The contact history (the last detection's pairs and bounds) no longer describes the
@@ -431,6 +454,13 @@ impl GpuStepper {
                     n => n,
                 };
                 self.contact = Some(ContactState::new(&self.ctx, &self.state, self.layout, self.records, capacity));
+                // Its trees exist once built.
+                self.since_build = 0;
+            }
+            let contact_before = self.program.as_ref().is_some_and(|p| p.contact.is_some());
+            if settings.surface_contact.is_some() && !contact_before {
+                // Pairs and bounds from before surface contact was off describe another state.
+                self.forget_contacts();
             }
             if settings.rigid_correction && self.rigid.is_none() {
                 self.rigid = Some(RigidState::new(&self.ctx, &self.state, self.layout, self.records));
@@ -602,12 +632,12 @@ impl GpuStepper {
         Program { settings: *s, obstacles: *obstacles, prepare, colors, divergence, chebyshev, finish, contact }
     }
 
-    /// Records one substep of frame `frame` (nothing is submitted yet). `targets`
-    /// (end-of-substep positions of kinematic vertices, one per vertex) is needed when the
-    /// scene has pins; `substeps` is the frame's substep count.
+    /// Records one substep of a frame (nothing is submitted yet). `targets` (end-of-substep
+    /// positions of kinematic vertices, one per vertex) is needed when the scene has pins;
+    /// `substeps` is the frame's substep count.
     pub fn record_substep(
         &mut self,
-        frame: u64,
+        tag: FrameTag,
         settings: &GpuStepSettings,
         obstacles: &[Obstacle],
         targets: Option<&[Vec4]>,
@@ -642,13 +672,17 @@ impl GpuStepper {
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("vbd frame") })
         });
         if let Some(snap) = snapshots.as_mut().filter(|_| *pending_substeps == 0) {
-            let slot = (frame % SNAPSHOTS as u64) as usize;
-            for (from, to) in
-                [&b.positions, &b.velocities, &b.accelerations, &b.flags].into_iter().zip(&snap.slots[slot])
-            {
-                encoder.copy_buffer_to_buffer(from, 0, to, 0, None);
+            // Only a frame's start can be restored; a stepper made mid-frame keeps none of it.
+            let slot = (tag.frame % SNAPSHOTS as u64) as usize;
+            snap.frames[slot] = u64::MAX;
+            if tag.substep == 0 {
+                for (from, to) in
+                    [&b.positions, &b.velocities, &b.accelerations, &b.flags].into_iter().zip(&snap.slots[slot])
+                {
+                    encoder.copy_buffer_to_buffer(from, 0, to, 0, None);
+                }
+                snap.frames[slot] = tag.frame;
             }
-            snap.frames[slot] = frame;
         }
         if let (Some(t), Some((all, _))) = (targets, frame_targets.as_ref())
             && kinematic.end > kinematic.start
@@ -661,8 +695,10 @@ impl GpuStepper {
         }
         let word = |w: usize| (w * size_of::<u32>()) as u64;
         if *pending_substeps == 0 {
-            // The frame's counters: largest pair request, detections, advances.
-            encoder.clear_buffer(&b.control, word(CONTROL_PAIRS_REQUESTED), Some(word(3)));
+            // The frame's counters (detections, advances), and which frame runs.
+            encoder.clear_buffer(&b.control, word(CONTROL_DETECTIONS), Some(word(2)));
+            let id = (tag.id as u32).wrapping_add(1);
+            submitter.write(&b.control, word(CONTROL_FRAME), &id.to_ne_bytes());
         }
         encoder.clear_buffer(&b.control, word(CONTROL_ADVANCE_NEEDED), Some(word(1)));
         encoder.clear_buffer(&b.control, word(CONTROL_HEADER), Some(word(*bodies as usize)));

@@ -95,7 +95,8 @@ mod tests {
     use crate::gpu::buffers::{read_blocking, storage};
     use crate::gpu::contact::{
         CONTROL_ADVANCE_NEEDED, CONTROL_ADVANCES, CONTROL_BOUND_HIT, CONTROL_DETECTING, CONTROL_DETECTIONS,
-        CONTROL_PAIR_COUNT, CONTROL_PAIRS_REQUESTED, control_words,
+        CONTROL_FRAME, CONTROL_OVERFLOW_FRAME, CONTROL_PAIR_COUNT, CONTROL_PAIRS_DROPPED, CONTROL_PAIRS_REQUESTED,
+        control_words,
     };
     use crate::gpu::kernels::record_pass;
     use crate::gpu::test_support;
@@ -119,7 +120,7 @@ mod tests {
         });
         // (mode, control words set before, expected workgroups, expected control words after)
         type Words = &'static [(usize, u32)];
-        let cases: [(ScheduleMode, Words, [u32; 2], Words); 8] = [
+        let cases: [(ScheduleMode, Words, [u32; 2], Words); 10] = [
             (ScheduleMode::Advance, &[], [0, 0], &[(CONTROL_ADVANCES, 0)]),
             (
                 ScheduleMode::Advance,
@@ -129,9 +130,9 @@ mod tests {
             ),
             (
                 ScheduleMode::Detect,
-                &[(CONTROL_PAIR_COUNT, 5), (CONTROL_DETECTIONS, 2)],
+                &[(CONTROL_PAIR_COUNT, 5), (CONTROL_DETECTIONS, 2), (CONTROL_BOUND_HIT, 1)],
                 [7, 0],
-                &[(CONTROL_DETECTING, 1), (CONTROL_PAIR_COUNT, 0), (CONTROL_DETECTIONS, 3)],
+                &[(CONTROL_DETECTING, 1), (CONTROL_PAIR_COUNT, 0), (CONTROL_DETECTIONS, 3), (CONTROL_BOUND_HIT, 0)],
             ),
             (ScheduleMode::Redetect, &[(CONTROL_DETECTING, 1)], [0, 0], &[(CONTROL_DETECTING, 0)]),
             (
@@ -143,16 +144,39 @@ mod tests {
             (ScheduleMode::Pairs, &[(CONTROL_PAIR_COUNT, 130)], [0, 0], &[(CONTROL_PAIRS_REQUESTED, 0)]),
             (
                 ScheduleMode::Pairs,
-                &[(CONTROL_DETECTING, 1), (CONTROL_PAIR_COUNT, 130), (CONTROL_PAIRS_REQUESTED, 40)],
+                &[(CONTROL_DETECTING, 1), (CONTROL_PAIR_COUNT, 130), (CONTROL_PAIRS_REQUESTED, 40), (CONTROL_FRAME, 8)],
                 [7, 3],
-                &[(CONTROL_PAIRS_REQUESTED, 130)],
+                &[(CONTROL_PAIRS_REQUESTED, 130), (CONTROL_PAIRS_DROPPED, 0), (CONTROL_OVERFLOW_FRAME, 0)],
             ),
-            // More pairs than fit: the lists cover the capacity; the request is kept for growth.
+            // A detection past the capacity: the dispatch covers the capacity, the frame is
+            // marked and the excess counted.
+            (
+                ScheduleMode::Pairs,
+                &[(CONTROL_DETECTING, 1), (CONTROL_PAIR_COUNT, 1500), (CONTROL_FRAME, 8)],
+                [7, 16],
+                &[(CONTROL_PAIRS_REQUESTED, 1500), (CONTROL_PAIRS_DROPPED, 500), (CONTROL_OVERFLOW_FRAME, 8)],
+            ),
+            // An overflow after an unacknowledged one keeps the first frame and the most dropped.
+            (
+                ScheduleMode::Pairs,
+                &[
+                    (CONTROL_DETECTING, 1),
+                    (CONTROL_PAIR_COUNT, 1200),
+                    (CONTROL_FRAME, 9),
+                    (CONTROL_PAIRS_REQUESTED, 1500),
+                    (CONTROL_PAIRS_DROPPED, 500),
+                    (CONTROL_OVERFLOW_FRAME, 8),
+                ],
+                [7, 16],
+                &[(CONTROL_PAIRS_REQUESTED, 1500), (CONTROL_PAIRS_DROPPED, 500), (CONTROL_OVERFLOW_FRAME, 8)],
+            ),
+            // More pairs stored than fit: the lists cover the capacity; only the pairs mode
+            // records the overflow.
             (
                 ScheduleMode::Stored,
-                &[(CONTROL_PAIR_COUNT, 5000), (CONTROL_PAIRS_REQUESTED, 40)],
+                &[(CONTROL_PAIR_COUNT, 5000), (CONTROL_PAIRS_REQUESTED, 40), (CONTROL_FRAME, 8)],
                 [7, 16],
-                &[(CONTROL_PAIRS_REQUESTED, 40)],
+                &[(CONTROL_PAIRS_REQUESTED, 40), (CONTROL_PAIRS_DROPPED, 0), (CONTROL_OVERFLOW_FRAME, 0)],
             ),
         ];
         for (k, (mode, before, groups, after)) in cases.iter().enumerate() {

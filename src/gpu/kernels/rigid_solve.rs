@@ -11,7 +11,8 @@ use crate::gpu::contact::ContactLayout;
 use crate::gpu::obstacles::GpuObstacleSet;
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("rigid_solve", "step", "obstacles", "contact_layout", "rigid");
+pub const SHADER: &str =
+    super::compose!("rigid_solve", "step", "obstacles", "distance", "contact_layout", "contact", "rigid");
 
 /// The shader's `Params` uniform.
 #[repr(C)]

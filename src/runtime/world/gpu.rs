@@ -16,7 +16,7 @@ use glam::{Vec3A, Vec4};
 use super::World;
 use crate::gpu::contact::ContactStats;
 use crate::gpu::kernels::step_guard::{BAD_POSITION, BAD_VELOCITY, Rollbacks};
-use crate::gpu::step::{GpuStepSettings, GpuStepper, unsupported};
+use crate::gpu::step::{FrameTag, GpuStepSettings, GpuStepper, unsupported};
 use crate::gpu::{GpuContext, GpuError, GpuOptions};
 use crate::runtime::assemble::rebuild_color_lists;
 use crate::runtime::config::{Backend, ConfigError, StepConfig};
@@ -273,6 +273,8 @@ impl World {
         let h = settings.h;
         let has_pins = self.bodies.iter().any(|(_, b)| !b.pins.is_empty());
         let frame_start = self.time;
+        let id = self.gpu.next_id;
+        self.gpu.next_id += 1;
         for substep in 0..c.substeps {
             let t0 = self.time;
             if has_pins && pin_set_changes(&self.state, &self.bodies, &self.slots, t0) {
@@ -317,15 +319,14 @@ impl World {
             } else {
                 None
             };
-            stepper.record_substep(self.frame + 1, settings, &self.obstacles, targets, c.substeps)?;
+            let tag = FrameTag { frame: self.frame + 1, id, substep };
+            stepper.record_substep(tag, settings, &self.obstacles, targets, c.substeps)?;
             self.time = t0 + h as f64;
         }
         self.frame += 1;
         if self.gpu.submitted.len() == FRAME_TIMES {
             self.gpu.submitted.pop_front();
         }
-        let id = self.gpu.next_id;
-        self.gpu.next_id += 1;
         self.gpu.submitted.push_back(Submitted { id, frame: self.frame, start: frame_start });
         let Some(stepper) = self.gpu.stepper.as_mut() else { unreachable!("made above") };
         stepper.submit_frame(id);
@@ -350,32 +351,42 @@ impl World {
             return Ok(0);
         }
         self.gpu.contact_seen = id + 1;
-        Ok(self.report_contact(frame, &contact, report))
+        Ok(self.report_contact(&contact, report))
     }
 
     /// Reports what surface contact found in a finished frame. When a detection found more
     /// pairs than the GPU's pair buffer holds, that frame stayed free of crossings (the pairs
     /// that did not fit bounded their vertices) but lacked their contact forces: the buffer
-    /// grows and, unless the host copy was edited since, the world goes back to the frame's
-    /// start (kept on the device) so that it and the frames after it are stepped again.
-    /// Returns how many frames are to be stepped again.
-    fn report_contact(&mut self, frame: Submitted, contact: &ContactStats, report: &mut StepReport) -> u32 {
+    /// grows and, unless the host copy was edited since, the world goes back to the start of
+    /// the first such frame (kept on the device) so that it and the frames after it are stepped
+    /// again. Returns how many frames are to be stepped again.
+    fn report_contact(&mut self, contact: &ContactStats, report: &mut StepReport) -> u32 {
         report.contact_pairs = contact.pairs;
         report.min_pair_distance =
             (contact.detections > 0 && contact.min_distance.is_finite()).then_some(contact.min_distance);
-        let Some(stepper) = self.gpu.stepper.as_mut() else { return 0 };
-        let capacity = stepper.contact_capacity();
-        report.contact_pairs_dropped = contact.requested.saturating_sub(capacity);
-        if report.contact_pairs_dropped == 0 {
+        if contact.dropped == 0 {
             return 0;
         }
+        // The overflow counters are sticky until acted on: the first overflowing frame may have
+        // come back together with newer ones, or not at all (a full readback ring).
+        let overflowed = contact
+            .overflow_frame
+            .and_then(|low| self.gpu.submitted.iter().find(|s| s.id as u32 == low as u32).copied());
+        let Some(stepper) = self.gpu.stepper.as_mut() else { return 0 };
+        let capacity = stepper.contact_capacity();
+        stepper.acknowledge_overflow();
+        let Some(frame) = overflowed else {
+            // Superseded by a redo already, or too old to step again: grow only.
+            stepper.grow_contacts(contact.requested);
+            return 0;
+        };
+        report.contact_pairs_dropped = contact.dropped;
         stepper.grow_contacts(contact.requested);
         let redo = !self.gpu.dirty && stepper.restore_frame(frame.frame);
         log::warn!(
-            "pliant: a GPU contact detection of frame {} found {} pairs, {} more than its buffer holds: grown{}",
+            "pliant: a GPU contact detection of frame {} found {} more pairs than its buffer holds: grown{}",
             frame.frame,
-            contact.requested,
-            report.contact_pairs_dropped,
+            contact.dropped,
             if redo { ", frame stepped again" } else { "" }
         );
         let redone = if redo { (self.frame + 1 - frame.frame) as u32 } else { 0 };
