@@ -389,28 +389,56 @@ fn a_non_finite_gpu_step_is_rolled_back_and_reported() {
 
 /// `Auto` steps on the CPU, with the reason reported once, when the scene needs something the
 /// GPU step does not do (more analytic obstacles than its uniform holds), and on the GPU again
-/// when it no longer does.
+/// when it no longer does. The GPU is the test machine's adapter, named (CI has only lavapipe,
+/// which `Auto` does not pick unasked).
 #[test]
 fn auto_falls_back_to_the_cpu_with_a_reason() {
-    let mut w = World::new(StepConfig { backend: Backend::Auto, ..config() }).expect("auto never fails");
+    let Some(probe) = gpu_world(config()) else { return };
+    let name = probe.gpu_context().expect("context").adapter_info.name.clone();
+    drop(probe);
+    let mut w = World::new(StepConfig { backend: Backend::Auto, gpu_adapter: Some(name), ..config() })
+        .expect("auto never fails");
     falling_cube(&mut w, "cube", Vec3::new(0.0, 1.0, 0.0));
     for k in 0..9 {
         w.obstacles.push(Obstacle::ground(-1.0 - k as f32, 0.5));
     }
-    let has_gpu = w.gpu_context().is_some();
+    assert!(w.gpu_context().is_some());
     assert_eq!(w.step().backend, Backend::Cpu);
     assert_eq!(w.step().backend, Backend::Cpu);
     let events = w.drain_events();
     assert_eq!(events.len(), 1, "{events:?}");
     let PliantEvent::BackendFallback { reason: Some(reason) } = &events[0] else { panic!("{events:?}") };
-    assert!(if has_gpu { reason.contains("obstacles") } else { reason.contains("GPU") }, "{reason}");
-    if !has_gpu {
-        return;
-    }
+    assert!(reason.contains("obstacles"), "{reason}");
     w.obstacles.truncate(8);
     assert_eq!(step_taking_a_frame(&mut w).backend, Backend::Gpu);
     assert_eq!(w.drain_events(), vec![PliantEvent::BackendFallback { reason: None }]);
     assert!(w.why_not_gpu().is_none());
+}
+
+/// `Auto` with no adapter named steps on the CPU when the adapter wgpu offers is a software
+/// rasterizer, and says so; `Gpu` takes that adapter.
+#[test]
+fn auto_does_not_pick_a_software_adapter_unasked() {
+    let mut w = World::new(StepConfig { backend: Backend::Auto, ..config() }).expect("auto never fails");
+    falling_cube(&mut w, "cube", Vec3::new(0.0, 1.0, 0.0));
+    let r = w.step();
+    let events = w.drain_events();
+    let Some(gpu) = gpu_world(config()) else {
+        // No adapter at all: the CPU, with that reason.
+        assert_eq!(r.backend, Backend::Cpu);
+        assert!(matches!(events.as_slice(), [PliantEvent::BackendFallback { reason: Some(_) }]), "{events:?}");
+        return;
+    };
+    let info = &gpu.gpu_context().expect("context").adapter_info;
+    if info.device_type == wgpu::DeviceType::Cpu {
+        assert_eq!(r.backend, Backend::Cpu);
+        let [PliantEvent::BackendFallback { reason: Some(reason) }] = events.as_slice() else { panic!("{events:?}") };
+        assert!(reason.contains("software") && reason.contains(&info.name), "{reason}");
+        assert!(w.gpu_context().is_none());
+    } else {
+        // A hardware adapter: Auto takes it.
+        assert!(w.gpu_context().is_some(), "{events:?}");
+    }
 }
 
 /// An error on the device (here a buffer larger than any device allows, made on the world's

@@ -21,8 +21,10 @@ pub struct ConfigError {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
 pub enum Backend {
-    /// The GPU when an adapter exists and the scene is one the GPU step takes; otherwise the
-    /// CPU, with the reason logged and reported as [`crate::runtime::PliantEvent::BackendFallback`].
+    /// The GPU when a hardware adapter exists (or the one named by `gpu_adapter`, software or
+    /// not) and the scene is one the GPU step takes; otherwise the CPU, with the reason logged
+    /// and reported as [`crate::runtime::PliantEvent::BackendFallback`]. A software rasterizer
+    /// (lavapipe, WARP) is not picked unasked: it is slower than the CPU path.
     Auto,
     /// The CPU (default): every feature, the oracle the GPU path is tested against.
     #[default]

@@ -87,7 +87,7 @@ pub struct World {
 impl World {
     /// An empty world. With [`Backend::Gpu`] this opens the GPU (the adapter named by
     /// `config.gpu_adapter`, or the high-performance one) and fails without one; with
-    /// [`Backend::Auto`] a missing adapter only sends steps to the CPU.
+    /// [`Backend::Auto`] a missing adapter, or only a software one, sends steps to the CPU.
     pub fn new(config: StepConfig) -> Result<Self, ConfigError> {
         config.validate()?;
         let mut world = Self {

@@ -67,7 +67,8 @@ pub(super) struct GpuRuntime {
 
 impl GpuRuntime {
     /// The GPU context for `config`'s backend: none for the CPU; for the GPU a missing adapter
-    /// is an error; for `Auto` it is the fallback reason.
+    /// is an error; for `Auto` it, or an adapter that is a software rasterizer picked unasked,
+    /// is the fallback reason.
     pub(super) fn open(
         config: &StepConfig,
         shared: Option<Arc<GpuContext>>,
@@ -75,12 +76,31 @@ impl GpuRuntime {
         if config.backend == Backend::Cpu {
             return Ok((Self::default(), None));
         }
+        // An adapter the caller chose (by name, or a device of its own) is used whatever it is.
+        let chosen = shared.is_some() || config.gpu_adapter.is_some();
         let ctx = match shared {
             Some(ctx) => Ok(ctx),
-            None => GpuContext::new(&GpuOptions { adapter_name: config.gpu_adapter.clone(), ..Default::default() })
-                .map(Arc::new),
+            None => GpuContext::new(&GpuOptions {
+                adapter_name: config.gpu_adapter.clone(),
+                power_preference: wgpu::PowerPreference::HighPerformance,
+            })
+            .map(Arc::new),
         };
         match ctx {
+            // wgpu ranks software rasterizers (lavapipe, WARP, SwiftShader) last, so one comes
+            // back only when no hardware adapter exists; it runs the kernels on the CPU cores,
+            // many times slower than the CPU path (BENCHMARKS.md), so `Auto` takes that path.
+            Ok(ctx)
+                if config.backend == Backend::Auto
+                    && !chosen
+                    && ctx.adapter_info.device_type == wgpu::DeviceType::Cpu =>
+            {
+                let reason = format!(
+                    "the only GPU adapter is a software one ({}), slower than the CPU path; name it in `gpu_adapter` or choose Backend::Gpu to step on it",
+                    ctx.adapter_info.name
+                );
+                Ok((Self::default(), Some(reason)))
+            }
             Ok(ctx) => Ok((Self { ctx: Some(ctx), ..Self::default() }, None)),
             Err(e) if config.backend == Backend::Gpu => Err(ConfigError {
                 field: "backend",
