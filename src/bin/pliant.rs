@@ -204,9 +204,13 @@ fn print_summary(loaded: &LoadedScene, r: &RunResult, dir: &Path) {
             body.shared().element_count()
         );
     }
+    let on = match s.backend {
+        Backend::Gpu => "the GPU".to_owned(),
+        _ => format!("{} thread(s)", s.threads),
+    };
     println!(
-        "frames       {} x {:.4} s, {} substep(s) x {} sweeps, {} thread(s)",
-        s.frames, loaded.scene.dt, s.substeps, s.iterations, s.threads
+        "frames       {} x {:.4} s, {} substep(s) x {} sweeps, {on}",
+        s.frames, loaded.scene.dt, s.substeps, s.iterations
     );
     println!(
         "step time    mean {:.3} ms   p50 {:.3}   p95 {:.3}   p99 {:.3}",
@@ -216,6 +220,10 @@ fn print_summary(loaded: &LoadedScene, r: &RunResult, dir: &Path) {
         "throughput   {:.0} ns per vertex-iteration ({} vertices, {} elements)",
         s.ns_per_vertex_iteration, s.vertices, s.elements
     );
+    if s.backend == Backend::Gpu {
+        // Step time above waits for each frame; a game loop does not.
+        println!("game thread  mean {:.3} ms per step() call, max {:.3}", s.game_thread_ms, s.game_thread_ms_max);
+    }
     println!("max speed    {:.3} m/s", s.max_speed);
     match s.min_obstacle_distance {
         Some(d) => println!("obstacles    closest vertex {:+.5} m (negative = penetration)", d),

@@ -1,6 +1,8 @@
 //! Adapter and device selection.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use thiserror::Error;
@@ -62,6 +64,9 @@ pub enum GpuError {
     },
 }
 
+/// A kernel's name and its source's hash.
+type PipelineKey = (&'static str, u64);
+
 /// A device and queue with what Pliant needs to know about them.
 pub struct GpuContext {
     /// The device.
@@ -73,6 +78,10 @@ pub struct GpuContext {
     /// The first error the device reported outside any error scope, or its loss (only for a
     /// device Pliant opened: a shared device keeps its owner's handlers).
     errors: Arc<Mutex<Option<String>>>,
+    /// Compiled kernels by name and source, shared by every stepper on the device: a stepper
+    /// is made again when bodies come or go, and compiling ~25 pipelines takes from tens of
+    /// milliseconds to a second (lavapipe), too long for a game thread.
+    pipelines: Mutex<HashMap<PipelineKey, Arc<OnceLock<wgpu::ComputePipeline>>>>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -131,14 +140,54 @@ impl GpuContext {
         device.set_device_lost_callback(move |reason, message| {
             sink.lock().get_or_insert_with(|| format!("device lost ({reason:?}): {message}"));
         });
-        Ok(Self { device, queue, adapter_info, errors })
+        Ok(Self { device, queue, adapter_info, errors, pipelines: Mutex::default() })
     }
 
     /// A context on a device the caller already has (a renderer's, so that
     /// `World::gpu_position_buffer` can be bound without a copy). The device must offer
     /// WebGPU's default limits; its error handlers stay the caller's.
     pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, adapter_info: wgpu::AdapterInfo) -> Self {
-        Self { device, queue, adapter_info, errors: Arc::new(Mutex::new(None)) }
+        Self { device, queue, adapter_info, errors: Arc::new(Mutex::new(None)), pipelines: Mutex::default() }
+    }
+
+    /// The compute pipeline of WGSL `source` (entry point `main`), compiled on first use and
+    /// kept. A caller asking for one that another thread is compiling waits for it.
+    pub fn pipeline(&self, label: &'static str, source: &str) -> wgpu::ComputePipeline {
+        let mut hasher = DefaultHasher::new();
+        source.hash(&mut hasher);
+        let cell = self.pipelines.lock().entry((label, hasher.finish())).or_default().clone();
+        cell.get_or_init(|| {
+            let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(label),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+            self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        })
+        .clone()
+    }
+
+    /// Compiles every Pliant kernel on a thread of its own, so that the first GPU step (and a
+    /// stepper made again later) finds them ready instead of compiling on the caller's
+    /// thread. Returns at once; a step that comes first waits only for the kernels it uses
+    /// that are still compiling.
+    pub fn warm_up(self: &Arc<Self>) {
+        let ctx = self.clone();
+        let spawned = std::thread::Builder::new().name("pliant-gpu-compile".into()).spawn(move || {
+            for (name, source) in super::kernels::SHADERS {
+                ctx.pipeline(name, source);
+            }
+        });
+        if let Err(e) = spawned {
+            // The kernels are then compiled when first used.
+            log::warn!("pliant: cannot start the GPU kernel compilation thread: {e}");
+        }
     }
 
     /// The first error the device reported outside an error scope, or its loss, if any: the

@@ -76,4 +76,24 @@ mod tests {
         }
         assert_eq!(files, SHADERS.len());
     }
+
+    /// A kernel is compiled once per device: a stepper made again (bodies added or removed)
+    /// takes the pipelines compiled before, or by `warm_up`; another source under the same
+    /// name is another pipeline.
+    #[test]
+    fn kernels_are_compiled_once_per_device() {
+        use std::sync::Arc;
+
+        use super::kernels::SHADERS;
+        let Some(ctx) = super::test_support::context() else { return };
+        let ctx = Arc::new(ctx);
+        ctx.warm_up();
+        for (name, source) in SHADERS {
+            assert!(ctx.pipeline(name, source) == ctx.pipeline(name, source), "{name}");
+        }
+        assert!(ctx.pipeline(SHADERS[0].0, SHADERS[0].1) != ctx.pipeline(SHADERS[1].0, SHADERS[1].1));
+        let (name, source) = SHADERS[0];
+        let other = format!("{source}\n// another variant\n");
+        assert!(ctx.pipeline(name, source) != ctx.pipeline(name, &other));
+    }
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::runtime::Energies;
+use crate::runtime::{Backend, Energies};
 
 /// One frame's measurements.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -13,8 +13,14 @@ pub struct FrameMetrics {
     pub frame: u64,
     /// Simulated time \[s\].
     pub time: f64,
-    /// Wall time of the step \[ms\].
+    /// Wall time from the step's call until its state was on the host \[ms\] (on the CPU the
+    /// step itself; on the GPU the frame's GPU time and readback: the runner waits for each).
     pub step_ms: f64,
+    /// The calling thread's time in `step()` \[ms\] (on the GPU: recording and handing over
+    /// the frame).
+    pub game_thread_ms: f64,
+    /// Where the step ran.
+    pub backend: Backend,
     /// VBD sweeps per substep.
     pub iterations: u32,
     /// Substeps.
@@ -78,6 +84,12 @@ pub struct RunSummary {
     pub step_ms_p99: f64,
     /// Mean ns per vertex per sweep.
     pub ns_per_vertex_iteration: f64,
+    /// Mean and largest time of the calling thread in `step()` \[ms\].
+    pub game_thread_ms: f64,
+    /// See `game_thread_ms`.
+    pub game_thread_ms_max: f64,
+    /// Where the last frame ran.
+    pub backend: Backend,
     /// Frames with a rollback.
     pub nan_frames: u64,
     /// Largest speed over the run \[m/s\].
@@ -127,6 +139,9 @@ impl RunSummary {
             step_ms_p95: percentile(&ms, 0.95),
             step_ms_p99: percentile(&ms, 0.99),
             ns_per_vertex_iteration: if sweeps > 0.0 { mean * 1e6 / sweeps } else { 0.0 },
+            game_thread_ms: frames.iter().map(|f| f.game_thread_ms).sum::<f64>() / frames.len().max(1) as f64,
+            game_thread_ms_max: frames.iter().map(|f| f.game_thread_ms).fold(0.0, f64::max),
+            backend: frames.last().map_or(Backend::Cpu, |f| f.backend),
             nan_frames: frames.iter().filter(|f| f.nan).count() as u64,
             max_speed: frames.iter().map(|f| f.max_speed).fold(0.0, f32::max),
             min_obstacle_distance: frames.iter().filter_map(|f| f.min_obstacle_distance).reduce(f32::min),

@@ -12,6 +12,7 @@ use super::metrics::{FrameMetrics, RunSummary};
 use super::obj::frame_obj;
 use super::probe::evaluate;
 use super::scene_build::LoadedScene;
+use crate::runtime::Backend;
 
 /// What to do while running.
 #[derive(Default)]
@@ -62,7 +63,9 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
     };
     write_obj(loaded, 0)?;
     let mut records = Vec::with_capacity(frames as usize);
+    let mut threads = None;
     for _ in 0..frames {
+        let start = std::time::Instant::now();
         // On the GPU a call made while the GPU is three frames behind takes no frame.
         let mut r = loop {
             let r = loaded.world.step();
@@ -74,12 +77,21 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
         // Metrics and probes need this frame's state: wait for the GPU (the runner is a tool,
         // not a game loop).
         loaded.world.complete_report(&mut r);
+        // On the GPU, `step()` returns before the frame runs: the frame's time is until its
+        // state came back.
+        let step_ms = match r.backend {
+            Backend::Gpu => start.elapsed().as_secs_f64() * 1e3,
+            Backend::Cpu | Backend::Auto => r.wall_ms,
+        };
+        threads = Some(r.threads);
         let probes: BTreeMap<String, Vec<f64>> =
             loaded.probes.iter().map(|p| (p.name.clone(), evaluate(loaded, p))).collect();
         let m = FrameMetrics {
             frame: r.frame,
             time: r.time,
-            step_ms: r.wall_ms,
+            step_ms,
+            game_thread_ms: r.game_thread_ms,
+            backend: r.backend,
             iterations: r.iterations,
             substeps: r.substeps,
             residual: r.residual,
@@ -114,7 +126,7 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
         &loaded.scene.name,
         st.vertex_count(),
         st.element_count(),
-        records.last().map_or(1, |_| loaded.world.config().resolved_threads(st.color_vertices.len())),
+        threads.unwrap_or(1),
         &records,
     );
     let result = RunResult { frames: records, summary };

@@ -40,7 +40,8 @@ macro_rules! compose {
 }
 pub(crate) use compose;
 
-/// Every kernel's name (its file in `shaders/`) and composed source, for validation.
+/// Every kernel's name (its file in `shaders/`) and composed source, for validation and for
+/// compiling them all ahead of the first step ([`GpuContext::warm_up`]).
 pub const SHADERS: &[(&str, &str)] = &[
     ("bvh_build", bvh_build::SHADER),
     ("bvh_refit", bvh_refit::SHADER),
@@ -146,21 +147,10 @@ pub struct ComputeKernel {
 }
 
 impl ComputeKernel {
-    /// Compiles `source` (entry point `main`) for `ctx`'s device.
+    /// The kernel of `source` (entry point `main`) on `ctx`'s device, compiled once per
+    /// device ([`GpuContext::pipeline`]).
     pub fn new(ctx: &GpuContext, label: &'static str, source: &str) -> Self {
-        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(label),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
-        });
-        let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(label),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        Self { pipeline, label }
+        Self { pipeline: ctx.pipeline(label, source), label }
     }
 
     /// Binds uniform `params` and `buffers` (in order from binding 1) for dispatches of

@@ -101,7 +101,11 @@ impl GpuRuntime {
                 );
                 Ok((Self::default(), Some(reason)))
             }
-            Ok(ctx) => Ok((Self { ctx: Some(ctx), ..Self::default() }, None)),
+            Ok(ctx) => {
+                // While the caller loads its scene: the first step should not compile.
+                ctx.warm_up();
+                Ok((Self { ctx: Some(ctx), ..Self::default() }, None))
+            }
             Err(e) if config.backend == Backend::Gpu => Err(ConfigError {
                 field: "backend",
                 value: format!("gpu ({e})"),
