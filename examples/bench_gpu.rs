@@ -178,9 +178,13 @@ fn bench_box(a: &Args, cells: u32) -> Row {
 /// Times `frames` frames of `world` on the GPU after one untimed frame, then steps one more
 /// (untimed) to read the last timed frame's contact counters.
 fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static str, f64)>) -> Row {
-    // Untimed: upload, pipeline compilation, the first submission.
+    // Untimed: upload, pipeline compilation (all kernels, so that the warm-up thread is not
+    // still compiling during the timed frames), the first submission.
     world.step();
     world.wait_for_gpu();
+    if let Some(ctx) = world.gpu_context() {
+        ctx.compile_all();
+    }
     let adapter = world.gpu_context().map_or_else(String::new, |c| c.adapter_info.name.clone());
     // A game loop that never waits: `step()` is called until `frames` frames were taken;
     // calls made while the GPU is three frames behind step nothing (`gpu_busy`).

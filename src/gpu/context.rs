@@ -179,14 +179,18 @@ impl GpuContext {
     /// that are still compiling.
     pub fn warm_up(self: &Arc<Self>) {
         let ctx = self.clone();
-        let spawned = std::thread::Builder::new().name("pliant-gpu-compile".into()).spawn(move || {
-            for (name, source) in super::kernels::SHADERS {
-                ctx.pipeline(name, source);
-            }
-        });
+        let spawned = std::thread::Builder::new().name("pliant-gpu-compile".into()).spawn(move || ctx.compile_all());
         if let Err(e) = spawned {
             // The kernels are then compiled when first used.
             log::warn!("pliant: cannot start the GPU kernel compilation thread: {e}");
+        }
+    }
+
+    /// Compiles every Pliant kernel not compiled yet, here, and waits for those another thread
+    /// is compiling (a loading screen's call; benchmarks call it before timing).
+    pub fn compile_all(&self) {
+        for (name, source) in super::kernels::SHADERS {
+            self.pipeline(name, source);
         }
     }
 
