@@ -1,5 +1,8 @@
 //! Host side of `shaders/contact_advance.wgsl`: whether the initial paths are certified by the
 //! last bounds, and the scaling of each body's initial offset to its group's time of impact.
+//!
+//! Parity with the CPU: `contact_ccd`'s `advance_matches_the_cpu` runs it with the CCD and
+//! compares the body fractions and the rescaled guesses.
 
 use bytemuck::{Pod, Zeroable};
 

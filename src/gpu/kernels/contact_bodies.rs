@@ -1,6 +1,9 @@
 //! Host side of `shaders/contact_bodies.wgsl`: the start of a contact detection (body boxes,
 //! each body's distance to the nearest other body, every vertex's smallest-pair-distance seed,
 //! cleared pair lists).
+//!
+//! Parity with the CPU: `contact_detect`'s `detection_matches_the_cpu`, whose pairs and bounds
+//! depend on the body boxes and the seeds written here.
 
 use bytemuck::{Pod, Zeroable};
 

@@ -1,6 +1,9 @@
 //! Host side of `shaders/contact_csr.wgsl`: the vertex → pair lists of a detection by count,
 //! scan ([`super::scan`]) and fill, over the pairs the detection stored (an indirect dispatch:
 //! only the GPU knows how many).
+//!
+//! Parity with the CPU: `contact_detect`'s `detection_matches_the_cpu` compares every vertex's
+//! list with the CPU's.
 
 use bytemuck::{Pod, Zeroable};
 

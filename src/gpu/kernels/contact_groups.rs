@@ -1,5 +1,8 @@
 //! Host side of `shaders/contact_groups.wgsl`: every body of a group joined by the CCD advance
 //! takes the group's earliest time of impact.
+//!
+//! Parity with the CPU: `contact_ccd`'s `advance_matches_the_cpu` (three boxes joined into one
+//! group take one time of impact; the two that touch nothing keep their whole step).
 
 use bytemuck::{Pod, Zeroable};
 

@@ -1,5 +1,8 @@
 //! Host side of `shaders/rigid_apply.wgsl`: every vertex of a corrected body moves with its
 //! body's rigid motion; the initial guess and the iterates restart there.
+//!
+//! Parity with the CPU: `rigid_solve`'s `correction_matches_the_cpu` compares the corrected
+//! positions (groups, quadratics, solve and this motion together) with the CPU's.
 
 use bytemuck::{Pod, Zeroable};
 

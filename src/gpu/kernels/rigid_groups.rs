@@ -1,6 +1,8 @@
 //! Host side of `shaders/rigid_groups.wgsl`: the groups of the rigid correction from the last
 //! detection's pairs, each body's slot and flags, and the touching bodies' initial guess. The
 //! layout of the correction's buffer is [`RigidLayout`].
+//!
+//! Parity with the CPU: `rigid_solve`'s `correction_matches_the_cpu` (the whole correction).
 
 use bytemuck::{Pod, Zeroable};
 

@@ -1,5 +1,7 @@
 //! Host side of `shaders/rigid_reduce.wgsl`: each correctable body's coarse quadratic (centre,
 //! mass-like stiffness, inertia tensor, force, torque, largest arm), one workgroup per body.
+//!
+//! Parity with the CPU: `rigid_solve`'s `correction_matches_the_cpu` (the whole correction).
 
 use bytemuck::{Pod, Zeroable};
 
