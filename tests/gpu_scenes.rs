@@ -473,3 +473,27 @@ fn a_gpu_error_sends_the_world_to_the_cpu() {
     }
     assert!(w.state().positions.iter().all(|p| p.is_finite() && p.y < 1.0));
 }
+
+/// Edits made between two steps all reach the GPU, whatever follows them: a second edit, or a
+/// body inserted before the next step (each of which once downloaded the GPU's state again over
+/// the first edit).
+#[test]
+fn every_edit_between_two_steps_reaches_the_gpu() {
+    let Some(mut w) = gpu_world(config()) else { return };
+    let a = falling_cube(&mut w, "a", Vec3::new(-1.0, 1.0, 0.0));
+    let b = falling_cube(&mut w, "b", Vec3::new(1.0, 1.0, 0.0));
+    for _ in 0..3 {
+        step_taking_a_frame(&mut w);
+    }
+    w.set_body_velocity(a, Vec3::new(2.0, 0.0, 0.0)).expect("edit a");
+    w.set_body_velocity(b, Vec3::new(-2.0, 0.0, 0.0)).expect("edit b");
+    let c = falling_cube(&mut w, "c", Vec3::new(0.0, 2.0, 0.0));
+    step_taking_a_frame(&mut w);
+    w.wait_for_gpu();
+    let mean_x = |h| {
+        let v = w.body_velocities(h).expect("body");
+        v.iter().map(|v| v.x).sum::<f32>() / v.len() as f32
+    };
+    let (va, vb, vc) = (mean_x(a), mean_x(b), mean_x(c));
+    assert!((va - 2.0).abs() < 0.05 && (vb + 2.0).abs() < 0.05 && vc.abs() < 1e-3, "{va} {vb} {vc}");
+}

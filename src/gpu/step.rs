@@ -112,6 +112,19 @@ pub fn unsupported(st: &SimState, obstacles: &[Obstacle]) -> Option<String> {
     None
 }
 
+/// A body whose state a repacked stepper takes over ([`GpuStepper::carry_over`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CarriedBody {
+    /// Its vertices in the old and the new packing.
+    pub from: std::ops::Range<usize>,
+    /// See `from`.
+    pub to: std::ops::Range<usize>,
+    /// Its index among the bodies, old and new.
+    pub from_body: usize,
+    /// See `from_body`.
+    pub to_body: usize,
+}
+
 /// Which frame a recorded substep belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameTag {
@@ -225,7 +238,7 @@ pub struct GpuStepper {
     color_offsets: Vec<u32>,
     program: Option<Program>,
     ring: Arc<ReadbackRing>,
-    submitter: Submitter,
+    submitter: Arc<Submitter>,
     /// The frame being recorded, and its substeps so far.
     pending: Option<wgpu::CommandEncoder>,
     pending_substeps: u32,
@@ -263,6 +276,57 @@ impl std::fmt::Debug for GpuStepper {
 impl GpuStepper {
     /// Uploads `st` (topology, constants and dynamic state) to `ctx`'s device.
     pub fn new(ctx: Arc<GpuContext>, st: &SimState, obstacles: &[Obstacle]) -> Result<Self, GpuError> {
+        Self::build(ctx, st, obstacles, None)
+    }
+
+    /// The stepper of a repacked state (bodies added or removed) that continues from this one
+    /// without waiting for it: `st` supplies the new layout and the new bodies' state; each
+    /// surviving body's dynamic state and rollback counters are copied on the device from this
+    /// stepper's buffers (`moves`: old and new vertex range, old and new body index), after the
+    /// frames this stepper has in flight, through the same queue thread.
+    pub fn carry_over(
+        mut self,
+        st: &SimState,
+        obstacles: &[Obstacle],
+        moves: &[CarriedBody],
+    ) -> Result<GpuStepper, GpuError> {
+        if let Some(encoder) = self.pending.take() {
+            self.submitter.submit(encoder, None);
+        }
+        let next = Self::build(self.ctx.clone(), st, obstacles, Some(self.submitter.clone()))?;
+        let mut encoder =
+            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("carry over") });
+        let (old, new) = (&self.buffers, &next.buffers);
+        let vertex = size_of::<Vec4>() as u64;
+        let counters = (ROLLBACK_WORDS * size_of::<u32>()) as u64;
+        for m in moves {
+            debug_assert_eq!(m.from.len(), m.to.len());
+            let bytes = m.from.len() as u64 * vertex;
+            for (a, b) in [
+                (&old.positions, &new.positions),
+                (&old.velocities, &new.velocities),
+                (&old.accelerations, &new.accelerations),
+            ] {
+                encoder.copy_buffer_to_buffer(a, m.from.start as u64 * vertex, b, m.to.start as u64 * vertex, bytes);
+            }
+            encoder.copy_buffer_to_buffer(
+                &old.rollbacks,
+                m.from_body as u64 * counters,
+                &new.rollbacks,
+                m.to_body as u64 * counters,
+                counters,
+            );
+        }
+        next.submitter.submit(encoder, None);
+        Ok(next)
+    }
+
+    fn build(
+        ctx: Arc<GpuContext>,
+        st: &SimState,
+        obstacles: &[Obstacle],
+        submitter: Option<Arc<Submitter>>,
+    ) -> Result<Self, GpuError> {
         if let Some(feature) = unsupported(st, obstacles) {
             return Err(GpuError::Unsupported { feature });
         }
@@ -304,7 +368,10 @@ impl GpuStepper {
         };
         let ring =
             Arc::new(ReadbackRing::with_deferred_unmap(c, "frame", Self::frame_bytes(n, bodies), READBACK_SLOTS));
-        let submitter = Submitter::new(ctx.clone(), Some(ring.clone()))?;
+        let submitter = match submitter {
+            Some(s) => s,
+            None => Arc::new(Submitter::new(ctx.clone(), Some(ring.clone()))?),
+        };
         Ok(Self {
             kernels,
             buffers,

@@ -53,9 +53,13 @@ impl Submitter {
         let thread = std::thread::Builder::new()
             .name("pliant-gpu-submit".into())
             .spawn(move || {
-                let poll = || {
+                // The ring whose slots this thread unmaps: the one of the newest submission
+                // with a readback (a world's stepper, and so its ring, is made again when its
+                // bodies change; the queue thread stays, so that submissions stay in order).
+                let mut ring = ring;
+                let poll = |ring: &Option<Arc<ReadbackRing>>| {
                     let _ = ctx.device.poll(wgpu::PollType::Poll);
-                    if let Some(ring) = &ring {
+                    if let Some(ring) = ring {
                         ring.recycle();
                     }
                 };
@@ -64,7 +68,7 @@ impl Submitter {
                         match rx.recv_timeout(POLL_INTERVAL) {
                             Ok(job) => job,
                             Err(RecvTimeoutError::Timeout) => {
-                                poll();
+                                poll(&ring);
                                 continue;
                             }
                             Err(RecvTimeoutError::Disconnected) => break,
@@ -81,14 +85,15 @@ impl Submitter {
                             // Finishing validates the recorded passes: about as long as
                             // recording them, so it is done here too.
                             ctx.queue.submit([commands.finish()]);
-                            if let Some((ring, ticket)) = readback {
-                                ring.submitted(ticket);
+                            if let Some((frames, ticket)) = readback {
+                                frames.submitted(ticket);
+                                ring = Some(frames);
                             }
                             let done = counter.clone();
                             ctx.queue.on_submitted_work_done(move || {
                                 done.fetch_sub(1, Ordering::AcqRel);
                             });
-                            poll();
+                            poll(&ring);
                         }
                         Job::Fence(reply) => {
                             let _ = reply.send(());

@@ -180,10 +180,11 @@ impl World {
         }
         // Dynamic state carries over only within the same set: another set's handles name
         // other bodies.
-        // The GPU's state is the current one: bring it over before repacking.
-        #[cfg(feature = "gpu")]
-        self.drop_gpu_state();
         let same_set = self.built_version.is_some_and(|(id, _)| id == self.bodies.id);
+        // The GPU's state is the current one: the surviving bodies' state goes over to the new
+        // packing on the device at the next step (without waiting), or to the host copy first.
+        #[cfg(feature = "gpu")]
+        self.detach_gpu_state(same_set);
         let old_slots: &[BodySlot] = if same_set { &self.slots } else { &[] };
         let (state, slots) = assemble(&self.bodies, &self.state, old_slots);
         self.state = state;

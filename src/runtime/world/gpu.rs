@@ -8,15 +8,17 @@
 //! switching backend) first waits for the GPU and downloads it.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
 use glam::{Vec3A, Vec4};
 
 use super::World;
+use crate::body::SoftBodyHandle;
 use crate::gpu::contact::ContactStats;
 use crate::gpu::kernels::step_guard::{BAD_POSITION, BAD_VELOCITY, Rollbacks};
-use crate::gpu::step::{FrameTag, GpuStepSettings, GpuStepper, unsupported};
+use crate::gpu::step::{CarriedBody, FrameTag, GpuStepSettings, GpuStepper, unsupported};
 use crate::gpu::{GpuContext, GpuError, GpuOptions};
 use crate::runtime::assemble::rebuild_color_lists;
 use crate::runtime::config::{Backend, ConfigError, StepConfig};
@@ -24,6 +26,7 @@ use crate::runtime::events::PliantEvent;
 use crate::runtime::kinematics::{pin_set_changes, update_pin_flags, write_targets};
 use crate::runtime::report::StepReport;
 use crate::solver::vbd_contact::surface_contact_on;
+use crate::state::SimState;
 use crate::state::VERTEX_KINEMATIC;
 
 /// Frames whose start time is remembered, to date the rollbacks they report.
@@ -41,6 +44,18 @@ struct Submitted {
     start: f64,
 }
 
+/// A stepper whose bodies changed: the surviving bodies' state is still on it (and on the
+/// frames it has in flight); the next GPU step builds the new stepper from it on the device,
+/// without waiting ([`GpuStepper::carry_over`]).
+#[derive(Debug)]
+struct Carry {
+    old: GpuStepper,
+    /// Every body of the old packing: handle, vertices, index.
+    bodies: Vec<(SoftBodyHandle, Range<usize>, usize)>,
+    /// The rollbacks already reported, per old body.
+    seen: Vec<u32>,
+}
+
 /// The GPU side of a world.
 #[derive(Debug, Default)]
 pub(super) struct GpuRuntime {
@@ -48,6 +63,10 @@ pub(super) struct GpuRuntime {
     ctx: Option<Arc<GpuContext>>,
     /// The state on the device (built on the first GPU step after each topology change).
     stepper: Option<GpuStepper>,
+    /// After bodies were added or removed, until the next GPU step: the old stepper.
+    carry: Option<Carry>,
+    /// Times the caller's thread waited for the GPU to bring its state over (tests count them).
+    downloads: u64,
     /// The host copy was edited: upload it before the next GPU step.
     dirty: bool,
     /// The frame the host copy holds.
@@ -164,7 +183,17 @@ impl World {
     /// no-op on the CPU backend). Edits of the host copy after this are uploaded before the
     /// next GPU step.
     pub(super) fn pull_gpu_state(&mut self) {
+        if let Some(carry) = self.gpu.carry.take() {
+            self.pull_carried_state(carry);
+            return;
+        }
         let Some(stepper) = &mut self.gpu.stepper else { return };
+        if self.gpu.dirty {
+            // The host copy is already the current state, perhaps with edits the GPU has not
+            // seen: downloading again would undo them.
+            return;
+        }
+        self.gpu.downloads += 1;
         match stepper.download_blocking(&mut self.state) {
             Ok(rollbacks) => {
                 self.gpu.host_frame = self.frame;
@@ -174,11 +203,93 @@ impl World {
             }
             Err(e) => {
                 // The device is gone: carry on from the newest frame that came back.
-                self.gpu.stepper = None;
-                self.gpu.ctx = None;
-                self.note_fallback(Some(format!("the GPU failed: {e}")));
+                self.lose_gpu(&e);
             }
         }
+    }
+
+    /// As [`World::pull_gpu_state`] while a repacked state waits for its stepper: the
+    /// surviving bodies' state comes from the old stepper, by handle.
+    fn pull_carried_state(&mut self, mut carry: Carry) {
+        let mut old = SimState::default();
+        self.gpu.downloads += 1;
+        let rollbacks = match carry.old.download_blocking(&mut old) {
+            Ok(r) => r,
+            Err(e) => {
+                self.lose_gpu(&e);
+                return;
+            }
+        };
+        let start = self.gpu.submitted.back().map_or(self.time, |s| s.start);
+        let mut report = StepReport::default();
+        for (handle, from, b) in &carry.bodies {
+            let Some(slot) = self.slots.iter().find(|s| s.handle == *handle).copied() else { continue };
+            let to = slot.range();
+            self.state.positions[to.clone()].copy_from_slice(&old.positions[from.clone()]);
+            self.state.velocities[to.clone()].copy_from_slice(&old.velocities[from.clone()]);
+            self.state.accelerations[to].copy_from_slice(&old.accelerations[from.clone()]);
+            if let (Some(r), Some(seen)) = (rollbacks.get(*b), carry.seen.get_mut(*b)) {
+                self.report_rollback(slot.handle, slot.vertex_start, r, seen, start, &mut report);
+            }
+        }
+        self.gpu.host_frame = self.frame;
+        self.gpu.dirty = true;
+    }
+
+    /// Before the bodies are repacked: keeps the stepper for [`GpuStepper::carry_over`] when
+    /// the same body set changes and the device holds the current state; otherwise brings the
+    /// state over to the host copy as for any change.
+    pub(super) fn detach_gpu_state(&mut self, same_set: bool) {
+        if !same_set {
+            // Another set's bodies: nothing carries over.
+            self.pull_gpu_state();
+            self.gpu.carry = None;
+            self.gpu.stepper = None;
+            return;
+        }
+        if self.gpu.carry.is_some() {
+            // Still pending from an earlier change: it finds its bodies by handle.
+            return;
+        }
+        if self.gpu.dirty || self.gpu.stepper.is_none() {
+            self.drop_gpu_state();
+            return;
+        }
+        let Some(old) = self.gpu.stepper.take() else { return };
+        let bodies = self.slots.iter().enumerate().map(|(b, s)| (s.handle, s.range(), b)).collect();
+        self.gpu.carry = Some(Carry { old, bodies, seen: std::mem::take(&mut self.gpu.rollbacks_seen) });
+        // Frames of the old packing that come back are not read; none can be redone.
+        self.gpu.submitted.clear();
+    }
+
+    /// The stepper for the current packing: carried over from the old one when bodies changed,
+    /// or made from the host copy.
+    fn make_stepper(&mut self, ctx: &Arc<GpuContext>) -> Result<GpuStepper, GpuError> {
+        let bodies = self.state.bodies.len();
+        let Some(carry) = self.gpu.carry.take() else {
+            self.gpu.rollbacks_seen = vec![0; bodies];
+            return GpuStepper::new(ctx.clone(), &self.state, &self.obstacles);
+        };
+        let mut seen = vec![0; bodies];
+        let mut moves = Vec::new();
+        for (handle, from, b) in &carry.bodies {
+            let Some((to_body, slot)) = self.slots.iter().enumerate().find(|(_, s)| s.handle == *handle) else {
+                continue;
+            };
+            seen[to_body] = carry.seen.get(*b).copied().unwrap_or(0);
+            moves.push(CarriedBody { from: from.clone(), to: slot.range(), from_body: *b, to_body });
+        }
+        self.gpu.rollbacks_seen = seen;
+        carry.old.carry_over(&self.state, &self.obstacles, &moves)
+    }
+
+    /// The device failed: its state cannot be trusted, so the world carries on on the CPU
+    /// from the newest frame that came back (the host copy), with the reason reported.
+    fn lose_gpu(&mut self, e: &dyn std::fmt::Display) {
+        self.gpu.stepper = None;
+        self.gpu.carry = None;
+        self.gpu.ctx = None;
+        self.note_fallback(Some(format!("the GPU failed: {e}")));
     }
 
     /// Forgets the device copy of the state (after pulling it): the next GPU step uploads the
@@ -216,9 +327,7 @@ impl World {
             // The device failed: its state cannot be trusted, so carry on on the CPU from the
             // newest frame that came back.
             let _ = self.take_frame();
-            self.gpu.stepper = None;
-            self.gpu.ctx = None;
-            self.note_fallback(Some(format!("the GPU failed: {e}")));
+            self.lose_gpu(&e);
             return None;
         }
         let blocker = self.gpu_blocker();
@@ -232,9 +341,7 @@ impl World {
         match self.step_gpu(ctx, wall) {
             Ok(report) => Some(report),
             Err(e) => {
-                self.gpu.stepper = None;
-                self.gpu.ctx = None;
-                self.note_fallback(Some(format!("the GPU failed: {e}")));
+                self.lose_gpu(&e);
                 None
             }
         }
@@ -309,9 +416,8 @@ impl World {
                 rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
             }
             if self.gpu.stepper.is_none() {
-                self.gpu.stepper = Some(GpuStepper::new(ctx.clone(), &self.state, &self.obstacles)?);
+                self.gpu.stepper = Some(self.make_stepper(ctx)?);
                 self.gpu.dirty = false;
-                self.gpu.rollbacks_seen = vec![0; self.state.bodies.len()];
             }
             let Some(stepper) = self.gpu.stepper.as_mut() else { unreachable!("made above") };
             if self.gpu.dirty {
@@ -449,27 +555,43 @@ impl World {
     /// body (several substeps rolled back between two readbacks make one event, with the last
     /// one's cause) dated `time`, the start of the frame read back.
     fn report_rollbacks(&mut self, counts: &[Rollbacks], time: f64, report: &mut StepReport) {
+        let mut seen = std::mem::take(&mut self.gpu.rollbacks_seen);
         for (b, r) in counts.iter().enumerate() {
-            let (Some(seen), Some(slot)) = (self.gpu.rollbacks_seen.get_mut(b), self.slots.get(b)) else { continue };
-            if r.count <= *seen {
-                continue;
-            }
-            *seen = r.count;
-            report.nan_detected = true;
-            report.rolled_back.push(slot.handle);
-            let field = match r.fields {
-                f if f & BAD_POSITION != 0 => "position",
-                f if f & BAD_VELOCITY != 0 => "velocity",
-                _ => "acceleration",
-            };
-            self.events.push(PliantEvent::NonFiniteState {
-                body: slot.handle,
-                name: self.bodies.get(slot.handle).map_or_else(String::new, |b| b.name().to_owned()),
-                time,
-                vertex: r.vertex.saturating_sub(slot.vertex_start),
-                field,
-            });
+            let (Some(seen), Some(slot)) = (seen.get_mut(b), self.slots.get(b).copied()) else { continue };
+            self.report_rollback(slot.handle, slot.vertex_start, r, seen, time, report);
         }
+        self.gpu.rollbacks_seen = seen;
+    }
+
+    /// Reports body `handle`'s rollbacks beyond the `seen` ones (its vertices start at
+    /// `vertex_start` in the packing the counts come from).
+    fn report_rollback(
+        &mut self,
+        handle: SoftBodyHandle,
+        vertex_start: u32,
+        r: &Rollbacks,
+        seen: &mut u32,
+        time: f64,
+        report: &mut StepReport,
+    ) {
+        if r.count <= *seen {
+            return;
+        }
+        *seen = r.count;
+        report.nan_detected = true;
+        report.rolled_back.push(handle);
+        let field = match r.fields {
+            f if f & BAD_POSITION != 0 => "position",
+            f if f & BAD_VELOCITY != 0 => "velocity",
+            _ => "acceleration",
+        };
+        self.events.push(PliantEvent::NonFiniteState {
+            body: handle,
+            name: self.bodies.get(handle).map_or_else(String::new, |b| b.name().to_owned()),
+            time,
+            vertex: r.vertex.saturating_sub(vertex_start),
+            field,
+        });
     }
 
     /// The newest finished frame's positions (one vec4 per vertex of the packed state, w = 0)
@@ -479,11 +601,10 @@ impl World {
     /// the CPU the current state.
     pub fn latest_positions(&mut self) -> (u64, &[Vec4]) {
         if let Err(e) = self.take_frame() {
-            self.gpu.stepper = None;
-            self.gpu.ctx = None;
-            self.note_fallback(Some(format!("the GPU failed: {e}")));
+            self.lose_gpu(&e);
         }
-        let frame = if self.gpu.stepper.is_some() { self.gpu.host_frame } else { self.frame };
+        let on_gpu = self.gpu.stepper.is_some() || self.gpu.carry.is_some();
+        let frame = if on_gpu { self.gpu.host_frame } else { self.frame };
         (frame, &self.state.positions)
     }
 
@@ -491,8 +612,9 @@ impl World {
     /// (a no-op on the CPU backend). For tools and tests; a game loop reads
     /// [`World::latest_positions`] instead.
     pub fn wait_for_gpu(&mut self) {
-        if self.gpu.stepper.is_some() {
+        if (self.gpu.stepper.is_some() || self.gpu.carry.is_some()) && !self.gpu.dirty {
             self.pull_gpu_state();
+            // The two copies agree: nothing to upload.
             self.gpu.dirty = false;
         }
     }
@@ -507,5 +629,79 @@ impl World {
     /// The GPU context, when the backend opened one.
     pub fn gpu_context(&self) -> Option<&Arc<GpuContext>> {
         self.gpu.context()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::gpu::test_support;
+    use crate::prelude::*;
+
+    fn cube(w: &mut World, at: Vec3) -> SoftBodyHandle {
+        let mesh = TetMesh::box_mesh(Vec3::splat(0.1), [3, 3, 3], TetSplit::Six).expect("mesh");
+        w.bodies.insert(SoftBodyBuilder::tetrahedral(mesh).translation(at).build().expect("body"))
+    }
+
+    fn step_taking_a_frame(w: &mut World) {
+        while w.step().gpu_busy {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Bodies inserted and removed while frames are in flight: the next steps do not wait for
+    /// the GPU (the surviving bodies' state goes over to the new packing on the device), and
+    /// every body ends where it does in a world that brought the state to the host and
+    /// uploaded it again at each change.
+    #[test]
+    fn bodies_come_and_go_without_waiting_for_the_gpu() {
+        let Some(ctx) = test_support::context() else { return };
+        let ctx = Arc::new(ctx);
+        let run = |wait: bool| {
+            let config = StepConfig { backend: Backend::Gpu, iterations: 10, ..StepConfig::default() };
+            let mut w = World::with_gpu_context(config, ctx.clone()).expect("world");
+            w.obstacles.push(Obstacle::ground(0.0, 0.5));
+            let a = cube(&mut w, Vec3::new(0.0, 0.3, 0.0));
+            let b = cube(&mut w, Vec3::new(0.5, 0.3, 0.0));
+            for _ in 0..4 {
+                step_taking_a_frame(&mut w);
+            }
+            let downloads = w.gpu.downloads;
+            if wait {
+                // The reference takes the other path: the host copy, current, uploaded anew.
+                w.wait_for_gpu();
+                w.gpu.dirty = true;
+            }
+            let c = cube(&mut w, Vec3::new(-0.5, 0.5, 0.0));
+            step_taking_a_frame(&mut w);
+            // A second change before the carried state reached its stepper, then a third after.
+            let d = cube(&mut w, Vec3::new(0.0, 0.8, 0.5));
+            assert!(w.bodies.remove(b).is_some());
+            for _ in 0..3 {
+                step_taking_a_frame(&mut w);
+            }
+            if wait {
+                w.wait_for_gpu();
+                w.gpu.dirty = true;
+            }
+            w.bodies.remove(a);
+            for _ in 0..3 {
+                step_taking_a_frame(&mut w);
+            }
+            let waited = w.gpu.downloads - downloads;
+            w.wait_for_gpu();
+            let positions = [c, d].map(|h| w.body_positions(h).expect("body").to_vec());
+            (waited, positions, w.drain_events())
+        };
+        let (waited, carried, events) = run(false);
+        assert_eq!(waited, 0, "a step after a change waited for the GPU");
+        assert!(events.is_empty(), "{events:?}");
+        let (_, reference, _) = run(true);
+        for (got, want) in carried.iter().zip(&reference) {
+            let d = got.iter().zip(want).map(|(p, q)| (p.truncate() - q.truncate()).length()).fold(0.0, f32::max);
+            assert!(d < 1e-6, "{d}");
+        }
     }
 }
