@@ -125,6 +125,15 @@ pub struct CarriedBody {
     pub to_body: usize,
 }
 
+/// What an edit of a body's state changed ([`GpuStepper::upload_range`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EditedField {
+    /// Positions (a teleport).
+    Positions,
+    /// Velocities.
+    Velocities,
+}
+
 /// Which frame a recorded substep belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameTag {
@@ -495,6 +504,20 @@ impl GpuStepper {
         q.write(&b.velocities, 0, bytemuck::cast_slice(&st.velocities));
         q.write(&b.accelerations, 0, bytemuck::cast_slice(&st.accelerations));
         q.write(&b.flags, 0, bytemuck::cast_slice(&st.flags));
+    }
+
+    /// Writes `field` and the flags of vertices `range` from `st` to the device, after the
+    /// frames in flight (an edit of one body; the other vertices keep the device's state).
+    pub fn upload_range(&self, st: &SimState, range: std::ops::Range<usize>, field: EditedField) {
+        let (q, b) = (&self.submitter, &self.buffers);
+        let at = range.start as u64 * size_of::<Vec4>() as u64;
+        let (buffer, values) = match field {
+            EditedField::Positions => (&b.positions, &st.positions[range.clone()]),
+            EditedField::Velocities => (&b.velocities, &st.velocities[range.clone()]),
+        };
+        q.write(buffer, at, bytemuck::cast_slice(values));
+        let at = range.start as u64 * size_of::<u32>() as u64;
+        q.write(&b.flags, at, bytemuck::cast_slice(&st.flags[range]));
     }
 
     /// Waits for the GPU (submitting a partly recorded frame first) and copies its dynamic

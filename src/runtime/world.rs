@@ -213,10 +213,25 @@ impl World {
 
     fn checked_slot(&mut self, h: SoftBodyHandle) -> Result<BodySlot, PliantError> {
         self.sync();
-        // An edit applies to the current state, not to the last frame read back.
-        #[cfg(feature = "gpu")]
-        self.pull_gpu_state();
         self.slot(h).copied().ok_or(PliantError::InvalidHandle(h))
+    }
+
+    /// Makes the state ready for an edit of body `h`'s `field` (velocities or positions, with
+    /// its flags). An edit applies to the current state, not to the last frame read back: on
+    /// the GPU backend it is written to the device after the frames in flight (returns `true`;
+    /// call [`World::finish_edit`] after editing the host copy), or, where that cannot be done
+    /// (a body with pins, a state not on the device), the GPU's state is brought over first.
+    fn begin_edit(&mut self, h: SoftBodyHandle) -> bool {
+        #[cfg(feature = "gpu")]
+        {
+            let pinned = self.bodies.get(h).is_some_and(|b| !b.pins.is_empty());
+            if !pinned && self.gpu_takes_edits() {
+                return true;
+            }
+            self.pull_gpu_state();
+        }
+        let _ = h;
+        false
     }
 
     /// Body–body and self contact pairs found at the last detection of the last CPU step (for
@@ -271,10 +286,16 @@ impl World {
                 index: 0,
             });
         }
+        let through = self.begin_edit(h);
         for i in s.range() {
             self.state.velocities[i] = v.extend(0.0);
             self.state.flags[i] |= VERTEX_NO_HISTORY;
         }
+        #[cfg(feature = "gpu")]
+        if through {
+            self.finish_edit(s.range(), crate::gpu::step::EditedField::Velocities);
+        }
+        let _ = through;
         Ok(())
     }
 
@@ -292,10 +313,16 @@ impl World {
         if let Some(i) = positions.iter().position(|p| !p.is_finite()) {
             return Err(PliantError::NonFiniteInput { body: name, field: "position", index: i });
         }
+        let through = self.begin_edit(h);
         for (i, p) in s.range().zip(positions) {
             self.state.positions[i] = p.extend(0.0);
             self.state.flags[i] |= VERTEX_NO_HISTORY;
         }
+        #[cfg(feature = "gpu")]
+        if through {
+            self.finish_edit(s.range(), crate::gpu::step::EditedField::Positions);
+        }
+        let _ = through;
         // Pins move with the teleported body: their anchors are captured again next step.
         if let Some(body) = self.bodies.get_mut(h) {
             reset_anchors(&mut body.pins);

@@ -18,7 +18,7 @@ use super::World;
 use crate::body::SoftBodyHandle;
 use crate::gpu::contact::ContactStats;
 use crate::gpu::kernels::step_guard::{BAD_POSITION, BAD_VELOCITY, Rollbacks};
-use crate::gpu::step::{CarriedBody, FrameTag, GpuStepSettings, GpuStepper, unsupported};
+use crate::gpu::step::{CarriedBody, EditedField, FrameTag, GpuStepSettings, GpuStepper, unsupported};
 use crate::gpu::{GpuContext, GpuError, GpuOptions};
 use crate::runtime::assemble::rebuild_color_lists;
 use crate::runtime::config::{Backend, ConfigError, StepConfig};
@@ -281,6 +281,20 @@ impl World {
         }
         self.gpu.rollbacks_seen = seen;
         carry.old.carry_over(&self.state, &self.obstacles, &moves)
+    }
+
+    /// Whether an edit can go straight to the device: the device holds the current state (not
+    /// the host copy, and no repacked state waits for its stepper).
+    pub(super) fn gpu_takes_edits(&self) -> bool {
+        self.gpu.stepper.is_some() && self.gpu.carry.is_none() && !self.gpu.dirty
+    }
+
+    /// Writes the edited `field` of vertices `range` (and their flags) from the host copy to
+    /// the device, after the frames in flight ([`World::begin_edit`] said it could).
+    pub(super) fn finish_edit(&mut self, range: Range<usize>, field: EditedField) {
+        if let Some(stepper) = &self.gpu.stepper {
+            stepper.upload_range(&self.state, range, field);
+        }
     }
 
     /// The device failed: its state cannot be trusted, so the world carries on on the CPU
@@ -649,6 +663,34 @@ mod tests {
         while w.step().gpu_busy {
             std::thread::yield_now();
         }
+    }
+
+    /// Velocity and position edits made while frames are in flight go to the device after
+    /// them without waiting, and act from the next frame on, as on the CPU.
+    #[test]
+    fn edits_reach_the_device_without_waiting() {
+        let Some(ctx) = test_support::context() else { return };
+        let ctx = Arc::new(ctx);
+        let config = StepConfig { backend: Backend::Gpu, iterations: 10, ..StepConfig::default() };
+        let mut w = World::with_gpu_context(config, ctx).expect("world");
+        let a = cube(&mut w, Vec3::new(0.0, 1.0, 0.0));
+        let b = cube(&mut w, Vec3::new(2.0, 1.0, 0.0));
+        for _ in 0..3 {
+            step_taking_a_frame(&mut w);
+        }
+        let downloads = w.gpu.downloads;
+        w.set_body_velocity(a, Vec3::new(3.0, 0.0, 0.0)).expect("velocity");
+        let rest = w.body_positions(b).expect("b").to_vec();
+        let moved: Vec<Vec3> = rest.iter().map(|p| p.truncate() + Vec3::new(0.0, 0.0, 5.0)).collect();
+        w.set_body_positions(b, &moved).expect("teleport");
+        step_taking_a_frame(&mut w);
+        assert_eq!(w.gpu.downloads, downloads, "an edit waited for the GPU");
+        w.wait_for_gpu();
+        let mean = |p: &[Vec4]| p.iter().map(|p| p.truncate()).sum::<Vec3>() / p.len() as f32;
+        let va = mean(w.body_velocities(a).expect("a"));
+        let zb = mean(w.body_positions(b).expect("b")).z;
+        assert!((va.x - 3.0).abs() < 0.01, "{va}");
+        assert!((zb - 5.0).abs() < 0.01, "{zb}");
     }
 
     /// Bodies inserted and removed while frames are in flight: the next steps do not wait for
