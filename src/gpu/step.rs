@@ -3,8 +3,10 @@
 //! without waiting, and finished frames come back through a [`ReadbackRing`]. One submission
 //! per frame matters: some drivers (lavapipe) make a submission wait for the previous one.
 //! The host keeps the step's settings and the pins' targets; the GPU never waits for the host
-//! and the host never waits for the GPU, except in [`GpuStepper::download_blocking`] (topology
-//! changes and user edits).
+//! and the host never waits for the GPU, except in [`GpuStepper::download_blocking`] (edits of
+//! pinned bodies, pin-set changes, tools that want the current state). Moving state in and out
+//! (uploads, edits, snapshots, the carry-over to a repacked state) is in `step/transfer.rs`;
+//! what a scene may hold to step here, in `step/limits.rs`.
 //!
 //! ```text
 //! per substep   [pin targets copied in] vbd_inertia → [rigid groups] → vbd_advance ×3
@@ -28,11 +30,10 @@ use std::sync::Arc;
 
 use glam::{Vec3A, Vec4};
 
-use super::buffers::{StateBuffers, output, read_blocking, storage};
+use super::buffers::{StateBuffers, output, storage};
 use super::contact::{
-    CONTROL_ADVANCE_NEEDED, CONTROL_BOUNDS_VALID, CONTROL_DETECTIONS, CONTROL_FRAME, CONTROL_HEADER,
-    CONTROL_OVERFLOW_FRAME, CONTROL_PAIR_COUNT, CONTROL_PAIRS_DROPPED, CONTROL_PAIRS_REQUESTED, ContactStats,
-    SurfaceBounds, control_words,
+    CONTROL_ADVANCE_NEEDED, CONTROL_DETECTIONS, CONTROL_FRAME, CONTROL_HEADER, CONTROL_OVERFLOW_FRAME,
+    CONTROL_PAIRS_DROPPED, CONTROL_PAIRS_REQUESTED, ContactStats, SurfaceBounds, control_words,
 };
 use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL};
 use super::kernels::Bound;
@@ -56,9 +57,13 @@ use crate::state::{SimState, VERTEX_KINEMATIC};
 
 /// Staging buffers of the readback ring: one being written, one mapped, one spare.
 const READBACK_SLOTS: usize = 3;
-/// Frames whose starting state is kept on the device for a redo: a frame's contact counters
-/// come back while at most three newer frames are in flight (`World`'s limit).
-const SNAPSHOTS: usize = 4;
+
+mod limits;
+mod transfer;
+
+pub use limits::unsupported;
+pub use transfer::{CarriedBody, EditedField};
+use transfer::{SNAPSHOTS, Snapshots};
 
 /// What a GPU step needs to know that the state does not hold.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -83,55 +88,6 @@ pub struct GpuStepSettings {
     pub contact_pairs: u32,
     /// The rigid correction of the initial guess (`solver/rigid_correction.rs`).
     pub rigid_correction: bool,
-}
-
-/// Why a scene cannot be stepped on the GPU yet, or `None` when it can. The CPU path takes
-/// every scene; the GPU path does tets and cloth with damping, pins, analytic obstacles and
-/// body–body and self contact (the rigid correction is checked by the world).
-pub fn unsupported(st: &SimState, obstacles: &[Obstacle]) -> Option<String> {
-    if obstacles.len() > super::obstacles::MAX_OBSTACLES {
-        return Some(format!("{} obstacles (at most {})", obstacles.len(), super::obstacles::MAX_OBSTACLES));
-    }
-    if st.vertex_count() == 0 {
-        return Some("an empty world".into());
-    }
-    // Dispatches are one-dimensional: at most 65,535 workgroups. A tree over n surface
-    // primitives has 2n − 1 nodes and sorts n keys padded to a power of two (< 2n).
-    let limit = 65_535 * super::kernels::WORKGROUP as usize;
-    let counts = [
-        ("vertices", st.vertex_count()),
-        ("tetrahedra", st.tets.len()),
-        ("triangles", st.tris.len()),
-        ("hinges", st.hinges.len()),
-        ("surface triangles", 2 * st.surface_triangles.len()),
-        ("surface edges", 2 * st.surface_edges.len()),
-    ];
-    if let Some((what, n)) = counts.into_iter().find(|&(_, n)| n > limit) {
-        return Some(format!("{what}: {n} invocations in one dispatch (at most {limit})"));
-    }
-    None
-}
-
-/// A body whose state a repacked stepper takes over ([`GpuStepper::carry_over`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CarriedBody {
-    /// Its vertices in the old and the new packing.
-    pub from: std::ops::Range<usize>,
-    /// See `from`.
-    pub to: std::ops::Range<usize>,
-    /// Its index among the bodies, old and new.
-    pub from_body: usize,
-    /// See `from_body`.
-    pub to_body: usize,
-}
-
-/// What an edit of a body's state changed ([`GpuStepper::upload_range`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EditedField {
-    /// Positions (a teleport).
-    Positions,
-    /// Velocities.
-    Velocities,
 }
 
 /// Which frame a recorded substep belongs to.
@@ -186,27 +142,6 @@ struct StepBuffers {
     smallest: wgpu::Buffer,
     bad: wgpu::Buffer,
     rollbacks: wgpu::Buffer,
-}
-
-/// Copies of the dynamic state (positions, velocities, accelerations, flags) at the start of
-/// the last [`SNAPSHOTS`] frames, slot `frame % SNAPSHOTS`.
-struct Snapshots {
-    slots: Vec<[wgpu::Buffer; 4]>,
-    frames: [u64; SNAPSHOTS],
-}
-
-impl Snapshots {
-    fn new(ctx: &GpuContext, n: usize) -> Self {
-        let slot = || {
-            [
-                output::<Vec4>(ctx, "snapshot positions", n),
-                output::<Vec4>(ctx, "snapshot velocities", n),
-                output::<Vec4>(ctx, "snapshot accelerations", n),
-                output::<u32>(ctx, "snapshot flags", n),
-            ]
-        };
-        Self { slots: (0..SNAPSHOTS).map(|_| slot()).collect(), frames: [u64::MAX; SNAPSHOTS] }
-    }
 }
 
 /// The compiled kernels of a step.
@@ -286,48 +221,6 @@ impl GpuStepper {
     /// Uploads `st` (topology, constants and dynamic state) to `ctx`'s device.
     pub fn new(ctx: Arc<GpuContext>, st: &SimState, obstacles: &[Obstacle]) -> Result<Self, GpuError> {
         Self::build(ctx, st, obstacles, None)
-    }
-
-    /// The stepper of a repacked state (bodies added or removed) that continues from this one
-    /// without waiting for it: `st` supplies the new layout and the new bodies' state; each
-    /// surviving body's dynamic state and rollback counters are copied on the device from this
-    /// stepper's buffers (`moves`: old and new vertex range, old and new body index), after the
-    /// frames this stepper has in flight, through the same queue thread.
-    pub fn carry_over(
-        mut self,
-        st: &SimState,
-        obstacles: &[Obstacle],
-        moves: &[CarriedBody],
-    ) -> Result<GpuStepper, GpuError> {
-        if let Some(encoder) = self.pending.take() {
-            self.submitter.submit(encoder, None);
-        }
-        let next = Self::build(self.ctx.clone(), st, obstacles, Some(self.submitter.clone()))?;
-        let mut encoder =
-            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("carry over") });
-        let (old, new) = (&self.buffers, &next.buffers);
-        let vertex = size_of::<Vec4>() as u64;
-        let counters = (ROLLBACK_WORDS * size_of::<u32>()) as u64;
-        for m in moves {
-            debug_assert_eq!(m.from.len(), m.to.len());
-            let bytes = m.from.len() as u64 * vertex;
-            for (a, b) in [
-                (&old.positions, &new.positions),
-                (&old.velocities, &new.velocities),
-                (&old.accelerations, &new.accelerations),
-            ] {
-                encoder.copy_buffer_to_buffer(a, m.from.start as u64 * vertex, b, m.to.start as u64 * vertex, bytes);
-            }
-            encoder.copy_buffer_to_buffer(
-                &old.rollbacks,
-                m.from_body as u64 * counters,
-                &new.rollbacks,
-                m.to_body as u64 * counters,
-                counters,
-            );
-        }
-        next.submitter.submit(encoder, None);
-        Ok(next)
     }
 
     fn build(
@@ -454,36 +347,6 @@ impl GpuStepper {
         }
     }
 
-    /// The contact history (the last detection's pairs and bounds) no longer describes the
-    /// state: the next step detects afresh.
-    fn forget_contacts(&self) {
-        let control = &self.buffers.control;
-        for word in [CONTROL_PAIR_COUNT, CONTROL_BOUNDS_VALID] {
-            self.submitter.write(control, (word * size_of::<u32>()) as u64, &0u32.to_ne_bytes());
-        }
-    }
-
-    /// Puts the dynamic state back to what it was at the start of frame `frame`, on the
-    /// device, if that frame's snapshot is still kept; the contact history is forgotten (as
-    /// after an upload). Frames already submitted still run first; the caller records `frame`
-    /// and the ones after it again.
-    pub fn restore_frame(&mut self, frame: u64) -> bool {
-        let Some(snapshots) = &self.snapshots else { return false };
-        let slot = (frame % SNAPSHOTS as u64) as usize;
-        if snapshots.frames[slot] != frame || self.pending.is_some() {
-            return false;
-        }
-        let b = &self.buffers;
-        let mut encoder =
-            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("restore frame") });
-        for (from, to) in snapshots.slots[slot].iter().zip([&b.positions, &b.velocities, &b.accelerations, &b.flags]) {
-            encoder.copy_buffer_to_buffer(from, 0, to, 0, None);
-        }
-        self.forget_contacts();
-        self.submitter.submit(encoder, None);
-        true
-    }
-
     /// The device context.
     pub fn context(&self) -> &Arc<GpuContext> {
         &self.ctx
@@ -494,49 +357,6 @@ impl GpuStepper {
     /// and order your passes after [`GpuStepper::submit_frame`]'s submission).
     pub fn position_buffer(&self) -> &wgpu::Buffer {
         &self.buffers.positions
-    }
-
-    /// Overwrites the dynamic state (positions, velocities, accelerations, flags) from `st`,
-    /// e.g. after the user teleported a body.
-    pub fn upload_dynamic(&self, st: &SimState) {
-        let (q, b) = (&self.submitter, &self.buffers);
-        q.write(&b.positions, 0, bytemuck::cast_slice(&st.positions));
-        q.write(&b.velocities, 0, bytemuck::cast_slice(&st.velocities));
-        q.write(&b.accelerations, 0, bytemuck::cast_slice(&st.accelerations));
-        q.write(&b.flags, 0, bytemuck::cast_slice(&st.flags));
-    }
-
-    /// Writes `field` and the flags of vertices `range` from `st` to the device, after the
-    /// frames in flight (an edit of one body; the other vertices keep the device's state).
-    pub fn upload_range(&self, st: &SimState, range: std::ops::Range<usize>, field: EditedField) {
-        let (q, b) = (&self.submitter, &self.buffers);
-        let at = range.start as u64 * size_of::<Vec4>() as u64;
-        let (buffer, values) = match field {
-            EditedField::Positions => (&b.positions, &st.positions[range.clone()]),
-            EditedField::Velocities => (&b.velocities, &st.velocities[range.clone()]),
-        };
-        q.write(buffer, at, bytemuck::cast_slice(values));
-        let at = range.start as u64 * size_of::<u32>() as u64;
-        q.write(&b.flags, at, bytemuck::cast_slice(&st.flags[range]));
-    }
-
-    /// Waits for the GPU (submitting a partly recorded frame first) and copies its dynamic
-    /// state into `st` (same topology); returns the rollback counts with it.
-    pub fn download_blocking(&mut self, st: &mut SimState) -> Result<Vec<Rollbacks>, GpuError> {
-        if let Some(encoder) = self.pending.take() {
-            self.submitter.submit(encoder, None);
-            self.pending_substeps = 0;
-        }
-        // Everything handed to the queue thread is on the queue before this thread reads.
-        self.submitter.fence();
-        let n = self.vertices as usize;
-        let b = &self.buffers;
-        st.positions = read_blocking(&self.ctx, &b.positions, n)?;
-        st.velocities = read_blocking(&self.ctx, &b.velocities, n)?;
-        st.accelerations = read_blocking(&self.ctx, &b.accelerations, n)?;
-        st.flags = read_blocking(&self.ctx, &b.flags, n)?;
-        let words: Vec<u32> = read_blocking(&self.ctx, &b.rollbacks, self.bodies as usize * ROLLBACK_WORDS)?;
-        Ok(decode(&words))
     }
 
     /// Frames handed to the GPU that it has not finished (as of the last poll).
@@ -903,26 +723,5 @@ impl GpuStepper {
             .poll(wgpu::PollType::wait_indefinitely())
             .map(|_| ())
             .map_err(|e| GpuError::Readback { buffer: "frame".into(), reason: e.to_string() })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A scene with more of something than one dispatch covers is named as such (the world then
-    /// steps on the CPU with that reason) instead of failing on the device.
-    #[test]
-    fn counts_beyond_one_dispatch_are_unsupported() {
-        let limit = 65_535 * super::super::kernels::WORKGROUP as usize;
-        let mut st = SimState { masses: vec![1.0; limit], ..SimState::default() };
-        assert_eq!(unsupported(&st, &[]), None);
-        st.masses.push(1.0);
-        let why = unsupported(&st, &[]).expect("too many vertices");
-        assert!(why.contains("vertices") && why.contains(&(limit + 1).to_string()), "{why}");
-        st.masses.truncate(8);
-        st.surface_edges = vec![[0, 1]; limit / 2 + 1];
-        let why = unsupported(&st, &[]).expect("too many surface edges");
-        assert!(why.contains("surface edges"), "{why}");
     }
 }

@@ -240,22 +240,15 @@ impl World {
     /// the same body set changes and the device holds the current state; otherwise brings the
     /// state over to the host copy as for any change.
     pub(super) fn detach_gpu_state(&mut self, same_set: bool) {
-        if !same_set {
-            // Another set's bodies: nothing carries over.
-            self.pull_gpu_state();
-            self.gpu.carry = None;
-            self.gpu.stepper = None;
-            return;
-        }
-        if self.gpu.carry.is_some() {
+        if same_set && self.gpu.carry.is_some() {
             // Still pending from an earlier change: it finds its bodies by handle.
             return;
         }
-        if self.gpu.dirty || self.gpu.stepper.is_none() {
+        // Another set's bodies carry nothing over; a current host copy is uploaded anew.
+        let Some(old) = self.gpu.stepper.take_if(|_| same_set && !self.gpu.dirty) else {
             self.drop_gpu_state();
             return;
-        }
-        let Some(old) = self.gpu.stepper.take() else { return };
+        };
         let bodies = self.slots.iter().enumerate().map(|(b, s)| (s.handle, s.range(), b)).collect();
         self.gpu.carry = Some(Carry { old, bodies, seen: std::mem::take(&mut self.gpu.rollbacks_seen) });
         // Frames of the old packing that come back are not read; none can be redone.
