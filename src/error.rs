@@ -59,4 +59,20 @@ pub enum PliantError {
         /// Pin index.
         pin: usize,
     },
+    /// A vertex index past the body's vertex count.
+    #[error("body `{body}`: vertex {vertex} does not exist (the body has {count} vertices)")]
+    NoSuchVertex {
+        /// Body name.
+        body: String,
+        /// The index given.
+        vertex: u32,
+        /// The body's vertex count.
+        count: u32,
+    },
+    /// An attachment handle that was detached, or belongs to a removed body.
+    #[error("attachment {0} does not exist (detached, or its body was removed)")]
+    NoSuchAttachment(String),
+    /// A rapier rigid body handle that names no body of the set given.
+    #[error("rapier rigid body {0} does not exist in the rigid body set given")]
+    NoSuchRigidBody(String),
 }

@@ -41,6 +41,8 @@ pub mod io;
 pub mod material;
 pub mod math;
 pub mod mesh;
+#[cfg(feature = "rapier")]
+pub mod rapier;
 pub mod runtime;
 pub mod solver;
 pub mod state;

@@ -123,7 +123,7 @@ fn cloth_on_sphere_matches_the_cpu_after_60_frames() {
                 .build()
                 .expect("cloth"),
         );
-        w.obstacles.push(sphere);
+        w.obstacles.push(sphere.clone());
     }) else {
         return;
     };

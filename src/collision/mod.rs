@@ -1,4 +1,4 @@
-//! Collision: analytic obstacles and the contact/friction model shared by every contact kind.
+//! Collision: obstacles (analytic, and moving shapes such as rapier colliders) and the contact/friction model shared by every contact kind.
 //! Body–body and self contact (vertex–triangle, edge–edge, CCD, broadphase) plug in here by
 //! producing [`ContactPoint`]s for the same [`add_contact`].
 
@@ -8,6 +8,7 @@ mod contact;
 pub mod distance;
 pub mod intersection;
 mod obstacle;
+mod posed;
 pub mod surface_check;
 pub mod surface_pairs;
 
@@ -16,3 +17,4 @@ pub use contact::{
     friction_f1_prime,
 };
 pub use obstacle::{Obstacle, ObstacleError, ObstacleShape, limit_step};
+pub use posed::{ObstacleGeometry, PosedShape, RigidPose};

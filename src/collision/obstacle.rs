@@ -1,11 +1,14 @@
-//! Analytic static obstacles: half-space, oriented box, sphere. Each gives a signed distance
-//! with its outward normal, and the first time a straight vertex path enters it (exact CCD for
-//! a convex static shape), which is how VBD keeps vertices out of obstacles.
+//! Obstacles: analytic static ones (half-space, oriented box, sphere) and moving ones of any
+//! shape ([`PosedShape`], rapier colliders). Each gives a signed distance with its outward
+//! normal, and the first time a straight vertex path enters it (exact CCD for a convex static
+//! shape), which is how VBD keeps vertices out of obstacles.
 
 use glam::{Quat, Vec3, Vec3A};
 
-/// Shape of an analytic obstacle.
-#[derive(Clone, Copy, Debug, PartialEq)]
+use super::posed::PosedShape;
+
+/// Shape of an obstacle.
+#[derive(Clone, Debug, PartialEq)]
 pub enum ObstacleShape {
     /// Half-space `{x : n·x ≤ offset}` is solid; `normal` is unit and points out of it.
     Plane {
@@ -30,10 +33,12 @@ pub enum ObstacleShape {
         /// Radius \[m\].
         radius: f32,
     },
+    /// A shape of its own, moving rigidly during the step (a rapier collider).
+    Posed(PosedShape),
 }
 
-/// A static analytic obstacle with its friction coefficient.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// An obstacle with its friction coefficient.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Obstacle {
     /// Geometry.
     pub shape: ObstacleShape,
@@ -95,8 +100,8 @@ impl Obstacle {
                 reason: "must be finite and ≥ 0",
             });
         }
-        match self.shape {
-            ObstacleShape::Plane { normal, offset } => {
+        match &self.shape {
+            &ObstacleShape::Plane { normal, offset } => {
                 finite_vec("normal", normal)?;
                 if !offset.is_finite() || (normal.length() - 1.0).abs() > 1e-4 {
                     return Err(ObstacleError {
@@ -106,7 +111,7 @@ impl Obstacle {
                     });
                 }
             }
-            ObstacleShape::Sphere { center, radius } => {
+            &ObstacleShape::Sphere { center, radius } => {
                 finite_vec("center", center)?;
                 if !(radius.is_finite() && radius > 0.0) {
                     return Err(ObstacleError {
@@ -116,7 +121,7 @@ impl Obstacle {
                     });
                 }
             }
-            ObstacleShape::Cuboid { center, half_extents, rotation } => {
+            &ObstacleShape::Cuboid { center, half_extents, rotation } => {
                 finite_vec("center", center)?;
                 if !(half_extents.is_finite() && half_extents.min_element() > 0.0) {
                     return Err(ObstacleError {
@@ -133,8 +138,45 @@ impl Obstacle {
                     });
                 }
             }
+            ObstacleShape::Posed(p) => {
+                if !p.is_finite() {
+                    return Err(ObstacleError {
+                        field: "pose",
+                        value: format!("{:?} → {:?}", p.start, p.end),
+                        reason: "must be finite",
+                    });
+                }
+            }
         }
         Ok(self)
+    }
+
+    /// Whether the obstacle acts on the packed body `body` (rapier collision groups).
+    #[inline]
+    pub fn applies_to(&self, body: u32) -> bool {
+        match &self.shape {
+            ObstacleShape::Posed(p) => p.bodies.as_ref().is_none_or(|b| b.get(body as usize).copied().unwrap_or(true)),
+            _ => true,
+        }
+    }
+
+    /// Signed distance of a position of the step's start (the obstacle at its start pose).
+    #[inline]
+    pub fn signed_distance_start(&self, p: Vec3A) -> (f32, Vec3A) {
+        match &self.shape {
+            ObstacleShape::Posed(s) => s.signed_distance_start(p),
+            _ => self.signed_distance(p),
+        }
+    }
+
+    /// How far the obstacle's surface point now at `x` moved during the step \[m\] (zero for
+    /// a static obstacle): friction acts on the motion relative to it.
+    #[inline]
+    pub fn surface_displacement(&self, x: Vec3A) -> Vec3A {
+        match &self.shape {
+            ObstacleShape::Posed(s) => s.surface_displacement(x),
+            _ => Vec3A::ZERO,
+        }
     }
 
     /// Signed distance from `p` to the obstacle's surface (negative inside) \[m\] and the unit
@@ -142,6 +184,7 @@ impl Obstacle {
     #[inline]
     pub fn signed_distance(&self, p: Vec3A) -> (f32, Vec3A) {
         match self.shape {
+            ObstacleShape::Posed(ref s) => s.signed_distance(p),
             ObstacleShape::Plane { normal, offset } => {
                 let n = Vec3A::from(normal);
                 (n.dot(p) - offset, n)
@@ -183,6 +226,7 @@ impl Obstacle {
     pub fn first_entry(&self, a: Vec3A, b: Vec3A) -> Option<f32> {
         let d = b - a;
         match self.shape {
+            ObstacleShape::Posed(ref s) => s.first_entry(a, b),
             ObstacleShape::Plane { normal, offset } => {
                 let n = Vec3A::from(normal);
                 let (sa, sb) = (n.dot(a) - offset, n.dot(b) - offset);
@@ -260,6 +304,9 @@ impl Obstacle {
     /// The contact energy then pushes vertices on the surface out to the contact offset.
     #[inline]
     pub fn clamp_path(&self, a: Vec3A, b: Vec3A) -> Option<Vec3A> {
+        if let ObstacleShape::Posed(s) = &self.shape {
+            return s.clamp_path(a, b);
+        }
         let (da, _) = self.signed_distance(a);
         if da < 0.0 {
             let (db, nb) = self.signed_distance(b);
@@ -300,20 +347,23 @@ impl Obstacle {
     }
 }
 
-/// Limits a vertex step `a → b` against every obstacle (see [`Obstacle::clamp_path`]). One
-/// obstacle's correction can push the end point into another (a corner between the ground and
-/// a box), so while the end point is inside an obstacle the vertex started outside of, it is
-/// pushed out of it (at most four rounds; then the vertex stays at `a`).
+/// Limits a step `a → b` of a vertex of packed body `body` against every obstacle acting on
+/// it (see [`Obstacle::clamp_path`]). One obstacle's correction can push the end point into
+/// another (a corner between the ground and a box), so while the end point is inside an
+/// obstacle the vertex started outside of, it is pushed out of it (at most four rounds; then
+/// the vertex stays at `a`).
 #[inline]
-pub fn limit_step(obstacles: &[Obstacle], a: Vec3A, b: Vec3A) -> Vec3A {
+pub fn limit_step(obstacles: &[Obstacle], body: u32, a: Vec3A, b: Vec3A) -> Vec3A {
     let mut end = b;
-    for o in obstacles {
+    for o in obstacles.iter().filter(|o| o.applies_to(body)) {
         if let Some(p) = o.clamp_path(a, end) {
             end = p;
         }
     }
     // Obstacles the vertex started inside keep their own "not deeper" rule.
-    let entered = |o: &Obstacle, p: Vec3A| o.signed_distance(p).0 < 0.0 && o.signed_distance(a).0 >= 0.0;
+    let entered = |o: &Obstacle, p: Vec3A| {
+        o.applies_to(body) && o.signed_distance(p).0 < 0.0 && o.signed_distance_start(a).0 >= 0.0
+    };
     for _ in 0..4 {
         let Some(o) = obstacles.iter().find(|o| entered(o, end)) else {
             return end;
@@ -432,7 +482,7 @@ mod tests {
             [Obstacle::ground(0.0, 0.5), Obstacle::plane(Vec3::new(-1.0, 1.0, 0.0), Vec3::ZERO, 0.5).unwrap()];
         let a = Vec3A::new(0.05, 0.1, 0.0);
         for b in [Vec3A::new(0.3, -0.2, 0.0), Vec3A::new(-0.1, -0.3, 0.1), Vec3A::new(0.5, 0.2, 0.0)] {
-            let end = limit_step(&obstacles, a, b);
+            let end = limit_step(&obstacles, 0, a, b);
             for o in &obstacles {
                 assert!(o.signed_distance(end).0 >= 0.0, "{b} ended at {end}");
             }

@@ -42,6 +42,11 @@ impl GpuObstacleSet {
         set.count = obstacles.len() as u32;
         for (slot, o) in set.items.iter_mut().zip(obstacles) {
             *slot = match o.shape {
+                ObstacleShape::Posed(_) => {
+                    return Err(GpuError::Unsupported {
+                        feature: "moving obstacles of general shape (rapier colliders)".into(),
+                    });
+                }
                 ObstacleShape::Plane { normal, offset } => {
                     GpuObstacle { kind: 0, a: normal.extend(offset).to_array(), ..Default::default() }
                 }

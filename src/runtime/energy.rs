@@ -20,7 +20,7 @@ pub(crate) fn energies(st: &SimState, gravity: Vec3A, obstacles: &[Obstacle], co
         e.kinetic += 0.5 * m * Vec3A::from_vec4(v).length_squared() as f64;
         e.gravitational -= m * gravity.dot(Vec3A::from_vec4(x)) as f64;
         let k_c = contact.stiffness.for_mass(st.masses[i]) as f64;
-        for o in obstacles {
+        for o in obstacles.iter().filter(|o| o.applies_to(st.vertex_body[i])) {
             let d = contact.offset - o.signed_distance(Vec3A::from_vec4(x)).0;
             if d > 0.0 {
                 e.contact += 0.5 * k_c * (d as f64) * (d as f64);
@@ -56,14 +56,16 @@ pub(crate) fn max_speed(velocities: &[Vec4]) -> f32 {
     velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max)
 }
 
-/// Smallest signed vertex–obstacle distance \[m\].
-pub(crate) fn min_obstacle_distance(positions: &[Vec4], obstacles: &[Obstacle]) -> Option<f32> {
-    if obstacles.is_empty() || positions.is_empty() {
+/// Smallest signed vertex–obstacle distance \[m\]. Far from a moving obstacle of general shape
+/// its distance is a lower bound (its swept box's), so the result is exact whenever some vertex
+/// is within that obstacle's query margin.
+pub(crate) fn min_obstacle_distance(st: &SimState, obstacles: &[Obstacle]) -> Option<f32> {
+    if obstacles.is_empty() || st.positions.is_empty() {
         return None;
     }
     let mut m = f32::INFINITY;
-    for &x in positions {
-        for o in obstacles {
+    for (&x, &b) in st.positions.iter().zip(&st.vertex_body) {
+        for o in obstacles.iter().filter(|o| o.applies_to(b)) {
             m = m.min(o.signed_distance(Vec3A::from_vec4(x)).0);
         }
     }

@@ -12,4 +12,5 @@ mod world;
 pub use config::{Backend, ConfigError, StepConfig};
 pub use events::PliantEvent;
 pub use report::{Energies, StepReport};
+pub(crate) use world::SubstepContext;
 pub use world::{Intersection, World};

@@ -1,5 +1,6 @@
 //! `World`: the bodies, obstacles and configuration, and `step()`.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 #[cfg(feature = "gpu")]
@@ -42,7 +43,7 @@ pub enum Intersection {
         body: SoftBodyHandle,
         /// Body-local vertex index.
         vertex: u32,
-        /// Index into `World::obstacles`.
+        /// Index into [`World::all_obstacles`].
         obstacle: usize,
         /// Depth below the obstacle's surface \[m\].
         depth: f32,
@@ -79,6 +80,13 @@ pub struct World {
     events: Vec<PliantEvent>,
     /// Scratch for `update_pin_flags`.
     pin_marks: Vec<bool>,
+    momentum: crate::solver::momentum::MomentumScratch,
+    /// Obstacles moving during the coming frame, at its start and end poses (rapier colliders);
+    /// each substep takes its share of the motion. Set by a coupling before the step.
+    pub(crate) moving_obstacles: Vec<Obstacle>,
+    /// The rapier bridge: attachments, collision groups, contact state.
+    #[cfg(feature = "rapier")]
+    pub rapier: crate::rapier::RapierCoupling,
     /// The GPU backend's device and state.
     #[cfg(feature = "gpu")]
     gpu: gpu::GpuRuntime,
@@ -103,6 +111,10 @@ impl World {
             snapshot: Snapshot::default(),
             events: Vec::new(),
             pin_marks: Vec::new(),
+            momentum: Default::default(),
+            moving_obstacles: Vec::new(),
+            #[cfg(feature = "rapier")]
+            rapier: crate::rapier::RapierCoupling::default(),
             #[cfg(feature = "gpu")]
             gpu: gpu::GpuRuntime::default(),
         };
@@ -242,6 +254,16 @@ impl World {
         self.scratch.contact_pairs()
     }
 
+    /// The static obstacles followed by the moving ones of the last frame (rapier colliders, at
+    /// that frame's end poses); [`Intersection::InsideObstacle`] indexes this list.
+    pub fn all_obstacles(&self) -> Cow<'_, [Obstacle]> {
+        if self.moving_obstacles.is_empty() {
+            Cow::Borrowed(&self.obstacles)
+        } else {
+            Cow::Owned(self.obstacles.iter().chain(&self.moving_obstacles).cloned().collect())
+        }
+    }
+
     /// Every pair of crossing surface triangles in the current state (body–body and self
     /// contact alike), found with exact predicates, and every vertex inside an obstacle. Empty
     /// for a valid state; the solver keeps it so. Costs one broadphase build over all surface
@@ -259,8 +281,9 @@ impl World {
             let ((body_a, triangle_a), (body_b, triangle_b)) = (locate(a), locate(b));
             out.push(Intersection::Triangles { body_a, triangle_a, body_b, triangle_b });
         }
+        let obstacles = self.all_obstacles();
         for (v, p) in st.positions.iter().enumerate() {
-            for (k, o) in self.obstacles.iter().enumerate() {
+            for (k, o) in obstacles.iter().enumerate().filter(|(_, o)| o.applies_to(st.vertex_body[v])) {
                 let (d, _) = o.signed_distance(glam::Vec3A::from_vec4(*p));
                 if d < 0.0 {
                     let s = &self.slots[st.vertex_body[v] as usize];
@@ -369,10 +392,18 @@ impl World {
     /// waiting for it; see [`StepReport`] for what such a report holds and
     /// [`World::latest_positions`] for the newest finished frame.
     pub fn step(&mut self) -> StepReport {
+        self.moving_obstacles.clear();
+        self.step_coupled(None)
+    }
+
+    /// [`World::step`] with the moving obstacles in `self.moving_obstacles` and, after every
+    /// substep, `hook` (the rapier bridge reads contact and pin impulses there). A coupled step
+    /// runs on the CPU.
+    pub(crate) fn step_coupled(&mut self, mut hook: Option<&mut dyn FnMut(&mut SubstepContext<'_>)>) -> StepReport {
         let wall = Instant::now();
         self.sync();
         #[cfg(feature = "gpu")]
-        if let Some(report) = self.try_step_gpu(wall) {
+        if let Some(report) = self.try_step_gpu(wall, hook.is_some()) {
             return report;
         }
         let c = &self.config;
@@ -413,7 +444,20 @@ impl World {
                 &mut self.scratch.targets,
             );
             self.snapshot.save(&self.state);
-            let stats = vbd_step(&mut self.state, &mut self.scratch, &self.obstacles, h, &settings);
+            let obstacles: Cow<'_, [Obstacle]> = if self.moving_obstacles.is_empty() {
+                Cow::Borrowed(&self.obstacles)
+            } else {
+                let n = c.substeps as f32;
+                let (s0, s1) = (substep as f32 / n, (substep + 1) as f32 / n);
+                let moving = self.moving_obstacles.iter().map(|o| match &o.shape {
+                    crate::collision::ObstacleShape::Posed(p) if c.substeps > 1 => {
+                        Obstacle { shape: crate::collision::ObstacleShape::Posed(p.between(s0, s1)), ..o.clone() }
+                    }
+                    _ => o.clone(),
+                });
+                Cow::Owned(self.obstacles.iter().cloned().chain(moving).collect())
+            };
+            let stats = vbd_step(&mut self.state, &mut self.scratch, &obstacles, h, &settings);
             report.residual = stats.residual;
             report.contact_vertices = stats.contact_vertices;
             report.contact_pairs = stats.contact_pairs;
@@ -436,6 +480,27 @@ impl World {
             }
             self.time = t0 + h as f64;
             report.pin_lag = pin_lag(&self.state, &self.scratch.targets);
+            if let Some(hook) = hook.as_mut() {
+                // Momentum goes between soft and rigid bodies: the sweeps' own drift must not.
+                crate::solver::momentum::remove_momentum_residual(
+                    &mut self.state,
+                    &mut self.scratch,
+                    &obstacles,
+                    contact,
+                    h,
+                    &mut self.momentum,
+                );
+                hook(&mut SubstepContext {
+                    state: &mut self.state,
+                    scratch: &mut self.scratch,
+                    obstacles: &obstacles,
+                    moving_start: self.obstacles.len(),
+                    contact,
+                    h,
+                    slots: &self.slots,
+                    rolled_back: &report.rolled_back,
+                });
+            }
         }
         self.frame += 1;
         report.frame = self.frame;
@@ -452,9 +517,15 @@ impl World {
     fn measure(&self, report: &mut StepReport) {
         let gravity = Vec3A::from(self.config.gravity);
         let contact = self.contact_model(self.config.substep_dt());
-        report.energy = energy::energies(&self.state, gravity, &self.obstacles, &contact);
+        let obstacles = self.all_obstacles();
+        report.energy = energy::energies(&self.state, gravity, &obstacles, &contact);
         report.max_speed = energy::max_speed(&self.state.velocities);
-        report.min_obstacle_distance = energy::min_obstacle_distance(&self.state.positions, &self.obstacles);
+        report.min_obstacle_distance = energy::min_obstacle_distance(&self.state, &obstacles);
+    }
+
+    /// The packed slot of every body, in state order.
+    pub(crate) fn slots(&self) -> &[BodySlot] {
+        &self.slots
     }
 
     /// Completes a GPU step's report: waits for the GPU, brings the host copy of the state up
@@ -467,6 +538,29 @@ impl World {
             report.state_frame = self.frame;
             self.measure(report);
         }
+    }
+}
+
+/// What a coupling sees after each CPU substep: the state just stepped and the solver scratch
+/// that can tell the impulses obstacles and pins gave each vertex.
+pub(crate) struct SubstepContext<'a> {
+    pub state: &'a mut SimState,
+    pub scratch: &'a mut VbdScratch,
+    /// This substep's obstacles: the static ones, then the moving ones from `moving_start`.
+    pub obstacles: &'a [Obstacle],
+    pub moving_start: usize,
+    pub contact: ContactModel,
+    /// Substep length \[s\].
+    pub h: f32,
+    pub slots: &'a [BodySlot],
+    /// Bodies whose substep was rolled back (non-finite state) so far in this frame.
+    pub rolled_back: &'a [SoftBodyHandle],
+}
+
+impl SubstepContext<'_> {
+    /// The impulses \[N·s\] obstacles and pins gave `vertices` over this substep.
+    pub fn impulses(&mut self, vertices: &[u32], out: &mut Vec<Vec3A>) {
+        self.scratch.environment_impulses(self.state, self.contact, self.h, vertices, out);
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod chebyshev;
 pub mod init;
 pub mod integrator;
+pub(crate) mod momentum;
 pub(crate) mod parallel;
 pub(crate) mod rigid_correction;
 mod rigid_energy;

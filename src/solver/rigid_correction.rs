@@ -164,7 +164,7 @@ pub(crate) fn correct_rigid(
                     let x = Vec3A::from_vec4(pos.get(v));
                     // The motion was scaled to the earliest obstacle contact; this catches
                     // rounding.
-                    let p = limit_step(inp.obstacles, x, motion.apply(x));
+                    let p = limit_step(inp.obstacles, b as u32, x, motion.apply(x));
                     pos.set(v, p.extend(0.0));
                 }
             }
@@ -344,7 +344,7 @@ impl RigidScratch {
             let (center, rotates) = (pb.bodies[slot].center, pb.bodies[slot].rotates);
             let range = body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize;
             for v in range.filter(|&v| free(v)) {
-                for (k, o) in inp.obstacles.iter().enumerate() {
+                for (k, o) in inp.obstacles.iter().enumerate().filter(|(_, o)| o.applies_to(b)) {
                     let (d, _) = o.signed_distance(x(v));
                     if (d as f64) < delta + reach {
                         let k_c = c.stiffness.for_mass(st.masses[v]) as f64;
@@ -352,7 +352,7 @@ impl RigidScratch {
                         // semi-implicit friction): the current iterate may sit deep in the contact
                         // layer because the initial guess carried gravity into it.
                         let start = Vec3A::from_vec4(inp.start[v]);
-                        let (d_start, n_start) = o.signed_distance(start);
+                        let (d_start, n_start) = o.signed_distance_start(start);
                         let position = x(v).as_dvec3();
                         pb.candidates.push(Candidate {
                             side: Side { slot: slot as u32, coef: 1.0, arm: arm(rotates, position - center) },
@@ -439,7 +439,7 @@ impl RigidScratch {
             let mut toi = 1.0f32;
             for v in range.filter(|&v| free(v)) {
                 let xv = x(v);
-                for o in inp.obstacles {
+                for o in inp.obstacles.iter().filter(|o| o.applies_to(b)) {
                     if let Some(s) = o.first_entry(xv, motion.apply(xv)) {
                         toi = toi.min(s);
                     }

@@ -228,14 +228,17 @@ impl Problem {
         }
         for cand in &self.candidates {
             let p = cand.position + displacement(&cand.side);
-            let (d, n) = obstacles[cand.obstacle as usize].signed_distance(Vec3A::from(p.as_vec3()));
+            let obstacle = &obstacles[cand.obstacle as usize];
+            let (d, n) = obstacle.signed_distance(Vec3A::from(p.as_vec3()));
+            // Slip relative to the obstacle's surface (zero motion for a static one).
+            let carried = obstacle.surface_displacement(Vec3A::from(p.as_vec3())).as_dvec3();
             let mu_lambda = cand.mu * cand.lambda;
             let term = contact_term(
                 d as f64,
                 n.as_dvec3(),
                 cand.stiffness,
                 cand.normal,
-                p - cand.start,
+                p - cand.start - carried,
                 mu_lambda,
                 delta,
                 slip,

@@ -21,7 +21,7 @@ use super::vbd_contact::{
     ContactContext, SurfaceContactScratch, SurfaceContactSettings, advance_certified, advance_scale, begin_step,
     detect, limit_move, surface_contact_on,
 };
-use super::vbd_vertex::{VertexInputs, update_vertex};
+use super::vbd_vertex::{VertexInputs, unbalanced_force, update_vertex};
 use crate::collision::surface_pairs::pair_bodies;
 use crate::collision::{ContactModel, Obstacle, limit_step};
 use crate::state::{FROZEN_CONTACT, FROZEN_DIVERGED, SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
@@ -116,6 +116,44 @@ impl VbdScratch {
     /// Surface contact pairs of the last detection.
     pub fn contact_pairs(&self) -> &[crate::collision::surface_pairs::ContactPair] {
         &self.surface.pairs
+    }
+
+    /// The impulses \[N·s\] that obstacles and pins gave `vertices` over the last step of
+    /// length `h`, one per vertex into `out`: minus `h` times the vertex's force from
+    /// everything else at its final position (see `vbd_vertex::unbalanced_force`). Exact for a
+    /// solved step; with a fixed sweep count it carries the vertex's remaining residual.
+    pub(crate) fn environment_impulses(
+        &mut self,
+        state: &mut SimState,
+        contact: ContactModel,
+        h: f32,
+        vertices: &[u32],
+        out: &mut Vec<Vec3A>,
+    ) {
+        out.clear();
+        if vertices.is_empty() {
+            return;
+        }
+        let mut positions = std::mem::take(&mut state.positions);
+        let surface = PhaseCell::new(std::mem::take(&mut self.surface));
+        {
+            let pos = SharedSlice::new(&mut positions);
+            let clamp = SharedSlice::new(&mut self.clamp);
+            let inputs = VertexInputs {
+                state,
+                start: &self.start,
+                inertia: &self.inertia,
+                velocity: &self.velocity,
+                obstacles: &[],
+                contact,
+                tet_rates: &self.tet_rates,
+                surface: &surface,
+                clamp: &clamp,
+            };
+            out.extend(vertices.iter().map(|&v| -unbalanced_force(v as usize, &pos, &inputs) * h));
+        }
+        self.surface = surface.into_inner();
+        state.positions = positions;
     }
 
     /// Forgets everything that names vertices of the previous topology (contact pairs).
@@ -307,7 +345,12 @@ pub fn vbd_step(
                         } else {
                             s.initialization.offset(step.predictor, step.weight, s.gravity, accel)
                         };
-                        let toi = obstacles.iter().filter_map(|o| o.first_entry(x, x + offset)).fold(1.0f32, f32::min);
+                        let body = st.vertex_body[v];
+                        let toi = obstacles
+                            .iter()
+                            .filter(|o| o.applies_to(body))
+                            .filter_map(|o| o.first_entry(x, x + offset))
+                            .fold(1.0f32, f32::min);
                         (offset, toi)
                     };
                     offset_sh.set(v, offset.extend(0.0));
@@ -338,7 +381,7 @@ pub fn vbd_step(
                     let mut offset = Vec3A::from_vec4(offset_sh.get(v));
                     if flags_sh.get(v) & VERTEX_KINEMATIC == 0 {
                         let toi = body_toi_sh.get(st.vertex_body[v] as usize);
-                        offset = advanced_offset(obstacles, x, offset, toi);
+                        offset = advanced_offset(obstacles, st.vertex_body[v], x, offset, toi);
                     }
                     let x0 = x + offset;
                     offset_sh.set(v, offset.extend(0.0));
@@ -559,7 +602,7 @@ pub fn vbd_step(
                                 if within != mixed {
                                     bound_hit.store(true, Ordering::Relaxed);
                                 }
-                                x = limit_step(obstacles, x_bar, within);
+                                x = limit_step(obstacles, st.vertex_body[v], x_bar, within);
                             }
                             let x = x.extend(0.0);
                             pos.set(v, x);
@@ -623,10 +666,10 @@ pub fn vbd_step(
 /// obstacle at `body_toi` along its offsets: shortened to just before that time, and never
 /// deeper into an obstacle the vertex already is inside.
 #[inline]
-pub(crate) fn advanced_offset(obstacles: &[Obstacle], x: Vec3A, offset: Vec3A, body_toi: f32) -> Vec3A {
+pub(crate) fn advanced_offset(obstacles: &[Obstacle], body: u32, x: Vec3A, offset: Vec3A, body_toi: f32) -> Vec3A {
     let offset = if body_toi < 1.0 { offset * (body_toi * (1.0 - 1e-4)) } else { offset };
     let x0 = x + offset;
-    let p = limit_step(obstacles, x, x0);
+    let p = limit_step(obstacles, body, x, x0);
     if p != x0 { p - x } else { offset }
 }
 

@@ -53,7 +53,43 @@ fn load(pos: &SharedSlice<'_, Vec4>, i: u32) -> Vec3A {
 pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) -> VertexUpdate {
     let st = inp.state;
     let x = load(pos, v as u32);
-    let ext = external_terms(v, x, inp);
+    let (f, h, in_contact) = vertex_system(v, x, pos, inp, true);
+    let residual2 = f.length_squared();
+    let target = match solve_sym3::<f32>(&h, f) {
+        Some(step) => x + step,
+        None => x,
+    };
+    // Stay within the displacement bound since the last contact detection (no surface can be
+    // crossed), then exact CCD against the obstacles: the step may end on an obstacle's
+    // surface, never inside (the contact force then pushes the vertex out).
+    // SAFETY: the clamp data is written only in detection phases.
+    let surface = unsafe { inp.surface.get() };
+    let within = limit_move(v, target, unsafe { inp.clamp.get(v) }, surface);
+    let position = limit_step(inp.obstacles, st.vertex_body[v], x, within);
+    VertexUpdate { position, residual2, in_contact, bounded: within != target }
+}
+
+/// The force on vertex `v` from everything but obstacles and pins (inertia with gravity, drag,
+/// elasticity, damping, body–body and self contact) at the current positions \[N\]. Where the
+/// vertex's equation is solved, obstacle contact and pins balance it, so `−h` times it is the
+/// impulse they gave the vertex over the step: what goes back to a rapier body.
+pub(crate) fn unbalanced_force(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) -> Vec3A {
+    let x = load(pos, v as u32);
+    vertex_system(v, x, pos, inp, false).0
+}
+
+/// Force and Hessian of vertex `v`'s local problem at `x`, with or without obstacle terms, and
+/// whether a contact acted.
+#[inline]
+fn vertex_system(
+    v: usize,
+    x: Vec3A,
+    pos: &SharedSlice<'_, Vec4>,
+    inp: &VertexInputs<'_>,
+    obstacles: bool,
+) -> (Vec3A, Mat3A, bool) {
+    let st = inp.state;
+    let ext = external_terms(v, x, inp, obstacles);
     let (mut f, mut h) = (ext.force, ext.hessian);
     let mut in_contact = ext.in_contact;
     // d(velocity)/d(position) of this vertex: damping's contribution to the Hessian.
@@ -148,19 +184,7 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
         };
         in_contact |= add_contact::<f32>(&mut f, &mut h, &point, &params);
     }
-
-    let residual2 = f.length_squared();
-    let target = match solve_sym3::<f32>(&h, f) {
-        Some(step) => x + step,
-        None => x,
-    };
-    // Stay within the displacement bound since the last contact detection (no surface can be
-    // crossed), then exact CCD against the static convex obstacles: the step may end on an
-    // obstacle's surface, never inside (the contact force then pushes the vertex out).
-    // SAFETY: the clamp data is written only in detection phases.
-    let within = limit_move(v, target, unsafe { inp.clamp.get(v) }, surface);
-    let position = limit_step(inp.obstacles, x, within);
-    VertexUpdate { position, residual2, in_contact, bounded: within != target }
+    (f, h, in_contact)
 }
 
 /// The terms of vertex `v`'s local problem that depend on its own position only: inertia with
@@ -171,11 +195,11 @@ pub(crate) struct ExternalTerms {
     pub in_contact: bool,
 }
 
-/// Inertia, linear damping and obstacle terms of vertex `v` at position `x`. Elastic and
-/// Rayleigh terms are invariant under rigid motions and left out here; the same terms, summed
-/// over whole bodies, make up [`super::rigid_correction`]'s coarse problem.
+/// Inertia, linear damping and (with `obstacles`) obstacle terms of vertex `v` at position `x`.
+/// Elastic and Rayleigh terms are invariant under rigid motions and left out here; the same
+/// terms, summed over whole bodies, make up [`super::rigid_correction`]'s coarse problem.
 #[inline]
-pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>) -> ExternalTerms {
+pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>, obstacles: bool) -> ExternalTerms {
     let st = inp.state;
     let dx = x - Vec3A::from_vec4(inp.start[v]);
     let inertia = inp.inertia[v];
@@ -192,16 +216,24 @@ pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>) -> Exte
         h += Mat3A::from_diagonal(glam::Vec3::splat(am * vel.w));
     }
     let mut in_contact = false;
+    if !obstacles {
+        return ExternalTerms { force: f, hessian: h, in_contact };
+    }
     let contact = inp.contact.params(st.masses[v]);
     let start = Vec3A::from_vec4(inp.start[v]);
-    for o in inp.obstacles {
+    let body_index = st.vertex_body[v];
+    for o in inp.obstacles.iter().filter(|o| o.applies_to(body_index)) {
         let (distance, normal) = o.signed_distance(x);
-        let lagged_gap = contact.offset - o.signed_distance(start).0;
+        if distance >= contact.offset {
+            continue;
+        }
+        let lagged_gap = contact.offset - o.signed_distance_start(start).0;
         let c = ContactPoint::<f32> {
             distance,
             normal,
             weight: 1.0,
-            relative_displacement: dx, // obstacles are static
+            // Friction acts on the motion relative to the obstacle's surface.
+            relative_displacement: dx - o.surface_displacement(x),
             friction: 0.5 * (body.friction + o.friction),
             friction_normal_force: contact.stiffness * lagged_gap.max(0.0),
             friction_normal: normal,

@@ -162,7 +162,7 @@ mod tests {
             let offset = if flags[v] & VERTEX_KINEMATIC != 0 {
                 offsets[v]
             } else {
-                advanced_offset(&obstacles, x, offsets[v], body_toi[vertex_body[v] as usize])
+                advanced_offset(&obstacles, vertex_body[v], x, offsets[v], body_toi[vertex_body[v] as usize])
             };
             let got = Vec3A::from_slice(&gpu_steps[v].offset[..3]);
             assert!((got - offset).length() <= 1e-6, "vertex {v}: offset {got} vs {offset}");

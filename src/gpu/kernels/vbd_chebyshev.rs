@@ -149,7 +149,7 @@ mod tests {
                     let mixed = mix(omega, xb, Vec3A::from_vec4(p2[v]));
                     let within = limit_move(v, mixed, clamp[v], &scratch);
                     bounded += usize::from(within != mixed);
-                    let limited = limit_step(&obstacles, xb, within);
+                    let limited = limit_step(&obstacles, 0, xb, within);
                     clamped += usize::from(limited != within);
                     limited
                 } else {

@@ -1,6 +1,6 @@
 //! What the GPU step takes: a scene beyond it steps on the CPU with the reason.
 
-use crate::collision::Obstacle;
+use crate::collision::{Obstacle, ObstacleShape};
 use crate::gpu::kernels::WORKGROUP;
 use crate::gpu::obstacles::MAX_OBSTACLES;
 use crate::state::SimState;
@@ -9,6 +9,9 @@ use crate::state::SimState;
 /// every scene; the GPU path does tets and cloth with damping, pins, analytic obstacles and
 /// body–body and self contact (the rigid correction is checked by the world).
 pub fn unsupported(st: &SimState, obstacles: &[Obstacle]) -> Option<String> {
+    if obstacles.iter().any(|o| matches!(o.shape, ObstacleShape::Posed(_))) {
+        return Some("moving obstacles of general shape (rapier colliders) step on the CPU".into());
+    }
     if obstacles.len() > MAX_OBSTACLES {
         return Some(format!("{} obstacles (at most {})", obstacles.len(), MAX_OBSTACLES));
     }

@@ -320,13 +320,19 @@ impl World {
 
     /// Why this world's next step cannot run on the GPU, or `None` when it can.
     fn gpu_blocker(&self) -> Option<String> {
-        unsupported(&self.state, &self.obstacles)
+        unsupported(&self.state, &self.all_obstacles())
     }
 
     /// Steps on the GPU when the configuration asks for it and the scene allows it; `None`
     /// means the caller steps on the CPU (the reason, if new, is reported).
-    pub(super) fn try_step_gpu(&mut self, wall: Instant) -> Option<StepReport> {
+    pub(super) fn try_step_gpu(&mut self, wall: Instant, coupled: bool) -> Option<StepReport> {
         if self.config.backend == Backend::Cpu {
+            return None;
+        }
+        if coupled {
+            // The coupling reads each substep's contact and pin impulses on the host.
+            self.drop_gpu_state();
+            self.note_fallback(Some("rapier coupling steps on the CPU".into()));
             return None;
         }
         let ctx = self.gpu.ctx.clone()?;

@@ -1,0 +1,483 @@
+//! Pliant beside rapier 0.36's own soft bodies, on the same scenes, in one process.
+//!
+//! ```text
+//! cargo run --release --example bench_vs_rapier [-- --json] [--quick] [--max-seconds S]
+//! ```
+//!
+//! Engines: `pliant` (VBD on the CPU, one thread), `rapier-constraints` and `rapier-fem` (rapier's
+//! `SoftBodySolver::Constraints` and `::Fem`, neo-Hookean cells, rapier's default integration
+//! parameters; rapier steps on one thread).
+//!
+//! Cases:
+//! * `cantilever`: 2 m × 0.2 m × 0.2 m, clamped at x = 0, E = 1.2e8 Pa, ν = 0, ρ = 1000, 600
+//!   frames at 1/60 s, at 8×2×2, 16×4×4 and 32×8×8 cells (81 / 425 / 2,673 particles). Tip
+//!   deflection (mean over the x = L face, last 60 frames) against Euler–Bernoulli 0.0491 m and
+//!   against a converged static solve of that engine's own mesh (Pliant's f64 Newton oracle,
+//!   `tests/common/static_solve.rs`, on the engine's rest positions and tets); `tip_motion` is
+//!   how far the tip still moved over the last 60 frames.
+//! * `drop_cube`: a 0.2 m cube, E = 3e5 Pa, ν = 0.4, ρ = 1000, dropped from 0.3 m onto a fixed
+//!   rapier ground (Pliant: the same collider through the rapier bridge), 150 frames, at 6³, 11³
+//!   and 21³ cells (1,296 / 7,986 / 55,566 tets). Deepest ground penetration over the run and
+//!   the visible gap between the lowest vertex and the ground at the end.
+//! * `projectile`: a 5 cm cube at 60 m/s (1 m per frame) at a 2 cm thick fixed wall 1.5 m away:
+//!   tunnels or not.
+//!
+//! A run that passes `--max-seconds` (default 120) of wall time stops early and says after how
+//! many frames. `--quick` runs the two coarser resolutions only.
+
+#[path = "../tests/common/static_solve.rs"]
+mod static_solve;
+
+use std::time::Instant;
+
+use glam::DVec3;
+use pliant::prelude::*;
+use pliant::rapier::rapier3d::prelude::{
+    ColliderBuilder, ColliderSet, PhysicsWorld, RigidBodySet, SoftBodyBuilder as RapierSoftBuilder, SoftBodyCellModel,
+    SoftBodyMaterial, SoftBodySolver,
+};
+
+const DT: f32 = 1.0 / 60.0;
+const EULER_BERNOULLI: f64 = 0.0491;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Engine {
+    Pliant,
+    RapierConstraints,
+    RapierFem,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Pliant => "pliant",
+            Engine::RapierConstraints => "rapier-constraints",
+            Engine::RapierFem => "rapier-fem",
+        }
+    }
+}
+
+const ENGINES: [Engine; 3] = [Engine::Pliant, Engine::RapierConstraints, Engine::RapierFem];
+
+/// One row of the table.
+struct Row {
+    scene: String,
+    engine: Engine,
+    vertices: usize,
+    elements: usize,
+    iterations: u32,
+    frames: u32,
+    ms_per_step: f64,
+    metrics: Vec<(&'static str, f64)>,
+    note: String,
+}
+
+/// A body of either engine, as far as the bench needs. (Two values per run: their size
+/// difference does not matter.)
+#[allow(clippy::large_enum_variant)]
+enum Sim {
+    Pliant { world: Box<World>, body: SoftBodyHandle, bodies: RigidBodySet, colliders: ColliderSet },
+    Rapier { physics: Box<PhysicsWorld>, body: pliant::rapier::rapier3d::prelude::SoftBodyHandle },
+}
+
+impl Sim {
+    fn step(&mut self) {
+        match self {
+            Sim::Pliant { world, bodies, colliders, .. } => {
+                world.step_with_rapier(bodies, colliders, &());
+            }
+            Sim::Rapier { physics, .. } => physics.step(),
+        }
+    }
+
+    fn positions(&self) -> Vec<Vec3> {
+        match self {
+            Sim::Pliant { world, body, .. } => {
+                world.body_positions(*body).unwrap_or(&[]).iter().map(|p| p.truncate()).collect()
+            }
+            Sim::Rapier { physics, body } => physics.soft_bodies[*body].particle_positions().collect(),
+        }
+    }
+
+    /// Rest positions and tets (for the static solve of this engine's own mesh).
+    fn mesh(&self) -> (Vec<Vec3>, Vec<[u32; 4]>) {
+        match self {
+            Sim::Pliant { world, body, .. } => {
+                let shared = world.bodies[*body].shared();
+                let tets = match &shared.shape {
+                    pliant::body::BodyShape::Solid { mesh, .. } => mesh.tets().to_vec(),
+                    pliant::body::BodyShape::Cloth { .. } => Vec::new(),
+                };
+                (shared.rest_positions().to_vec(), tets)
+            }
+            Sim::Rapier { physics, body } => {
+                let sb = &physics.soft_bodies[*body];
+                let com = sb.center_of_mass();
+                let rest = sb.particles().iter().map(|p| p.initial_rest_position() + com).collect();
+                (rest, sb.cells().iter().map(|c| c.vertices).collect())
+            }
+        }
+    }
+}
+
+fn rapier_material(young: f32, poisson: f32) -> SoftBodyMaterial {
+    SoftBodyMaterial { young_modulus: young, poisson_ratio: poisson, ..SoftBodyMaterial::default() }
+}
+
+fn rapier_solver(engine: Engine) -> SoftBodySolver {
+    if engine == Engine::RapierFem { SoftBodySolver::Fem } else { SoftBodySolver::Constraints }
+}
+
+/// Pliant's cantilever configuration (SCENES.md 1–3): 20 substeps × 10 sweeps with the inertia
+/// initialisation and linear damping 20/s, the count VBD needs on this slender stiff beam.
+fn cantilever(engine: Engine, cells: [u32; 3]) -> Result<(Sim, u32), Box<dyn std::error::Error>> {
+    let (young, poisson, density) = (1.2e8f32, 0.0f32, 1000.0f32);
+    let (l, h) = (2.0f32, 0.2f32);
+    match engine {
+        Engine::Pliant => {
+            let config = StepConfig {
+                dt: DT,
+                substeps: 20,
+                iterations: 10,
+                chebyshev_rho: Some(0.95),
+                initialization: Initialization::Inertia,
+                threads: 1,
+                ..StepConfig::default()
+            };
+            let mut world = World::new(config)?;
+            let mesh = TetMesh::beam(l, h, h, cells, TetSplit::Six)?;
+            let clamp: Vec<u32> =
+                (0..mesh.vertex_count() as u32).filter(|&i| mesh.positions()[i as usize].x < 1e-6).collect();
+            let body = world.bodies.insert(
+                pliant::body::SoftBodyBuilder::tetrahedral(mesh)
+                    .material(StableNeoHookean::from_young_poisson(young as f64, poisson as f64))
+                    .density(density as f64)
+                    .damping(1e-6)
+                    .linear_damping(20.0)
+                    .pinned(&clamp)
+                    .build()?,
+            );
+            world.sync();
+            Ok((
+                Sim::Pliant {
+                    world: Box::new(world),
+                    body,
+                    bodies: RigidBodySet::new(),
+                    colliders: ColliderSet::new(),
+                },
+                200,
+            ))
+        }
+        _ => {
+            let mut physics = Box::new(PhysicsWorld::new());
+            physics.integration_parameters.dt = DT;
+            let n = [cells[0] as usize + 1, cells[1] as usize + 1, cells[2] as usize + 1];
+            let builder = RapierSoftBuilder::cuboid(
+                Vec3::new(l / 2.0, 0.0, 0.0),
+                Vec3::new(l / 2.0, h / 2.0, h / 2.0),
+                n[0],
+                n[1],
+                n[2],
+            );
+            let clamp: Vec<u32> = builder
+                .particle_positions()
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.x < 1e-6)
+                .map(|(i, _)| i as u32)
+                .collect();
+            let builder = builder
+                .material(rapier_material(young, poisson))
+                .cell_model(SoftBodyCellModel::NeoHookean)
+                .solver(rapier_solver(engine))
+                .mass(density * l * h * h)
+                .pinned_particles(clamp);
+            let body = physics.insert_soft_body(builder);
+            let iterations = physics.integration_parameters.num_solver_iterations as u32;
+            Ok((Sim::Rapier { physics, body }, iterations))
+        }
+    }
+}
+
+fn drop_cube(engine: Engine, cells: u32) -> Result<(Sim, u32), Box<dyn std::error::Error>> {
+    let (young, poisson, density, edge) = (3e5f32, 0.4f32, 1000.0f32, 0.2f32);
+    let ground = ColliderBuilder::cuboid(2.0, 0.1, 2.0).translation(Vec3::new(0.0, -0.1, 0.0)).build();
+    let centre = Vec3::new(0.0, 0.3 + edge / 2.0, 0.0);
+    match engine {
+        Engine::Pliant => {
+            let mut world = World::new(StepConfig { dt: DT, threads: 1, ..StepConfig::default() })?;
+            let mesh = TetMesh::box_mesh(Vec3::splat(edge), [cells; 3], TetSplit::Six)?;
+            let body = world.bodies.insert(
+                pliant::body::SoftBodyBuilder::tetrahedral(mesh)
+                    .material(StableNeoHookean::from_young_poisson(young as f64, poisson as f64))
+                    .density(density as f64)
+                    .translation(centre)
+                    .build()?,
+            );
+            let mut colliders = ColliderSet::new();
+            colliders.insert(ground);
+            let iterations = world.config().iterations;
+            world.sync();
+            Ok((Sim::Pliant { world: Box::new(world), body, bodies: RigidBodySet::new(), colliders }, iterations))
+        }
+        _ => {
+            let mut physics = Box::new(PhysicsWorld::new());
+            physics.integration_parameters.dt = DT;
+            physics.colliders.insert(ground);
+            let n = cells as usize + 1;
+            let builder = RapierSoftBuilder::cuboid(centre, Vec3::splat(edge / 2.0), n, n, n)
+                .material(rapier_material(young, poisson))
+                .cell_model(SoftBodyCellModel::NeoHookean)
+                .solver(rapier_solver(engine))
+                .mass(density * edge * edge * edge);
+            let body = physics.insert_soft_body(builder);
+            let iterations = physics.integration_parameters.num_solver_iterations as u32;
+            Ok((Sim::Rapier { physics, body }, iterations))
+        }
+    }
+}
+
+fn projectile(engine: Engine) -> Result<(Sim, u32, f32), Box<dyn std::error::Error>> {
+    let (edge, speed, wall_x) = (0.05f32, 60.0f32, 1.5f32);
+    let wall = ColliderBuilder::cuboid(0.01, 1.0, 1.0).translation(Vec3::new(wall_x, 0.0, 0.0)).build();
+    match engine {
+        Engine::Pliant => {
+            let config = StepConfig { dt: DT, gravity: Vec3::ZERO, threads: 1, ..StepConfig::default() };
+            let mut world = World::new(config)?;
+            let mesh = TetMesh::box_mesh(Vec3::splat(edge), [4, 4, 4], TetSplit::Six)?;
+            let body = world.bodies.insert(
+                pliant::body::SoftBodyBuilder::tetrahedral(mesh)
+                    .material(StableNeoHookean::from_young_poisson(1e6, 0.3))
+                    .density(1000.0)
+                    .velocity(Vec3::new(speed, 0.0, 0.0))
+                    .build()?,
+            );
+            let mut colliders = ColliderSet::new();
+            colliders.insert(wall);
+            let iterations = world.config().iterations;
+            world.sync();
+            Ok((
+                Sim::Pliant { world: Box::new(world), body, bodies: RigidBodySet::new(), colliders },
+                iterations,
+                wall_x + 0.01,
+            ))
+        }
+        _ => {
+            let mut physics = Box::new(PhysicsWorld::new());
+            physics.integration_parameters.dt = DT;
+            physics.gravity = Vec3::ZERO;
+            physics.colliders.insert(wall);
+            let builder = RapierSoftBuilder::cuboid(Vec3::ZERO, Vec3::splat(edge / 2.0), 5, 5, 5)
+                .material(rapier_material(1e6, 0.3))
+                .cell_model(SoftBodyCellModel::NeoHookean)
+                .solver(rapier_solver(engine))
+                .mass(1000.0 * edge * edge * edge);
+            let body = physics.insert_soft_body(builder);
+            let n = physics.soft_bodies[body].num_particles();
+            for i in 0..n {
+                physics.soft_bodies[body].set_particle_velocity(i, Vec3::new(speed, 0.0, 0.0));
+            }
+            let iterations = physics.integration_parameters.num_solver_iterations as u32;
+            Ok((Sim::Rapier { physics, body }, iterations, wall_x + 0.01))
+        }
+    }
+}
+
+/// Steps `sim` for up to `frames` frames or `max_seconds`, calling `each` after every frame;
+/// returns (frames done, ms per step).
+fn run(sim: &mut Sim, frames: u32, max_seconds: f64, mut each: impl FnMut(u32, &Sim)) -> (u32, f64) {
+    let t0 = Instant::now();
+    let mut stepping = 0.0;
+    let mut done = 0;
+    for f in 0..frames {
+        let s = Instant::now();
+        sim.step();
+        stepping += s.elapsed().as_secs_f64();
+        done = f + 1;
+        each(f, sim);
+        if t0.elapsed().as_secs_f64() > max_seconds {
+            break;
+        }
+    }
+    (done, stepping * 1e3 / done.max(1) as f64)
+}
+
+fn static_tip(rest: &[Vec3], tets: &[[u32; 4]]) -> f64 {
+    let (mu, lambda) =
+        pliant::material::SolidMaterial::from(StableNeoHookean::from_young_poisson(1.2e8, 0.0)).energy_parameters();
+    let rest: Vec<DVec3> = rest.iter().map(|p| p.as_dvec3()).collect();
+    let p = static_solve::StaticProblem {
+        pinned: rest.iter().map(|p| p.x < 1e-6).collect(),
+        tets: tets.to_vec(),
+        rest,
+        model: static_solve::Model::StableNeoHookean,
+        mu,
+        lambda,
+        density: 1000.0,
+        gravity: DVec3::new(0.0, -9.81, 0.0),
+        planes: vec![],
+        contact_stiffness: 1e7,
+        contact_offset: 1e-3,
+    };
+    let sol = p.solve(None);
+    let tip: Vec<usize> = (0..p.rest.len()).filter(|&i| p.rest[i].x > 2.0 - 1e-4).collect();
+    -tip.iter().map(|&i| sol.positions[i].y - p.rest[i].y).sum::<f64>() / tip.len() as f64
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut json = false;
+    let mut quick = false;
+    let mut max_seconds = 120.0;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--json" => json = true,
+            "--quick" => quick = true,
+            "--max-seconds" => {
+                max_seconds = it.next().and_then(|s| s.parse().ok()).ok_or("--max-seconds needs a number")?
+            }
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    let mut rows = Vec::new();
+    let resolutions: &[u32] = if quick { &[1, 2] } else { &[1, 2, 4] };
+
+    for &r in resolutions {
+        let cells = [8 * r, 2 * r, 2 * r];
+        for engine in ENGINES {
+            let (mut sim, iterations) = cantilever(engine, cells)?;
+            let (rest, tets) = sim.mesh();
+            let rest0 = sim.positions();
+            let tip: Vec<usize> = (0..rest0.len()).filter(|&i| rest0[i].x > 2.0 - 1e-4).collect();
+            let frames = 600;
+            let mut history = Vec::new();
+            let (done, ms) = run(&mut sim, frames, max_seconds, |_, s| {
+                let p = s.positions();
+                let d = -tip.iter().map(|&i| (p[i].y - rest0[i].y) as f64).sum::<f64>() / tip.len() as f64;
+                history.push(d);
+            });
+            let last = &history[history.len().saturating_sub(60)..];
+            let deflection = last.iter().sum::<f64>() / last.len().max(1) as f64;
+            let motion = last.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+                - last.iter().cloned().fold(f64::INFINITY, f64::min);
+            let stat = static_tip(&rest, &tets);
+            rows.push(Row {
+                scene: format!("cantilever_{}x{}x{}", cells[0], cells[1], cells[2]),
+                engine,
+                vertices: rest.len(),
+                elements: tets.len(),
+                iterations,
+                frames: done,
+                ms_per_step: ms,
+                metrics: vec![
+                    ("tip_deflection_m", deflection),
+                    ("static_tip_m", stat),
+                    ("rel_err_analytic", deflection / EULER_BERNOULLI - 1.0),
+                    ("rel_err_static", deflection / stat - 1.0),
+                    ("tip_motion_m", motion),
+                ],
+                note: if done < frames { format!("stopped after {done} of {frames} frames") } else { String::new() },
+            });
+            report(rows.last().unwrap(), json);
+        }
+    }
+
+    for &cells in if quick { &[6u32, 11][..] } else { &[6u32, 11, 21][..] } {
+        for engine in ENGINES {
+            let (mut sim, iterations) = drop_cube(engine, cells)?;
+            let (rest, tets) = sim.mesh();
+            let frames = 150;
+            let mut deepest = f64::INFINITY;
+            let (done, ms) = run(&mut sim, frames, max_seconds, |_, s| {
+                let low = s.positions().iter().map(|p| p.y as f64).fold(f64::INFINITY, f64::min);
+                deepest = deepest.min(low);
+            });
+            let gap = sim.positions().iter().map(|p| p.y as f64).fold(f64::INFINITY, f64::min);
+            rows.push(Row {
+                scene: format!("drop_cube_{cells}^3"),
+                engine,
+                vertices: rest.len(),
+                elements: tets.len(),
+                iterations,
+                frames: done,
+                ms_per_step: ms,
+                metrics: vec![("ground_penetration_m", (-deepest).max(0.0)), ("rest_gap_m", gap)],
+                note: if done < frames { format!("stopped after {done} of {frames} frames") } else { String::new() },
+            });
+            report(rows.last().unwrap(), json);
+        }
+    }
+
+    for engine in ENGINES {
+        let (mut sim, iterations, far_side) = projectile(engine)?;
+        let (rest, tets) = sim.mesh();
+        let frames = 60;
+        let mut tunnelled = false;
+        let (done, ms) = run(&mut sim, frames, max_seconds, |_, s| {
+            tunnelled |= s.positions().iter().any(|p| p.x > far_side);
+        });
+        let front = sim.positions().iter().map(|p| p.x as f64).fold(f64::NEG_INFINITY, f64::max);
+        rows.push(Row {
+            scene: "projectile_60mps".into(),
+            engine,
+            vertices: rest.len(),
+            elements: tets.len(),
+            iterations,
+            frames: done,
+            ms_per_step: ms,
+            metrics: vec![("tunnelled", tunnelled as u32 as f64), ("front_x_m", front)],
+            note: String::new(),
+        });
+        report(rows.last().unwrap(), json);
+    }
+
+    if !json {
+        println!("\nratios (rapier ms/step ÷ pliant ms/step; > 1: Pliant is faster)");
+        let scenes: Vec<String> = rows.iter().filter(|r| r.engine == Engine::Pliant).map(|r| r.scene.clone()).collect();
+        for scene in scenes {
+            let ms = |e: Engine| rows.iter().find(|r| r.scene == scene && r.engine == e).map(|r| r.ms_per_step);
+            if let (Some(p), Some(c), Some(f)) =
+                (ms(Engine::Pliant), ms(Engine::RapierConstraints), ms(Engine::RapierFem))
+            {
+                println!("{scene:<22} constraints {:>8.2}×   fem {:>8.2}×", c / p, f / p);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn report(r: &Row, json: bool) {
+    let threads = 1;
+    let ns = r.ms_per_step * 1e6 / (r.vertices as f64 * r.iterations.max(1) as f64);
+    if json {
+        let mut s = format!(
+            "{{\"bench\":\"bench_vs_rapier\",\"scene\":\"{}\",\"engine\":\"{}\",\"backend\":\"cpu\",\"threads\":{threads},\"vertices\":{},\"elements\":{},\"iterations\":{},\"frames\":{},\"ms_per_step\":{:.4},\"ns_per_vertex_iteration\":{:.2}",
+            r.scene,
+            r.engine.name(),
+            r.vertices,
+            r.elements,
+            r.iterations,
+            r.frames,
+            r.ms_per_step,
+            ns
+        );
+        for (k, v) in &r.metrics {
+            s += &format!(",\"{k}\":{v:.6e}");
+        }
+        s += "}";
+        println!("{s}");
+    } else {
+        let metrics: Vec<String> = r.metrics.iter().map(|(k, v)| format!("{k} {v:.4e}")).collect();
+        println!(
+            "{:<22} {:<19} {:>6} v {:>6} tets {:>4} it {:>9.3} ms/step  {}{}",
+            r.scene,
+            r.engine.name(),
+            r.vertices,
+            r.elements,
+            r.iterations,
+            r.ms_per_step,
+            metrics.join(", "),
+            if r.note.is_empty() { String::new() } else { format!("  ({})", r.note) }
+        );
+    }
+}

@@ -1,0 +1,486 @@
+//! One coupled frame: rapier colliders become moving obstacles, attachments get their targets
+//! from their rigid bodies' end-of-frame poses, the soft step runs, and the impulses contacts
+//! and attachments gave the soft vertices go back to the rigid bodies (equal and opposite),
+//! followed by the contact events.
+//!
+//! Coupling is explicit, one frame at a time: a rigid body's end pose is predicted from its
+//! velocity (kinematic bodies: their next position) before the soft step, and the reaction
+//! changes its velocity before rapier's next step. The impulse on a vertex is what the soft
+//! step's momentum balance says the environment gave it (`VbdScratch::environment_impulses`),
+//! so it includes what the path clamp did at an impact, not only the penalty force.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use glam::{Vec3, Vec3A};
+use rapier3d::dynamics::{RigidBodyHandle, RigidBodySet, RigidBodyType};
+use rapier3d::geometry::{ColliderHandle, ColliderSet, InteractionGroups};
+use rapier3d::math::Pose;
+use rapier3d::pipeline::ActiveEvents;
+
+use super::events::{SoftCollisionEvent, SoftContactForceEvent, SoftEventHandler};
+use super::shape::ColliderGeometry;
+use crate::body::SoftBodyHandle;
+use crate::collision::{Obstacle, ObstacleShape, PosedShape, RigidPose};
+use crate::runtime::SubstepContext;
+use crate::state::VERTEX_KINEMATIC;
+
+/// A (soft body, collider) pair as an ordered key (collider handles are not `Ord`), so events
+/// come in a fixed order.
+pub(super) type PairKey = (SoftBodyHandle, (u32, u32));
+
+pub(super) fn pair_key(body: SoftBodyHandle, collider: ColliderHandle) -> PairKey {
+    (body, collider.into_raw_parts())
+}
+
+fn pair_collider(key: &PairKey) -> ColliderHandle {
+    ColliderHandle::from_raw_parts(key.1.0, key.1.1)
+}
+
+/// A soft body touching a collider at the end of a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Touch {
+    /// The collider is a sensor.
+    pub sensor: bool,
+    /// Vertices within the contact offset (inside, for a sensor).
+    pub vertices: u32,
+}
+
+/// Names an attachment of soft vertices to a rapier body or a scripted target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AttachmentHandle {
+    pub(super) index: u32,
+    pub(super) generation: u32,
+}
+
+impl std::fmt::Display for AttachmentHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}v{}", self.index, self.generation)
+    }
+}
+
+/// Soft vertices held by a pin that follows a rapier body or scripted targets.
+#[derive(Clone, Debug)]
+pub(super) struct Attachment {
+    pub soft: SoftBodyHandle,
+    /// Index of the scripted pin in the soft body's pins.
+    pub pin: usize,
+    /// Body-local vertex indices.
+    pub vertices: Vec<u32>,
+    /// The rigid body and the attachment points in its frame; `None`: scripted targets.
+    pub rigid: Option<(RigidBodyHandle, Vec<Vec3>)>,
+}
+
+/// What the soft bodies did to one collider in the last coupled frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ColliderImpulse {
+    /// The collider.
+    pub collider: ColliderHandle,
+    /// Its rigid body, if any.
+    pub body: Option<RigidBodyHandle>,
+    /// Impulse the soft bodies gave it over the frame \[N·s\] (applied to the body when it is
+    /// dynamic; reported for every body type).
+    pub impulse: Vec3,
+    /// Angular impulse about the body's centre of mass at the frame's start \[N·m·s\] (about the
+    /// collider's origin without a body).
+    pub torque: Vec3,
+}
+
+/// What the attachment's vertices did to its rigid body in the last coupled frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttachmentImpulse {
+    /// The attachment.
+    pub attachment: AttachmentHandle,
+    /// Impulse the soft vertices gave the body (or the target) over the frame \[N·s\].
+    pub impulse: Vec3,
+}
+
+/// The state the rapier bridge keeps between frames: per-soft-body collision groups,
+/// attachments, which soft bodies touch which colliders, and the last frame's reactions.
+#[derive(Debug, Default)]
+pub struct RapierCoupling {
+    groups: HashMap<SoftBodyHandle, InteractionGroups>,
+    pub(super) attachments: Vec<(u32, Option<Attachment>)>,
+    /// Pins of detached attachments, released and free for the next attachment of that body.
+    pub(super) free_pins: HashMap<SoftBodyHandle, Vec<usize>>,
+    geometry: HashMap<ColliderHandle, (usize, Arc<ColliderGeometry>)>,
+    /// Touching (body, collider) pairs at the end of the last frame.
+    touching: BTreeMap<PairKey, Touch>,
+    impulses: Vec<ColliderImpulse>,
+    attachment_impulses: Vec<AttachmentImpulse>,
+}
+
+impl RapierCoupling {
+    /// Collision groups of soft body `body`, tested against each collider's collision groups
+    /// (contact at all) and solver groups (contact forces), as rapier tests two colliders.
+    /// Default: rapier's default (member of group 1, interacting with every group).
+    pub fn set_collision_groups(&mut self, body: SoftBodyHandle, groups: InteractionGroups) {
+        self.groups.insert(body, groups);
+    }
+
+    /// The collision groups of soft body `body`.
+    pub fn collision_groups(&self, body: SoftBodyHandle) -> InteractionGroups {
+        self.groups.get(&body).copied().unwrap_or_default()
+    }
+
+    /// What the soft bodies did to each collider they touched in the last coupled frame.
+    pub fn collider_impulses(&self) -> &[ColliderImpulse] {
+        &self.impulses
+    }
+
+    /// The impulse on one collider in the last coupled frame (zero if untouched).
+    pub fn collider_impulse(&self, collider: ColliderHandle) -> Vec3 {
+        self.impulses.iter().filter(|c| c.collider == collider).map(|c| c.impulse).sum()
+    }
+
+    /// What each attachment's vertices did to its body in the last coupled frame.
+    pub fn attachment_impulses(&self) -> &[AttachmentImpulse] {
+        &self.attachment_impulses
+    }
+
+    /// Whether soft body `body` touched collider `collider` at the end of the last frame.
+    pub fn touching(&self, body: SoftBodyHandle, collider: ColliderHandle) -> bool {
+        self.touching.contains_key(&pair_key(body, collider))
+    }
+
+    pub(super) fn attachment(&self, a: AttachmentHandle) -> Option<&Attachment> {
+        match self.attachments.get(a.index as usize) {
+            Some((g, Some(att))) if *g == a.generation => Some(att),
+            _ => None,
+        }
+    }
+
+    fn geometry_for(
+        &mut self,
+        handle: ColliderHandle,
+        shape: &rapier3d::geometry::SharedShape,
+    ) -> Arc<ColliderGeometry> {
+        let key = Arc::as_ptr(&shape.0) as *const () as usize;
+        match self.geometry.get(&handle) {
+            Some((k, g)) if *k == key => g.clone(),
+            _ => {
+                let g = Arc::new(ColliderGeometry::new(shape.clone()));
+                self.geometry.insert(handle, (key, g.clone()));
+                g
+            }
+        }
+    }
+}
+
+fn to_pose(p: &Pose) -> RigidPose {
+    RigidPose { rotation: p.rotation, translation: p.translation }
+}
+
+/// Where a rigid body will be at the end of a frame of length `dt`, before rapier steps it.
+fn end_pose(rb: &rapier3d::dynamics::RigidBody, dt: f32) -> Pose {
+    match rb.body_type() {
+        RigidBodyType::Fixed => *rb.position(),
+        RigidBodyType::KinematicPositionBased => *rb.next_position(),
+        _ => rb.predict_position_using_velocity(dt),
+    }
+}
+
+/// One moving obstacle's rapier side.
+#[derive(Clone, Debug)]
+pub(super) struct Link {
+    pub collider: ColliderHandle,
+    pub body: Option<RigidBodyHandle>,
+    /// The collider's pose at the frame's start.
+    pub start: RigidPose,
+    /// Reference point of the angular impulse: the body's world centre of mass at the frame's
+    /// start (the collider's origin without a body).
+    pub center: Vec3A,
+}
+
+/// An attachment's rigid side for one frame.
+#[derive(Clone, Debug)]
+pub(super) struct AttachLink {
+    pub handle: AttachmentHandle,
+    /// Global state indices of the attached vertices.
+    pub vertices: Vec<u32>,
+    /// Attachment points at the frame's start \[m\] (none for scripted targets).
+    pub points: Vec<Vec3A>,
+    pub body: Option<RigidBodyHandle>,
+    pub center: Vec3A,
+}
+
+/// The frame's links, built before the soft step.
+#[derive(Debug, Default)]
+pub(super) struct Frame {
+    pub links: Vec<Link>,
+    /// Sensors: event-only obstacles, never given to the solver.
+    pub sensors: Vec<(ColliderHandle, Obstacle)>,
+    /// Colliders whose solver groups exclude some soft bodies: their contact is reported but
+    /// exerts no force, so they are checked for events like sensors.
+    pub event_only: Vec<(ColliderHandle, Obstacle)>,
+    pub attachments: Vec<AttachLink>,
+    pub dt: f32,
+}
+
+/// Builds the frame's moving obstacles (into `obstacles`) and links. `packed` lists the packed
+/// bodies' handles in state order.
+pub(super) fn build_frame(
+    coupling: &mut RapierCoupling,
+    packed: &[SoftBodyHandle],
+    bodies: &RigidBodySet,
+    colliders: &ColliderSet,
+    dt: f32,
+    margin: f32,
+    obstacles: &mut Vec<Obstacle>,
+) -> Frame {
+    let mut frame = Frame { dt, ..Frame::default() };
+    obstacles.clear();
+    let groups: Vec<InteractionGroups> = packed.iter().map(|h| coupling.collision_groups(*h)).collect();
+    for (handle, collider) in colliders.iter() {
+        if !collider.is_enabled() {
+            continue;
+        }
+        let parent = collider.parent().and_then(|b| bodies.get(b).map(|rb| (b, rb)));
+        let (start, end, center) = match (parent, collider.position_wrt_parent()) {
+            (Some((_, rb)), Some(rel)) => {
+                (*rb.position() * *rel, end_pose(rb, dt) * *rel, Vec3A::from(rb.center_of_mass()))
+            }
+            _ => (*collider.position(), *collider.position(), Vec3A::from(collider.position().translation)),
+        };
+        let geometry = coupling.geometry_for(handle, collider.shared_shape());
+        let mut shape = PosedShape::new(geometry, to_pose(&start), to_pose(&end), margin);
+        let contact: Vec<bool> = groups.iter().map(|g| g.test(collider.collision_groups())).collect();
+        let forces: Vec<bool> =
+            groups.iter().zip(&contact).map(|(g, &c)| c && g.test(collider.solver_groups())).collect();
+        if collider.is_sensor() || forces.iter().any(|&f| !f) {
+            let mut events = shape.clone();
+            events.bodies = (!contact.iter().all(|&c| c)).then(|| contact.clone().into());
+            let o = Obstacle { shape: ObstacleShape::Posed(events), friction: 0.0 };
+            if collider.is_sensor() {
+                frame.sensors.push((handle, o));
+                continue;
+            }
+            frame.event_only.push((handle, o));
+        }
+        if !forces.iter().any(|&f| f) {
+            continue;
+        }
+        shape.bodies = (!forces.iter().all(|&f| f)).then(|| forces.into());
+        obstacles.push(Obstacle { shape: ObstacleShape::Posed(shape), friction: collider.friction() });
+        frame.links.push(Link { collider: handle, body: parent.map(|(b, _)| b), start: to_pose(&start), center });
+    }
+    frame
+}
+
+/// Sums of the frame's impulses, filled after each substep.
+#[derive(Debug, Default)]
+pub(super) struct Accumulator {
+    /// Per link: impulse and angular impulse on the collider.
+    pub link_impulse: Vec<(Vec3A, Vec3A)>,
+    /// Per (packed body, link): impulse and largest single-vertex impulse.
+    pub pair_impulse: BTreeMap<(u32, usize), (Vec3A, f32)>,
+    /// Per attachment: impulse and angular impulse on its body.
+    pub attach_impulse: Vec<(Vec3A, Vec3A)>,
+    /// Pairs touching at the frame's end.
+    pub touching: BTreeMap<PairKey, Touch>,
+    vertices: Vec<u32>,
+    shares: Vec<(usize, usize, f32, Vec3A)>,
+    impulses: Vec<Vec3A>,
+}
+
+impl Accumulator {
+    pub fn new(frame: &Frame) -> Self {
+        Self {
+            link_impulse: vec![(Vec3A::ZERO, Vec3A::ZERO); frame.links.len()],
+            attach_impulse: vec![(Vec3A::ZERO, Vec3A::ZERO); frame.attachments.len()],
+            ..Self::default()
+        }
+    }
+
+    /// Reads this substep's contact and attachment impulses.
+    pub fn after_substep(&mut self, ctx: &mut SubstepContext<'_>, frame: &Frame) {
+        let offset = ctx.contact.offset;
+        // A vertex the clamp stopped at the surface and the contact then pushed back out sits
+        // near the offset; a little beyond it still counts as this obstacle's.
+        let reach = 1.5 * offset;
+        self.vertices.clear();
+        self.shares.clear();
+        let st = &*ctx.state;
+        let moving = &ctx.obstacles[ctx.moving_start..];
+        for (b, slot) in ctx.slots.iter().enumerate() {
+            if ctx.rolled_back.contains(&slot.handle) {
+                continue;
+            }
+            let b = b as u32;
+            for v in slot.range() {
+                if st.flags[v] & VERTEX_KINEMATIC != 0 {
+                    continue;
+                }
+                let x = Vec3A::from_vec4(st.positions[v]);
+                let mut first = true;
+                for (k, o) in moving.iter().enumerate() {
+                    if !o.applies_to(b) {
+                        continue;
+                    }
+                    let (d, n) = o.signed_distance(x);
+                    if d >= reach {
+                        continue;
+                    }
+                    if first {
+                        self.vertices.push(v as u32);
+                        first = false;
+                    }
+                    // Share of the vertex's impulse: by penalty depth against every obstacle
+                    // touching it (the ground takes its part), by nearness if none pushes.
+                    let depth = (offset - d).max(0.0);
+                    let idx = self.vertices.len() - 1;
+                    self.shares.push((idx, k, depth, x - n * d));
+                }
+            }
+        }
+        ctx.impulses(&self.vertices, &mut self.impulses);
+        let st = &*ctx.state;
+        let mut i = 0;
+        while i < self.shares.len() {
+            let idx = self.shares[i].0;
+            let end = i + self.shares[i..].iter().take_while(|s| s.0 == idx).count();
+            let v = self.vertices[idx] as usize;
+            let x = Vec3A::from_vec4(st.positions[v]);
+            let b = st.vertex_body[v];
+            // Depth of the static obstacles' contact at this vertex.
+            let static_depth: f32 =
+                ctx.obstacles[..ctx.moving_start].iter().map(|o| (offset - o.signed_distance(x).0).max(0.0)).sum();
+            let total: f32 = static_depth + self.shares[i..end].iter().map(|s| s.2).sum::<f32>();
+            let nearest = self.shares[i..end]
+                .iter()
+                .enumerate()
+                .min_by(|a, b| (b.1.2).total_cmp(&a.1.2))
+                .map(|(j, _)| j)
+                .unwrap_or(0);
+            for (j, &(_, k, depth, point)) in self.shares[i..end].iter().enumerate() {
+                let share = if total > 0.0 {
+                    depth / total
+                } else if j == nearest {
+                    1.0
+                } else {
+                    0.0
+                };
+                if share == 0.0 {
+                    continue;
+                }
+                let on_collider = -self.impulses[idx] * share;
+                let link = &frame.links[k];
+                // The contact point carried back to the collider's pose at the frame's start,
+                // where rapier applies the impulse.
+                let ObstacleShape::Posed(p) = &moving[k].shape else { continue };
+                let point0 = link.start.apply(p.end.invert(point));
+                let acc = &mut self.link_impulse[k];
+                acc.0 += on_collider;
+                acc.1 += (point0 - link.center).cross(on_collider);
+                let pair = self.pair_impulse.entry((b, k)).or_insert((Vec3A::ZERO, 0.0));
+                pair.0 += on_collider;
+                pair.1 = pair.1.max(on_collider.length());
+            }
+            i = end;
+        }
+        // Attachments: the pin's reaction goes to the body at the attachment point.
+        for (a, link) in frame.attachments.iter().enumerate() {
+            ctx.impulses(&link.vertices, &mut self.impulses);
+            for (k, j) in self.impulses.iter().enumerate() {
+                let on_body = -*j;
+                let acc = &mut self.attach_impulse[a];
+                acc.0 += on_body;
+                if let Some(p) = link.points.get(k) {
+                    acc.1 += (*p - link.center).cross(on_body);
+                }
+            }
+        }
+    }
+}
+
+/// After the soft step: reactions to dynamic rigid bodies, the frame's reports, and events.
+pub(super) fn finish_frame(
+    coupling: &mut RapierCoupling,
+    frame: &Frame,
+    acc: Accumulator,
+    packed: &[SoftBodyHandle],
+    bodies: &mut RigidBodySet,
+    colliders: &ColliderSet,
+    events: &dyn SoftEventHandler,
+) {
+    let touching_now = acc.touching;
+    coupling.impulses.clear();
+    for (link, &(impulse, torque)) in frame.links.iter().zip(&acc.link_impulse) {
+        if impulse == Vec3A::ZERO && torque == Vec3A::ZERO {
+            continue;
+        }
+        if let Some(rb) = link.body.and_then(|b| bodies.get_mut(b))
+            && rb.is_dynamic()
+        {
+            rb.apply_impulse(Vec3::from(impulse), true);
+            rb.apply_torque_impulse(Vec3::from(torque), true);
+        }
+        coupling.impulses.push(ColliderImpulse {
+            collider: link.collider,
+            body: link.body,
+            impulse: Vec3::from(impulse),
+            torque: Vec3::from(torque),
+        });
+    }
+    coupling.attachment_impulses.clear();
+    for (link, &(impulse, torque)) in frame.attachments.iter().zip(&acc.attach_impulse) {
+        if let Some(rb) = link.body.and_then(|b| bodies.get_mut(b))
+            && rb.is_dynamic()
+        {
+            rb.apply_impulse(Vec3::from(impulse), true);
+            rb.apply_torque_impulse(Vec3::from(torque), true);
+        }
+        coupling.attachment_impulses.push(AttachmentImpulse { attachment: link.handle, impulse: Vec3::from(impulse) });
+    }
+
+    // Collision events, in a fixed order: ended pairs, then new ones. A pair whose body or
+    // collider is gone ends as removed (a removed collider cannot be asked for its flags).
+    let wants =
+        |c: ColliderHandle, flag: ActiveEvents| colliders.get(c).is_some_and(|c| c.active_events().contains(flag));
+    for (key, touch) in &coupling.touching {
+        if touching_now.contains_key(key) {
+            continue;
+        }
+        let (body, collider) = (key.0, pair_collider(key));
+        let removed = colliders.get(collider).is_none() || !packed.contains(&body);
+        if removed || wants(collider, ActiveEvents::COLLISION_EVENTS) {
+            events.handle_soft_collision_event(SoftCollisionEvent::Stopped {
+                body,
+                collider,
+                sensor: touch.sensor,
+                removed,
+            });
+        }
+    }
+    for (key, touch) in &touching_now {
+        let (body, collider) = (key.0, pair_collider(key));
+        if !coupling.touching.contains_key(key) && wants(collider, ActiveEvents::COLLISION_EVENTS) {
+            events.handle_soft_collision_event(SoftCollisionEvent::Started { body, collider, sensor: touch.sensor });
+        }
+    }
+    for (&(b, k), &(impulse, max_vertex)) in &acc.pair_impulse {
+        let link = &frame.links[k];
+        let Some(c) = colliders.get(link.collider) else { continue };
+        if !c.active_events().contains(ActiveEvents::CONTACT_FORCE_EVENTS) {
+            continue;
+        }
+        let force = impulse.length() / frame.dt;
+        if force > c.contact_force_event_threshold() {
+            let body = packed[b as usize];
+            let vertices = touching_now.get(&pair_key(body, link.collider)).map_or(0, |t| t.vertices);
+            events.handle_soft_contact_force_event(
+                frame.dt,
+                SoftContactForceEvent {
+                    body,
+                    collider: link.collider,
+                    total_impulse: Vec3::from(impulse),
+                    total_force_magnitude: force,
+                    max_vertex_impulse: max_vertex,
+                    vertices,
+                },
+            );
+        }
+    }
+    coupling.touching = touching_now;
+    coupling.geometry.retain(|h, _| colliders.get(*h).is_some());
+}

@@ -1,0 +1,335 @@
+//! rapier interop: every collider shape as an obstacle, two-way momentum exchange,
+//! attachments made and released at run time, contact events.
+#![cfg(feature = "rapier")]
+
+use std::sync::mpsc::channel;
+
+use pliant::prelude::*;
+use pliant::rapier::rapier3d::parry::shape::TriMeshFlags;
+use pliant::rapier::rapier3d::parry::utils::Array2;
+use pliant::rapier::rapier3d::prelude::{
+    ActiveEvents, BroadPhaseBvh, CCDSolver, Collider, ColliderBuilder, ColliderSet, ImpulseJointSet,
+    IntegrationParameters, IslandManager, MultibodyJointSet, NarrowPhase, PhysicsPipeline, Pose, RigidBodyBuilder,
+    RigidBodySet, SharedShape,
+};
+use pliant::rapier::{SoftChannelEventCollector, SoftCollisionEvent};
+
+const DT: f32 = 1.0 / 60.0;
+
+fn config(gravity: Vec3) -> StepConfig {
+    StepConfig { dt: DT, gravity, ..StepConfig::default() }
+}
+
+/// A soft cube of edge `edge` with 3 cells per axis, E = 1e5, ν = 0.3, ρ = 1000.
+fn cube(edge: f32, at: Vec3) -> SoftBody {
+    let mesh = TetMesh::box_mesh(Vec3::splat(edge), [3, 3, 3], TetSplit::Six).unwrap();
+    SoftBodyBuilder::tetrahedral(mesh)
+        .material(StableNeoHookean::from_young_poisson(1e5, 0.3))
+        .density(1000.0)
+        .translation(at)
+        .build()
+        .unwrap()
+}
+
+fn com(world: &World, h: SoftBodyHandle) -> (Vec3, Vec3, f32) {
+    let s = world.body_positions(h).unwrap();
+    let v = world.body_velocities(h).unwrap();
+    let st = world.state();
+    let start = st.positions.iter().position(|p| std::ptr::eq(p, &s[0])).unwrap();
+    let (mut x, mut p, mut m) = (Vec3::ZERO, Vec3::ZERO, 0.0);
+    for i in 0..s.len() {
+        let mi = st.masses[start + i];
+        x += s[i].truncate() * mi;
+        p += v[i].truncate() * mi;
+        m += mi;
+    }
+    (x / m, p, m)
+}
+
+/// Unit cube corners and the 12 outward-wound triangles of its faces, scaled by `h`.
+fn box_mesh(h: f32) -> (Vec<Vec3>, Vec<[u32; 3]>) {
+    let v = (0..8)
+        .map(|k| {
+            let s = |bit: u32| if k & bit == 0 { -h } else { h };
+            Vec3::new(s(1), s(2), s(4))
+        })
+        .collect();
+    let t = vec![
+        [0, 2, 1],
+        [1, 2, 3],
+        [4, 5, 6],
+        [5, 7, 6],
+        [0, 1, 4],
+        [1, 5, 4],
+        [2, 6, 3],
+        [3, 6, 7],
+        [0, 4, 2],
+        [2, 4, 6],
+        [1, 3, 5],
+        [3, 7, 5],
+    ];
+    (v, t)
+}
+
+/// Every listed collider shape, as (name, collider, height of its top at x = z = 0).
+fn shapes() -> Vec<(&'static str, Collider, f32)> {
+    let (v, t) = box_mesh(0.4);
+    let heights = Array2::from_fn(9, 9, |i, j| 0.01 * ((i * 3 + j * 5) % 4) as f32);
+    vec![
+        ("ball", ColliderBuilder::ball(0.6).build(), 0.6),
+        ("cuboid", ColliderBuilder::cuboid(0.4, 0.2, 0.4).build(), 0.2),
+        ("capsule", ColliderBuilder::capsule_x(0.3, 0.2).build(), 0.2),
+        ("cylinder", ColliderBuilder::cylinder(0.2, 0.5).build(), 0.2),
+        ("cone", ColliderBuilder::cone(0.1, 0.9).build(), 0.1),
+        ("round cuboid", ColliderBuilder::round_cuboid(0.35, 0.15, 0.35, 0.05).build(), 0.2),
+        ("round cylinder", ColliderBuilder::round_cylinder(0.15, 0.45, 0.05).build(), 0.2),
+        ("convex polyhedron", ColliderBuilder::convex_hull(&v).unwrap().build(), 0.4),
+        (
+            "oriented trimesh",
+            ColliderBuilder::trimesh_with_flags(v.clone(), t.clone(), TriMeshFlags::ORIENTED).unwrap().build(),
+            0.4,
+        ),
+        ("open trimesh", ColliderBuilder::trimesh(v, t).unwrap().build(), 0.4),
+        ("heightfield", ColliderBuilder::heightfield(heights, Vec3::new(2.0, 1.0, 2.0)).build(), 0.0),
+        (
+            "compound",
+            ColliderBuilder::compound(vec![
+                (Pose::from_translation(Vec3::new(0.15, 0.0, 0.0)), SharedShape::cuboid(0.3, 0.2, 0.3)),
+                (Pose::from_translation(Vec3::new(-0.15, 0.05, 0.0)), SharedShape::ball(0.15)),
+            ])
+            .build(),
+            0.2,
+        ),
+    ]
+}
+
+/// A 0.1 m soft cube dropped 0.15 m onto each shape comes to rest on it, and no vertex is ever
+/// deeper inside it than the contact offset.
+#[test]
+fn every_collider_shape_stops_a_falling_soft_cube() {
+    for (name, collider, top) in shapes() {
+        let mut bodies = RigidBodySet::new();
+        let mut colliders = ColliderSet::new();
+        let handle = colliders.insert(collider);
+        let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+        let offset = world.config().contact_offset;
+        // The heightfield's top varies by 3 cm; start above its highest point.
+        let c = world.bodies.insert(cube(0.1, Vec3::new(0.0, top + 0.05 + 0.15, 0.0)));
+        let mut deepest = f32::INFINITY;
+        for frame in 0..90 {
+            let report = world.step_with_rapier(&mut bodies, &colliders, &());
+            assert!(!report.nan_detected, "{name}: NaN at frame {frame}");
+            let shape = colliders[handle].shape();
+            let pose = *colliders[handle].position();
+            for p in world.body_positions(c).unwrap() {
+                let proj = shape.project_point(&pose, p.truncate(), true);
+                let d = (p.truncate() - proj.point).length();
+                let signed = if proj.is_inside { -d } else { d };
+                deepest = deepest.min(signed);
+            }
+        }
+        let (x, p, m) = com(&world, c);
+        let speed = (p / m).length();
+        assert!(deepest > -offset, "{name}: a vertex went {:.2e} m deep (contact offset {offset})", -deepest);
+        assert!(speed < 0.05, "{name}: still moving at {speed} m/s");
+        assert!(x.y > top - 0.02, "{name}: the cube's centre is at y = {} below the top {top}", x.y);
+        assert!(world.find_intersections().is_empty(), "{name}: intersections");
+        eprintln!("{name}: deepest {deepest:.2e} m, rest height {:.4} m, speed {speed:.1e}", x.y);
+    }
+}
+
+/// Without gravity, a soft cube thrown at a free rapier box: the linear momentum of the two
+/// together is the same before and after the impact (1%), and the box was hit.
+#[test]
+fn coupling_conserves_linear_momentum() {
+    let mut bodies = RigidBodySet::new();
+    let mut colliders = ColliderSet::new();
+    let rb = bodies.insert(RigidBodyBuilder::dynamic().translation(Vec3::new(0.25, 0.0, 0.0)));
+    colliders.insert_with_parent(ColliderBuilder::cuboid(0.05, 0.1, 0.1).density(400.0).build(), rb, &mut bodies);
+    let mut physics = PhysicsPipeline::new();
+    let (mut islands, mut broad, mut narrow) = (IslandManager::new(), BroadPhaseBvh::new(), NarrowPhase::new());
+    let (mut joints, mut multibody, mut ccd) = (ImpulseJointSet::new(), MultibodyJointSet::new(), CCDSolver::new());
+    let mut soft_bodies = pliant::rapier::rapier3d::prelude::SoftBodySet::new();
+    let params = IntegrationParameters { dt: DT, ..IntegrationParameters::default() };
+
+    let mut world = World::new(config(Vec3::ZERO)).unwrap();
+    let c = world.bodies.insert(cube(0.1, Vec3::ZERO));
+    world.sync();
+    world.set_body_velocity(c, Vec3::new(2.0, 0.0, 0.0)).unwrap();
+    let total = |world: &World, bodies: &RigidBodySet| {
+        let (_, p, _) = com(world, c);
+        p + bodies[rb].linvel() * bodies[rb].mass()
+    };
+    let before = total(&world, &bodies);
+    for _ in 0..60 {
+        world.step_with_rapier(&mut bodies, &colliders, &());
+        physics.step(
+            Vec3::ZERO,
+            &params,
+            &mut islands,
+            &mut broad,
+            &mut narrow,
+            &mut bodies,
+            &mut colliders,
+            &mut joints,
+            &mut multibody,
+            &mut soft_bodies,
+            &mut ccd,
+            &(),
+            &(),
+        );
+    }
+    let after = total(&world, &bodies);
+    let box_speed = bodies[rb].linvel().x;
+    eprintln!("momentum before {before}, after {after}; box speed {box_speed} m/s, box mass {}", bodies[rb].mass());
+    assert!(box_speed > 0.2, "the box was not pushed: {box_speed} m/s");
+    assert!((after - before).length() < 0.01 * before.length(), "momentum {before} → {after}");
+}
+
+/// A soft cube held by its top layer on a kinematic rapier body is lifted with it, and falls
+/// once released; a new attachment at run time takes hold again.
+#[test]
+fn attachments_grasp_and_release_at_run_time() {
+    let mut bodies = RigidBodySet::new();
+    let colliders = ColliderSet::new();
+    let hand = bodies.insert(RigidBodyBuilder::kinematic_position_based().translation(Vec3::new(0.0, 0.55, 0.0)));
+    let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+    let c = world.bodies.insert(cube(0.1, Vec3::new(0.0, 0.5, 0.0)));
+    world.sync();
+    let top: Vec<u32> = (0..world.body_positions(c).unwrap().len() as u32)
+        .filter(|&i| world.body_positions(c).unwrap()[i as usize].y > 0.549)
+        .collect();
+    assert_eq!(top.len(), 16);
+    let grip = world.attach_to_rigid_body(c, &top, hand, &bodies).unwrap();
+    let mut y_hand = 0.55;
+    for _ in 0..30 {
+        // Lift at 0.6 m/s.
+        y_hand += 0.6 * DT;
+        bodies[hand].set_next_kinematic_position(Pose::from_translation(Vec3::new(0.0, y_hand, 0.0)));
+        world.step_with_rapier(&mut bodies, &colliders, &());
+        bodies[hand].set_position(Pose::from_translation(Vec3::new(0.0, y_hand, 0.0)), false);
+    }
+    let lifted = com(&world, c).0.y;
+    assert!((lifted - (y_hand - 0.05)).abs() < 0.01, "held cube at {lifted}, hand at {y_hand}");
+    // The attachment's reaction carries the cube's weight (m g dt per frame, upwards on the cube).
+    let (_, _, m) = com(&world, c);
+    let on_hand = world.rapier.attachment_impulses()[0].impulse;
+    assert!((on_hand.y + m * 9.81 * DT).abs() < 0.1 * m * 9.81 * DT, "reaction {on_hand} for weight {}", m * 9.81);
+
+    world.detach(grip).unwrap();
+    assert!(world.detach(grip).is_err(), "detaching twice must fail");
+    for _ in 0..20 {
+        world.step_with_rapier(&mut bodies, &colliders, &());
+    }
+    let fallen = com(&world, c).0.y;
+    assert!(fallen < lifted - 0.15, "released cube did not fall: {lifted} → {fallen}");
+
+    // Grasp again where the hand is now: the pin is reused, the cube stops falling.
+    bodies[hand].set_position(Pose::from_translation(Vec3::new(0.0, fallen + 0.05, 0.0)), false);
+    bodies[hand].set_next_kinematic_position(Pose::from_translation(Vec3::new(0.0, fallen + 0.05, 0.0)));
+    let pins_before = world.bodies[c].pins().len();
+    let _again = world.attach_to_rigid_body(c, &top, hand, &bodies).unwrap();
+    assert_eq!(world.bodies[c].pins().len(), pins_before, "the released pin is reused");
+    for _ in 0..20 {
+        world.step_with_rapier(&mut bodies, &colliders, &());
+    }
+    let (x, p, m) = com(&world, c);
+    assert!((p / m).length() < 0.05 && (x.y - fallen).abs() < 0.02, "regrasped cube at {} moving {}", x.y, p / m);
+    assert_eq!(world.attachments().len(), 1);
+}
+
+/// A cube that lands, is thrown up and lands again: Started, Stopped, Started, each once.
+#[test]
+fn contact_events_fire_once_per_begin_and_end() {
+    let mut bodies = RigidBodySet::new();
+    let mut colliders = ColliderSet::new();
+    let floor =
+        colliders.insert(ColliderBuilder::cuboid(1.0, 0.1, 1.0).active_events(ActiveEvents::COLLISION_EVENTS).build());
+    // A collider without the flag is touched too, and must stay silent.
+    colliders.insert(ColliderBuilder::cuboid(1.0, 0.1, 1.0).translation(Vec3::new(0.0, 0.0, 2.5)).build());
+    let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+    let c = world.bodies.insert(cube(0.1, Vec3::new(0.0, 0.2, 0.0)));
+    let (tx, rx) = channel();
+    let (ftx, _frx) = channel();
+    let events = SoftChannelEventCollector::new(tx, ftx);
+    for frame in 0..150 {
+        if frame == 60 {
+            world.set_body_velocity(c, Vec3::new(0.0, 2.0, 0.0)).unwrap();
+        }
+        world.step_with_rapier(&mut bodies, &colliders, &events);
+    }
+    let got: Vec<SoftCollisionEvent> = rx.try_iter().collect();
+    let kinds: Vec<bool> = got.iter().map(|e| e.started()).collect();
+    assert_eq!(kinds, vec![true, false, true], "{got:?}");
+    assert!(got.iter().all(|e| e.collider() == floor && e.body() == c));
+    assert!(world.rapier.touching(c, floor));
+}
+
+/// Two kinematic jaws squeeze a soft cube on a table, lift it 0.3 m by friction alone, hold it
+/// for 2 s and open: it slips less than 1 cm during the hold and falls back after the release.
+#[test]
+fn gripper_holds_by_friction_and_drops_on_release() {
+    let dt = DT;
+    let mut bodies = RigidBodySet::new();
+    let mut colliders = ColliderSet::new();
+    colliders.insert(ColliderBuilder::cuboid(0.5, 0.05, 0.5).translation(Vec3::new(0.0, -0.05, 0.0)).build());
+    let edge = 0.06;
+    let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+    let mesh = TetMesh::box_mesh(Vec3::splat(edge), [4, 4, 4], TetSplit::Six).unwrap();
+    let c = world.bodies.insert(
+        SoftBodyBuilder::tetrahedral(mesh)
+            .material(StableNeoHookean::from_young_poisson(5e4, 0.45))
+            .density(1100.0)
+            .friction(0.8)
+            .translation(Vec3::new(0.0, edge / 2.0 + 0.002, 0.0))
+            .build()
+            .unwrap(),
+    );
+    let (half_t, y0) = (0.005, edge / 2.0 + 0.002);
+    let (open, closed) = (edge / 2.0 + 0.01 + half_t, edge / 2.0 - 0.003 + half_t);
+    let jaws: Vec<_> = [-1.0f32, 1.0]
+        .into_iter()
+        .map(|side| {
+            let b = bodies.insert(RigidBodyBuilder::kinematic_position_based().translation(Vec3::new(
+                side * open,
+                y0,
+                0.0,
+            )));
+            colliders.insert_with_parent(
+                ColliderBuilder::cuboid(half_t, 0.02, 0.02).friction(0.8).build(),
+                b,
+                &mut bodies,
+            );
+            b
+        })
+        .collect();
+    let ramp = |t: f32, a: f32, b: f32| ((t - a) / (b - a)).clamp(0.0, 1.0);
+    let (mut hold_start, mut slip, mut held_y) = (None, 0.0f32, 0.0);
+    for frame in 1..=(4.5 / dt).round() as u32 {
+        let t = frame as f32 * dt;
+        let gap = open + (closed - open) * (ramp(t, 0.0, 0.5) - ramp(t, 3.5, 3.75));
+        let s = ramp(t, 0.5, 1.5);
+        let y = y0 + 0.3 * s * s * (3.0 - 2.0 * s);
+        for (k, side) in [-1.0f32, 1.0].into_iter().enumerate() {
+            bodies[jaws[k]].set_next_kinematic_position(Pose::from_translation(Vec3::new(side * gap, y, 0.0)));
+        }
+        let report = world.step_with_rapier(&mut bodies, &colliders, &());
+        assert!(!report.nan_detected);
+        for &j in &jaws {
+            let next = *bodies[j].next_position();
+            bodies[j].set_position(next, false);
+        }
+        let cy = com(&world, c).0.y;
+        if (1.5..3.5).contains(&t) {
+            let start = *hold_start.get_or_insert(cy - y);
+            slip = slip.max((start - (cy - y)).abs());
+            held_y = cy;
+        }
+    }
+    let final_y = com(&world, c).0.y;
+    eprintln!("gripper: slip {slip:.2e} m over the hold; held at {held_y:.3} m, after release {final_y:.3} m");
+    assert!(held_y > 0.3, "the cube was not lifted: {held_y} m");
+    assert!(slip < 0.01, "slip {slip} m during the hold");
+    assert!(final_y < edge, "the cube did not fall after the release: {final_y} m");
+    assert!(world.find_intersections().is_empty());
+}
