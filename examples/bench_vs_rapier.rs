@@ -23,7 +23,8 @@
 //!   tunnels or not.
 //!
 //! A run that passes `--max-seconds` (default 120) of wall time stops early and says after how
-//! many frames. `--quick` runs the two coarser resolutions only.
+//! many frames. `--quick` runs the two coarser resolutions only; `--only cantilever|drop_cube|
+//! projectile` one case. The drop cube runs Pliant at 20, 10 and 5 sweeps.
 
 #[path = "../tests/common/static_solve.rs"]
 mod static_solve;
@@ -87,6 +88,15 @@ impl Sim {
                 world.step_with_rapier(bodies, colliders, &());
             }
             Sim::Rapier { physics, .. } => physics.step(),
+        }
+    }
+
+    fn velocities(&self) -> Vec<Vec3> {
+        match self {
+            Sim::Pliant { world, body, .. } => {
+                world.body_velocities(*body).unwrap_or(&[]).iter().map(|p| p.truncate()).collect()
+            }
+            Sim::Rapier { physics, body } => physics.soft_bodies[*body].particle_velocities().collect(),
         }
     }
 
@@ -199,13 +209,13 @@ fn cantilever(engine: Engine, cells: [u32; 3]) -> Result<(Sim, u32), Box<dyn std
     }
 }
 
-fn drop_cube(engine: Engine, cells: u32) -> Result<(Sim, u32), Box<dyn std::error::Error>> {
+fn drop_cube(engine: Engine, cells: u32, sweeps: u32) -> Result<(Sim, u32), Box<dyn std::error::Error>> {
     let (young, poisson, density, edge) = (3e5f32, 0.4f32, 1000.0f32, 0.2f32);
     let ground = ColliderBuilder::cuboid(2.0, 0.1, 2.0).translation(Vec3::new(0.0, -0.1, 0.0)).build();
     let centre = Vec3::new(0.0, 0.3 + edge / 2.0, 0.0);
     match engine {
         Engine::Pliant => {
-            let mut world = World::new(StepConfig { dt: DT, threads: 1, ..StepConfig::default() })?;
+            let mut world = World::new(StepConfig { dt: DT, threads: 1, iterations: sweeps, ..StepConfig::default() })?;
             let mesh = TetMesh::box_mesh(Vec3::splat(edge), [cells; 3], TetSplit::Six)?;
             let body = world.bodies.insert(
                 pliant::body::SoftBodyBuilder::tetrahedral(mesh)
@@ -327,12 +337,14 @@ fn static_tip(rest: &[Vec3], tets: &[[u32; 4]]) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut json = false;
     let mut quick = false;
+    let mut only = String::new();
     let mut max_seconds = 120.0;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => json = true,
             "--quick" => quick = true,
+            "--only" => only = it.next().ok_or("--only needs cantilever, drop_cube or projectile")?,
             "--max-seconds" => {
                 max_seconds = it.next().and_then(|s| s.parse().ok()).ok_or("--max-seconds needs a number")?
             }
@@ -343,6 +355,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let resolutions: &[u32] = if quick { &[1, 2] } else { &[1, 2, 4] };
 
     for &r in resolutions {
+        if !only.is_empty() && !"cantilever".starts_with(only.as_str()) {
+            break;
+        }
         let cells = [8 * r, 2 * r, 2 * r];
         for engine in ENGINES {
             let (mut sim, iterations) = cantilever(engine, cells)?;
@@ -382,9 +397,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
+    // Pliant at its default 20 sweeps and at fewer, to find the cost of rapier's accuracy.
+    let drop_runs = [
+        (Engine::Pliant, 20),
+        (Engine::Pliant, 10),
+        (Engine::Pliant, 5),
+        (Engine::RapierConstraints, 0),
+        (Engine::RapierFem, 0),
+    ];
     for &cells in if quick { &[6u32, 11][..] } else { &[6u32, 11, 21][..] } {
-        for engine in ENGINES {
-            let (mut sim, iterations) = drop_cube(engine, cells)?;
+        if !only.is_empty() && !"drop_cube".starts_with(only.as_str()) {
+            break;
+        }
+        for (engine, sweeps) in drop_runs {
+            let (mut sim, iterations) = drop_cube(engine, cells, sweeps)?;
             let (rest, tets) = sim.mesh();
             let frames = 150;
             let mut deepest = f64::INFINITY;
@@ -393,6 +419,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 deepest = deepest.min(low);
             });
             let gap = sim.positions().iter().map(|p| p.y as f64).fold(f64::INFINITY, f64::min);
+            let speed = sim.velocities().iter().map(|v| v.length() as f64).fold(0.0, f64::max);
             rows.push(Row {
                 scene: format!("drop_cube_{cells}^3"),
                 engine,
@@ -401,7 +428,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 iterations,
                 frames: done,
                 ms_per_step: ms,
-                metrics: vec![("ground_penetration_m", (-deepest).max(0.0)), ("rest_gap_m", gap)],
+                metrics: vec![
+                    ("ground_penetration_m", (-deepest).max(0.0)),
+                    ("rest_gap_m", gap),
+                    ("max_speed_end", speed),
+                ],
                 note: if done < frames { format!("stopped after {done} of {frames} frames") } else { String::new() },
             });
             report(rows.last().unwrap(), json);
@@ -409,6 +440,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     for engine in ENGINES {
+        if !only.is_empty() && !"projectile".starts_with(only.as_str()) {
+            break;
+        }
         let (mut sim, iterations, far_side) = projectile(engine)?;
         let (rest, tets) = sim.mesh();
         let frames = 60;

@@ -6,9 +6,16 @@
 //! cargo run --release --example rigid_on_soft
 //! ```
 //!
-//! Printed every 0.25 s: the box's height and speed, how deep it has pressed into the mattress,
-//! and the impulse the mattress gave it in that frame against its weight × dt (equal at rest).
-//! At the end: the exact intersection check.
+//! Printed every 0.25 s: the box's height and vertical velocity (read after rapier's step, which
+//! adds g·dt over its substeps: about −0.05 m/s while the box stays put), how far its bottom is
+//! below the mattress's rest top, and the impulse the mattress gave it in that frame against its
+//! weight × dt (1 at rest). At the end: the box's horizontal and angular speed, and the exact
+//! intersection check.
+//!
+//! It runs at 120 Hz: the coupling is explicit, and at 60 Hz this 20 kg box on this contact is
+//! past the stability limit `k h²/m < 4/3` and bounces frame to frame. Even at 120 Hz the
+//! sticking friction (much stiffer than the normal contact) keeps it skidding and rocking
+//! slowly; issue 8 stays open for it.
 
 use pliant::prelude::*;
 use pliant::rapier::rapier3d::prelude::{ColliderBuilder, PhysicsWorld, RigidBodyBuilder};

@@ -44,7 +44,9 @@ pub use rapier3d;
 use rapier3d::dynamics::{RigidBodyHandle, RigidBodySet};
 use rapier3d::geometry::ColliderSet;
 
-use coupling::{Accumulator, AttachLink, Attachment, Frame, PairKey, Touch, build_frame, finish_frame, pair_key};
+use coupling::{
+    Accumulator, AttachLink, Attachment, Frame, FrameParams, PairKey, Touch, build_frame, finish_frame, pair_key,
+};
 pub use coupling::{AttachmentHandle, AttachmentImpulse, ColliderImpulse, RapierCoupling};
 pub use events::{SoftChannelEventCollector, SoftCollisionEvent, SoftContactForceEvent, SoftEventHandler};
 pub use shape::ColliderGeometry;
@@ -71,7 +73,9 @@ impl World {
         // Queries farther than this from a collider's swept box skip parry altogether.
         let margin = 4.0 * self.config().contact_offset + 1e-3;
         let mut moving = std::mem::take(&mut self.moving_obstacles);
-        let mut frame = build_frame(&mut coupling, &packed, bodies, colliders, dt, margin, &mut moving);
+        let gravity = self.config().gravity;
+        let params = FrameParams { dt, gravity, margin };
+        let mut frame = build_frame(&mut coupling, &packed, bodies, colliders, params, &mut moving);
         self.moving_obstacles = moving;
         frame.attachments = self.attachment_links(&mut coupling, bodies, dt);
         let mut acc = Accumulator::new(&frame);
@@ -89,6 +93,7 @@ impl World {
         physics: &mut rapier3d::pipeline::PhysicsWorld,
         events: &dyn SoftEventHandler,
     ) -> StepReport {
+        self.rapier.set_rapier_substeps(physics.integration_parameters.num_solver_iterations);
         let (bodies, colliders) = (&mut physics.bodies, &physics.colliders);
         self.step_with_rapier(bodies, colliders, events)
     }
@@ -227,6 +232,7 @@ impl World {
     fn attachment_links(&mut self, coupling: &mut RapierCoupling, bodies: &RigidBodySet, dt: f32) -> Vec<AttachLink> {
         let mut links = Vec::new();
         let time = self.time();
+        let (gravity, substeps) = (self.config().gravity, coupling.rapier_substeps_or_default());
         for (index, (generation, slot)) in coupling.attachments.iter_mut().enumerate() {
             let Some(att) = slot else { continue };
             let handle = AttachmentHandle { index: index as u32, generation: *generation };
@@ -251,11 +257,7 @@ impl World {
                 *slot = None;
                 continue;
             };
-            let end = match rb.body_type() {
-                rapier3d::dynamics::RigidBodyType::Fixed => *rb.position(),
-                rapier3d::dynamics::RigidBodyType::KinematicPositionBased => *rb.next_position(),
-                _ => rb.predict_position_using_velocity(dt),
-            };
+            let end = coupling::end_pose(rb, dt, gravity, substeps);
             let targets: Vec<Vec3> = local.iter().map(|&p| end.transform_point(p)).collect();
             let points = local.iter().map(|&p| Vec3A::from(rb.position().transform_point(p))).collect();
             if let Err(e) = self.set_pin_targets(att.soft, att.pin, &targets) {
