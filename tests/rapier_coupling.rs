@@ -236,6 +236,11 @@ fn attachments_grasp_and_release_at_run_time() {
     let (x, p, m) = com(&world, c);
     assert!((p / m).length() < 0.05 && (x.y - fallen).abs() < 0.02, "regrasped cube at {} moving {}", x.y, p / m);
     assert_eq!(world.attachments().len(), 1);
+    // A released slot reused for a vertex another attachment holds is rejected, as a new pin is.
+    let other = world.attach_to_targets(c, &[0, 1]).unwrap();
+    world.detach(other).unwrap();
+    assert!(world.attach_to_targets(c, &top[..1]).is_err(), "vertex {} is held twice", top[0]);
+    assert!(world.attach_to_targets(c, &[999]).is_err(), "vertex 999 does not exist");
 }
 
 /// A cube that lands, is thrown up and lands again: Started, Stopped, Started, each once.

@@ -141,6 +141,17 @@ impl SoftBody {
         Ok(self.pins.len() - 1)
     }
 
+    /// Puts `pin` in place of pin `index` (a released attachment's slot), validated like
+    /// [`SoftBody::add_pin`].
+    pub(crate) fn replace_pin(&mut self, index: usize, pin: Pin) -> Result<(), super::BodyError> {
+        let mut pins = self.pins.clone();
+        pins[index] = pin;
+        super::soft_body_builder::validate_pins(&self.name, &pins, self.shared.vertex_count())?;
+        self.pins = pins;
+        self.pins_version += 1;
+        Ok(())
+    }
+
     /// Removes pin `index` (e.g. a release); its vertices keep their velocity.
     pub fn remove_pin(&mut self, index: usize) -> Option<Pin> {
         (index < self.pins.len()).then(|| {

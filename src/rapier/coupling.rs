@@ -44,6 +44,8 @@ pub(super) struct Touch {
     pub sensor: bool,
     /// Vertices within the contact offset (inside, for a sensor).
     pub vertices: u32,
+    /// The collider asked for collision events (so its end is reported even once removed).
+    pub reported: bool,
 }
 
 /// Names an attachment of soft vertices to a rapier body or a scripted target.
@@ -194,10 +196,14 @@ pub(super) fn end_pose(rb: &rapier3d::dynamics::RigidBody, dt: f32, gravity: Vec
     match rb.body_type() {
         RigidBodyType::Fixed => *rb.position(),
         RigidBodyType::KinematicPositionBased => *rb.next_position(),
+        // rapier does not move a sleeping body.
+        RigidBodyType::Dynamic if rb.is_sleeping() => *rb.position(),
         RigidBodyType::Dynamic => {
             let mut pose = rb.predict_position_using_velocity(dt);
             let inv_mass = rb.mass_properties().effective_inv_mass;
-            let accel = gravity * rb.gravity_scale() * inv_mass.signum() + rb.user_force() * inv_mass;
+            // Locked axes (and a massless body) do not fall.
+            let free = inv_mass.cmpne(Vec3::ZERO);
+            let accel = Vec3::select(free, gravity * rb.gravity_scale(), Vec3::ZERO) + rb.user_force() * inv_mass;
             let n = substeps.max(1) as f32;
             pose.translation += accel * (dt * dt * (n + 1.0) / (2.0 * n));
             pose
@@ -222,6 +228,7 @@ pub(super) struct Link {
 #[derive(Clone, Debug)]
 pub(super) struct AttachLink {
     pub handle: AttachmentHandle,
+    pub soft: SoftBodyHandle,
     /// Global state indices of the attached vertices.
     pub vertices: Vec<u32>,
     /// Attachment points at the frame's start \[m\] (none for scripted targets).
@@ -315,7 +322,9 @@ pub(super) struct Accumulator {
     /// Pairs touching at the frame's end.
     pub touching: BTreeMap<PairKey, Touch>,
     vertices: Vec<u32>,
-    shares: Vec<(usize, usize, f32, Vec3A)>,
+    /// Per (vertex, collider) near each other: vertex slot, link, penalty depth, closest
+    /// point, distance.
+    shares: Vec<(usize, usize, f32, Vec3A, f32)>,
     impulses: Vec<Vec3A>,
 }
 
@@ -365,7 +374,7 @@ impl Accumulator {
                     // touching it (the ground takes its part), by nearness if none pushes.
                     let depth = (offset - d).max(0.0);
                     let idx = self.vertices.len() - 1;
-                    self.shares.push((idx, k, depth, x - n * d));
+                    self.shares.push((idx, k, depth, x - n * d, d));
                 }
             }
         }
@@ -382,16 +391,23 @@ impl Accumulator {
             let static_depth: f32 =
                 ctx.obstacles[..ctx.moving_start].iter().map(|o| (offset - o.signed_distance(x).0).max(0.0)).sum();
             let total: f32 = static_depth + self.shares[i..end].iter().map(|s| s.2).sum::<f32>();
+            // With no penalty acting (a vertex the clamp stopped), the nearest collider takes
+            // it, unless a static obstacle is nearer still.
+            let nearest_static = ctx.obstacles[..ctx.moving_start]
+                .iter()
+                .filter(|o| o.applies_to(b))
+                .map(|o| o.signed_distance(x).0)
+                .fold(f32::INFINITY, f32::min);
             let nearest = self.shares[i..end]
                 .iter()
                 .enumerate()
-                .min_by(|a, b| (b.1.2).total_cmp(&a.1.2))
-                .map(|(j, _)| j)
-                .unwrap_or(0);
-            for (j, &(_, k, depth, point)) in self.shares[i..end].iter().enumerate() {
+                .min_by(|a, b| a.1.4.total_cmp(&b.1.4))
+                .filter(|(_, s)| s.4 <= nearest_static)
+                .map(|(j, _)| j);
+            for (j, &(_, k, depth, point, _)) in self.shares[i..end].iter().enumerate() {
                 let share = if total > 0.0 {
                     depth / total
-                } else if j == nearest {
+                } else if Some(j) == nearest {
                     1.0
                 } else {
                     0.0
@@ -414,8 +430,12 @@ impl Accumulator {
             }
             i = end;
         }
-        // Attachments: the pin's reaction goes to the body at the attachment point.
+        // Attachments: the pin's reaction goes to the body at the attachment point (not from a
+        // body whose substep was rolled back: its state is the restored start).
         for (a, link) in frame.attachments.iter().enumerate() {
+            if ctx.rolled_back.contains(&link.soft) {
+                continue;
+            }
             ctx.impulses(&link.vertices, &mut self.impulses);
             for (k, j) in self.impulses.iter().enumerate() {
                 let on_body = -*j;
@@ -439,7 +459,7 @@ pub(super) fn finish_frame(
     colliders: &ColliderSet,
     events: &dyn SoftEventHandler,
 ) {
-    let touching_now = acc.touching;
+    let mut touching_now = acc.touching;
     coupling.impulses.clear();
     for (link, &(impulse, torque)) in frame.links.iter().zip(&acc.link_impulse) {
         if impulse == Vec3A::ZERO && torque == Vec3A::ZERO {
@@ -469,17 +489,22 @@ pub(super) fn finish_frame(
         coupling.attachment_impulses.push(AttachmentImpulse { attachment: link.handle, impulse: Vec3::from(impulse) });
     }
 
-    // Collision events, in a fixed order: ended pairs, then new ones. A pair whose body or
-    // collider is gone ends as removed (a removed collider cannot be asked for its flags).
     let wants =
         |c: ColliderHandle, flag: ActiveEvents| colliders.get(c).is_some_and(|c| c.active_events().contains(flag));
+    for (key, touch) in touching_now.iter_mut() {
+        touch.reported = wants(pair_collider(key), ActiveEvents::COLLISION_EVENTS);
+    }
+    // Collision events, in a fixed order: ended pairs, then new ones. A pair whose body or
+    // collider is gone ends as removed (a removed collider cannot be asked for its flags).
     for (key, touch) in &coupling.touching {
         if touching_now.contains_key(key) {
             continue;
         }
         let (body, collider) = (key.0, pair_collider(key));
+        // A removed collider cannot be asked for its flags: its pairs were only ever reported
+        // if it had them, which `Started` recorded.
         let removed = colliders.get(collider).is_none() || !packed.contains(&body);
-        if removed || wants(collider, ActiveEvents::COLLISION_EVENTS) {
+        if (removed && touch.reported) || wants(collider, ActiveEvents::COLLISION_EVENTS) {
             events.handle_soft_collision_event(SoftCollisionEvent::Stopped {
                 body,
                 collider,

@@ -204,8 +204,7 @@ impl World {
         // pin list and other pins keep their indices.
         let pin = match self.rapier.free_pins.get_mut(&soft).and_then(Vec::pop) {
             Some(k) if k < body.pins.len() => {
-                body.pins[k] = pin;
-                body.pins_version += 1;
+                body.replace_pin(k, pin)?;
                 k
             }
             _ => body.add_pin(pin)?,
@@ -243,7 +242,14 @@ impl World {
             };
             let vertices = att.vertices.iter().map(|&v| start + v).collect();
             let Some((rigid, local)) = &att.rigid else {
-                links.push(AttachLink { handle, vertices, points: Vec::new(), body: None, center: Vec3A::ZERO });
+                links.push(AttachLink {
+                    handle,
+                    soft: att.soft,
+                    vertices,
+                    points: Vec::new(),
+                    body: None,
+                    center: Vec3A::ZERO,
+                });
                 continue;
             };
             let Some(rb) = bodies.get(*rigid) else {
@@ -265,6 +271,7 @@ impl World {
             }
             links.push(AttachLink {
                 handle,
+                soft: att.soft,
                 vertices,
                 points,
                 body: Some(*rigid),
@@ -296,7 +303,11 @@ impl World {
                     slot.range().filter(|&v| o.signed_distance(Vec3A::from_vec4(st.positions[v])).0 < within).count()
                         as u32;
                 if count > 0 {
-                    let t = out.entry(pair_key(slot.handle, collider)).or_insert(Touch { sensor, vertices: 0 });
+                    let t = out.entry(pair_key(slot.handle, collider)).or_insert(Touch {
+                        sensor,
+                        vertices: 0,
+                        reported: false,
+                    });
                     t.vertices = t.vertices.max(count);
                 }
             }

@@ -69,8 +69,8 @@ impl ObstacleGeometry for ColliderGeometry {
             diff / len
         } else {
             // On the surface: the normal of the feature there, where parry knows it.
-            let (_, feature) = self.shape.project_local_point_and_get_feature(p);
-            let n = self.shape.feature_normal_at_point(0, feature, p).unwrap_or(Vec3::Y);
+            let (on, feature) = self.shape.project_local_point_and_get_feature(p);
+            let n = self.shape.feature_normal_at_point(on.subshape, feature, p).unwrap_or(Vec3::Y);
             if inside { -n } else { n }
         };
         if inside { (-len, -dir) } else { (len, dir) }

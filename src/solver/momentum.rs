@@ -30,12 +30,15 @@ pub(crate) fn remove_momentum_residual(
     obstacles: &[Obstacle],
     contact: ContactModel,
     h: f32,
+    skip: &[bool],
     buf: &mut MomentumScratch,
 ) {
     let reach = 1.5 * contact.offset;
     buf.bodies.clear();
     buf.bodies.resize(state.bodies.len(), (Vec3A::ZERO, 0.0));
-    let mut pinned = vec![false; state.bodies.len()];
+    // Bodies to leave alone: pinned ones (the pins take the momentum) and those whose substep
+    // was rolled back (their state is the restored start, at rest).
+    let mut pinned: Vec<bool> = (0..state.bodies.len()).map(|b| skip.get(b).copied().unwrap_or(false)).collect();
     buf.vertices.clear();
     for (i, (&flag, &b)) in state.flags.iter().zip(&state.vertex_body).enumerate() {
         if flag & VERTEX_KINEMATIC != 0 {
