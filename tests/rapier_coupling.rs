@@ -200,9 +200,15 @@ fn attachments_grasp_and_release_at_run_time() {
         .filter(|&i| world.body_positions(c).unwrap()[i as usize].y > 0.549)
         .collect();
     assert_eq!(top.len(), 16);
+    // A pin of the user's before the attachment's, removed mid-lift below: the attachment must
+    // still find its own pin.
+    world.bodies.get_mut(c).unwrap().add_pin(Pin::fixed(vec![0]).released_at(0.0)).unwrap();
     let grip = world.attach_to_rigid_body(c, &top, hand, &bodies).unwrap();
     let mut y_hand = 0.55;
-    for _ in 0..30 {
+    for frame in 0..30 {
+        if frame == 10 {
+            world.bodies.get_mut(c).unwrap().remove_pin(0).unwrap();
+        }
         // Lift at 0.6 m/s.
         y_hand += 0.6 * DT;
         bodies[hand].set_next_kinematic_position(Pose::from_translation(Vec3::new(0.0, y_hand, 0.0)));

@@ -55,7 +55,7 @@ pub enum PinMotion {
 }
 
 /// A set of vertices with prescribed motion.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Pin {
     /// Body-local vertex indices.
     pub vertices: Vec<u32>,
@@ -69,6 +69,24 @@ pub struct Pin {
     /// The path's pose `(translation, rotation)` when the anchors were captured: the path moves
     /// the vertices relative to it, so a pin added mid-path does not jump.
     pub(crate) anchor_pose: (Vec3, Quat),
+    /// Identity that survives other pins being removed (attachments find their pin by it).
+    pub(crate) id: u64,
+}
+
+/// Equal pins hold the same vertices the same way (the identity is not compared).
+impl PartialEq for Pin {
+    fn eq(&self, other: &Self) -> bool {
+        self.vertices == other.vertices
+            && self.motion == other.motion
+            && self.release_at == other.release_at
+            && self.anchors == other.anchors
+            && self.anchor_pose == other.anchor_pose
+    }
+}
+
+fn next_pin_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Pin {
@@ -80,6 +98,7 @@ impl Pin {
             release_at: None,
             anchors: Vec::new(),
             anchor_pose: (Vec3::ZERO, Quat::IDENTITY),
+            id: next_pin_id(),
         }
     }
 
@@ -91,6 +110,7 @@ impl Pin {
             release_at: None,
             anchors: Vec::new(),
             anchor_pose: (Vec3::ZERO, Quat::IDENTITY),
+            id: next_pin_id(),
         }
     }
 
@@ -103,6 +123,7 @@ impl Pin {
             release_at: None,
             anchors: Vec::new(),
             anchor_pose: (Vec3::ZERO, Quat::IDENTITY),
+            id: next_pin_id(),
         }
     }
 

@@ -65,8 +65,8 @@ impl std::fmt::Display for AttachmentHandle {
 #[derive(Clone, Debug)]
 pub(super) struct Attachment {
     pub soft: SoftBodyHandle,
-    /// Index of the scripted pin in the soft body's pins.
-    pub pin: usize,
+    /// Identity of its scripted pin among the soft body's pins.
+    pub pin: u64,
     /// Body-local vertex indices.
     pub vertices: Vec<u32>,
     /// The rigid body and the attachment points in its frame; `None`: scripted targets.
@@ -104,7 +104,7 @@ pub struct RapierCoupling {
     groups: HashMap<SoftBodyHandle, InteractionGroups>,
     pub(super) attachments: Vec<(u32, Option<Attachment>)>,
     /// Pins of detached attachments, released and free for the next attachment of that body.
-    pub(super) free_pins: HashMap<SoftBodyHandle, Vec<usize>>,
+    pub(super) free_pins: HashMap<SoftBodyHandle, Vec<u64>>,
     geometry: HashMap<ColliderHandle, (usize, Arc<ColliderGeometry>)>,
     /// Touching (body, collider) pairs at the end of the last frame.
     touching: BTreeMap<PairKey, Touch>,

@@ -134,7 +134,10 @@ impl World {
         if att.rigid.is_some() {
             return Err(PliantError::NoSuchAttachment(format!("{a} with scripted targets (it follows a rapier body)")));
         }
-        let (soft, pin) = (att.soft, att.pin);
+        let (soft, id) = (att.soft, att.pin);
+        let pin = self
+            .pin_index(soft, id)
+            .ok_or_else(|| PliantError::NoSuchAttachment(format!("{a} (its pin was removed)")))?;
         self.set_pin_targets(soft, pin, targets)
     }
 
@@ -144,7 +147,7 @@ impl World {
         let att = self.rapier.attachment(a).ok_or_else(|| PliantError::NoSuchAttachment(a.to_string()))?.clone();
         let time = self.time();
         if let Some(body) = self.bodies.get_mut(att.soft)
-            && let Some(pin) = body.pins.get_mut(att.pin)
+            && let Some(pin) = body.pins.iter_mut().find(|p| p.id == att.pin)
         {
             pin.release_at = Some(time);
             body.pins_version += 1;
@@ -152,6 +155,12 @@ impl World {
         }
         self.rapier.attachments[a.index as usize].1 = None;
         Ok(())
+    }
+
+    /// Where the pin with identity `id` is among body `soft`'s pins now (the user may have
+    /// removed pins before it).
+    fn pin_index(&self, soft: SoftBodyHandle, id: u64) -> Option<usize> {
+        self.bodies.get(soft)?.pins.iter().position(|p| p.id == id)
     }
 
     /// The attachments alive now.
@@ -202,13 +211,20 @@ impl World {
         let pin = Pin::scripted(vertices.to_vec(), points);
         // A released attachment's pin is reused, so grasp-and-release cycles do not grow the
         // pin list and other pins keep their indices.
-        let pin = match self.rapier.free_pins.get_mut(&soft).and_then(Vec::pop) {
-            Some(k) if k < body.pins.len() => {
-                body.replace_pin(k, pin)?;
-                k
+        let id = pin.id;
+        let reusable = self.rapier.free_pins.get_mut(&soft).and_then(Vec::pop);
+        match reusable.and_then(|old| body.pins.iter().position(|p| p.id == old).map(|k| (old, k))) {
+            Some((old, k)) => {
+                if let Err(e) = body.replace_pin(k, pin) {
+                    self.rapier.free_pins.entry(soft).or_default().push(old);
+                    return Err(e.into());
+                }
             }
-            _ => body.add_pin(pin)?,
-        };
+            None => {
+                body.add_pin(pin)?;
+            }
+        }
+        let pin = id;
         let att = Attachment { soft, pin, vertices: vertices.to_vec(), rigid };
         let slots = &mut self.rapier.attachments;
         let index = match slots.iter().position(|(_, a)| a.is_none()) {
@@ -255,7 +271,7 @@ impl World {
             let Some(rb) = bodies.get(*rigid) else {
                 log::warn!("pliant: attachment {handle} released: its rapier body {rigid:?} was removed");
                 if let Some(body) = self.bodies.get_mut(att.soft)
-                    && let Some(pin) = body.pins.get_mut(att.pin)
+                    && let Some(pin) = body.pins.iter_mut().find(|p| p.id == att.pin)
                 {
                     pin.release_at = Some(time);
                     coupling.free_pins.entry(att.soft).or_default().push(att.pin);
@@ -266,7 +282,12 @@ impl World {
             let end = coupling::end_pose(rb, dt, gravity, substeps);
             let targets: Vec<Vec3> = local.iter().map(|&p| end.transform_point(p)).collect();
             let points = local.iter().map(|&p| Vec3A::from(rb.position().transform_point(p))).collect();
-            if let Err(e) = self.set_pin_targets(att.soft, att.pin, &targets) {
+            let Some(pin) = self.pin_index(att.soft, att.pin) else {
+                log::warn!("pliant: attachment {handle} dropped: its pin was removed from the body");
+                *slot = None;
+                continue;
+            };
+            if let Err(e) = self.set_pin_targets(att.soft, pin, &targets) {
                 log::warn!("pliant: attachment {handle}: {e}");
             }
             links.push(AttachLink {
