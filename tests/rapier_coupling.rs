@@ -8,9 +8,9 @@ use pliant::prelude::*;
 use pliant::rapier::rapier3d::parry::shape::TriMeshFlags;
 use pliant::rapier::rapier3d::parry::utils::Array2;
 use pliant::rapier::rapier3d::prelude::{
-    ActiveEvents, BroadPhaseBvh, CCDSolver, Collider, ColliderBuilder, ColliderSet, ImpulseJointSet,
-    IntegrationParameters, IslandManager, MultibodyJointSet, NarrowPhase, PhysicsPipeline, Pose, RigidBodyBuilder,
-    RigidBodySet, SharedShape,
+    ActiveEvents, BroadPhaseBvh, CCDSolver, Collider, ColliderBuilder, ColliderSet, Group, ImpulseJointSet,
+    IntegrationParameters, InteractionGroups, InteractionTestMode, IslandManager, MultibodyJointSet, NarrowPhase,
+    PhysicsPipeline, Pose, RigidBodyBuilder, RigidBodySet, SharedShape,
 };
 use pliant::rapier::{SoftChannelEventCollector, SoftCollisionEvent};
 
@@ -342,5 +342,63 @@ fn gripper_holds_by_friction_and_drops_on_release() {
     assert!(held_y > 0.3, "the cube was not lifted: {held_y} m");
     assert!(slip < 0.01, "slip {slip} m during the hold");
     assert!(final_y < edge, "the cube did not fall after the release: {final_y} m");
+    assert!(world.find_intersections().is_empty());
+}
+
+/// Collision groups and sensors, as between rapier colliders: a floor whose groups exclude the
+/// soft body lets it fall through; a sensor exerts nothing but reports the body entering it; a
+/// floor whose solver groups exclude it reports the contact without stopping it.
+#[test]
+fn collision_groups_and_sensors_are_respected() {
+    let mut bodies = RigidBodySet::new();
+    let mut colliders = ColliderSet::new();
+    let soft_groups = InteractionGroups::new(Group::GROUP_2, Group::ALL, InteractionTestMode::And);
+    // Members of group 1 that only interact with group 1: not with the soft body (group 2).
+    let only_one = InteractionGroups::new(Group::GROUP_1, Group::GROUP_1, InteractionTestMode::And);
+    let ghost = colliders.insert(
+        ColliderBuilder::cuboid(1.0, 0.05, 1.0)
+            .translation(Vec3::new(0.0, 0.3, 0.0))
+            .collision_groups(only_one)
+            .active_events(ActiveEvents::COLLISION_EVENTS)
+            .build(),
+    );
+    let sensor = colliders.insert(
+        ColliderBuilder::cuboid(1.0, 0.05, 1.0)
+            .translation(Vec3::new(0.0, 0.0, 0.0))
+            .sensor(true)
+            .active_events(ActiveEvents::COLLISION_EVENTS)
+            .build(),
+    );
+    let no_force = colliders.insert(
+        ColliderBuilder::cuboid(1.0, 0.05, 1.0)
+            .translation(Vec3::new(0.0, -0.3, 0.0))
+            .solver_groups(only_one)
+            .active_events(ActiveEvents::COLLISION_EVENTS)
+            .build(),
+    );
+    let floor =
+        colliders.insert(ColliderBuilder::cuboid(1.0, 0.05, 1.0).translation(Vec3::new(0.0, -0.6, 0.0)).build());
+    let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+    let c = world.bodies.insert(cube(0.1, Vec3::new(0.0, 0.5, 0.0)));
+    world.rapier.set_collision_groups(c, soft_groups);
+    let (tx, rx) = channel();
+    let (ftx, _frx) = channel();
+    let events = SoftChannelEventCollector::new(tx, ftx);
+    for _ in 0..120 {
+        world.step_with_rapier(&mut bodies, &colliders, &events);
+    }
+    let y = com(&world, c).0.y;
+    assert!((y - (-0.55 + 0.05 + 0.001)).abs() < 0.01, "the cube should rest on the last floor, at {y}");
+    let got: Vec<SoftCollisionEvent> = rx.try_iter().collect();
+    assert!(got.iter().all(|e| e.collider() != ghost), "the excluded collider reported {got:?}");
+    let started = |h| got.iter().filter(|e| e.collider() == h && e.started()).count();
+    let stopped = |h| got.iter().filter(|e| e.collider() == h && !e.started()).count();
+    assert_eq!((started(sensor), stopped(sensor)), (1, 1), "sensor: {got:?}");
+    assert!(
+        got.iter()
+            .any(|e| matches!(e, SoftCollisionEvent::Started { collider, sensor: true, .. } if *collider == sensor))
+    );
+    assert_eq!((started(no_force), stopped(no_force)), (1, 1), "solver-groups floor: {got:?}");
+    assert!(world.rapier.touching(c, floor));
     assert!(world.find_intersections().is_empty());
 }
