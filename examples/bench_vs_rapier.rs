@@ -31,7 +31,6 @@ mod static_solve;
 
 use std::time::Instant;
 
-use glam::DVec3;
 use pliant::prelude::*;
 use pliant::rapier::rapier3d::prelude::{
     ColliderBuilder, ColliderSet, PhysicsWorld, RigidBodySet, SoftBodyBuilder as RapierSoftBuilder, SoftBodyCellModel,
@@ -312,26 +311,10 @@ fn run(sim: &mut Sim, frames: u32, max_seconds: f64, mut each: impl FnMut(u32, &
     (done, stepping * 1e3 / done.max(1) as f64)
 }
 
+/// The converged static tip of this mesh (Pliant's f64 oracle on the engine's own rest shape).
 fn static_tip(rest: &[Vec3], tets: &[[u32; 4]]) -> f64 {
-    let (mu, lambda) =
-        pliant::material::SolidMaterial::from(StableNeoHookean::from_young_poisson(1.2e8, 0.0)).energy_parameters();
-    let rest: Vec<DVec3> = rest.iter().map(|p| p.as_dvec3()).collect();
-    let p = static_solve::StaticProblem {
-        pinned: rest.iter().map(|p| p.x < 1e-6).collect(),
-        tets: tets.to_vec(),
-        rest,
-        model: static_solve::Model::StableNeoHookean,
-        mu,
-        lambda,
-        density: 1000.0,
-        gravity: DVec3::new(0.0, -9.81, 0.0),
-        planes: vec![],
-        contact_stiffness: 1e7,
-        contact_offset: 1e-3,
-    };
-    let sol = p.solve(None);
-    let tip: Vec<usize> = (0..p.rest.len()).filter(|&i| p.rest[i].x > 2.0 - 1e-4).collect();
-    -tip.iter().map(|&i| sol.positions[i].y - p.rest[i].y).sum::<f64>() / tip.len() as f64
+    let rest = rest.iter().map(|p| p.as_dvec3()).collect();
+    static_solve::cantilever_tip_of_mesh(rest, tets.to_vec()).0
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

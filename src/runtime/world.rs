@@ -482,14 +482,14 @@ impl World {
             report.pin_lag = pin_lag(&self.state, &self.scratch.targets);
             if let Some(hook) = hook.as_mut() {
                 // Momentum goes between soft and rigid bodies: the sweeps' own drift must not.
-                let skip: Vec<bool> = self.slots.iter().map(|s| report.rolled_back.contains(&s.handle)).collect();
+                self.momentum.skip.clear();
+                self.momentum.skip.extend(self.slots.iter().map(|s| report.rolled_back.contains(&s.handle)));
                 crate::solver::momentum::remove_momentum_residual(
                     &mut self.state,
                     &mut self.scratch,
                     &obstacles,
                     contact,
                     h,
-                    &skip,
                     &mut self.momentum,
                 );
                 hook(&mut SubstepContext {

@@ -19,6 +19,10 @@ pub(crate) struct MomentumScratch {
     impulses: Vec<Vec3A>,
     /// Per body: residual impulse and the mass it is spread over.
     bodies: Vec<(Vec3A, f32)>,
+    /// Per body: left alone this substep. The caller marks bodies whose substep was rolled
+    /// back (their state is the restored start, at rest); pinned bodies are added here (the
+    /// pins take the momentum).
+    pub skip: Vec<bool>,
 }
 
 /// Removes, per body without pins, the summed residual impulse of its vertices that touch no
@@ -30,19 +34,16 @@ pub(crate) fn remove_momentum_residual(
     obstacles: &[Obstacle],
     contact: ContactModel,
     h: f32,
-    skip: &[bool],
     buf: &mut MomentumScratch,
 ) {
     let reach = 1.5 * contact.offset;
     buf.bodies.clear();
     buf.bodies.resize(state.bodies.len(), (Vec3A::ZERO, 0.0));
-    // Bodies to leave alone: pinned ones (the pins take the momentum) and those whose substep
-    // was rolled back (their state is the restored start, at rest).
-    let mut pinned: Vec<bool> = (0..state.bodies.len()).map(|b| skip.get(b).copied().unwrap_or(false)).collect();
+    buf.skip.resize(state.bodies.len(), false);
     buf.vertices.clear();
     for (i, (&flag, &b)) in state.flags.iter().zip(&state.vertex_body).enumerate() {
         if flag & VERTEX_KINEMATIC != 0 {
-            pinned[b as usize] = true;
+            buf.skip[b as usize] = true;
             continue;
         }
         buf.bodies[b as usize].1 += state.masses[i];
@@ -57,7 +58,7 @@ pub(crate) fn remove_momentum_residual(
     }
     for (i, (&flag, &b)) in state.flags.iter().zip(&state.vertex_body).enumerate() {
         let (residual, mass) = buf.bodies[b as usize];
-        if flag & VERTEX_KINEMATIC == 0 && !pinned[b as usize] && mass > 0.0 {
+        if flag & VERTEX_KINEMATIC == 0 && !buf.skip[b as usize] && mass > 0.0 {
             let shift = residual / mass;
             state.velocities[i] -= shift.extend(0.0);
         }
