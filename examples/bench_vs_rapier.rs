@@ -4,9 +4,10 @@
 //! cargo run --release --example bench_vs_rapier [-- --json] [--quick] [--max-seconds S]
 //! ```
 //!
-//! Engines: `pliant` (VBD on the CPU, one thread), `rapier-constraints` and `rapier-fem` (rapier's
+//! Engines: `pliant` (VBD on the CPU), `rapier-constraints` and `rapier-fem` (rapier's
 //! `SoftBodySolver::Constraints` and `::Fem`, neo-Hookean cells, rapier's default integration
-//! parameters; rapier steps on one thread).
+//! parameters). Every row says its thread count: Pliant's `StepConfig::threads`, and for rapier
+//! (built with its `parallel` feature) the size of the rayon pool the run is installed in.
 //!
 //! Cases:
 //! * `cantilever`: 2 m × 0.2 m × 0.2 m, clamped at x = 0, E = 1.2e8 Pa, ν = 0, ρ = 1000, 600
@@ -18,13 +19,18 @@
 //! * `drop_cube`: a 0.2 m cube, E = 3e5 Pa, ν = 0.4, ρ = 1000, dropped from 0.3 m onto a fixed
 //!   rapier ground (Pliant: the same collider through the rapier bridge), 150 frames, at 6³, 11³
 //!   and 21³ cells (1,296 / 7,986 / 55,566 tets). Deepest ground penetration over the run and
-//!   the visible gap between the lowest vertex and the ground at the end.
+//!   the visible gap between the lowest vertex and the ground at the end. Neither engine tests
+//!   the cube against itself (rapier's soft bodies have self contact off by default; Pliant's
+//!   `self_collision(false)`).
 //! * `projectile`: a 5 cm cube at 60 m/s (1 m per frame) at a 2 cm thick fixed wall 1.5 m away:
 //!   tunnels or not.
 //!
 //! A run that passes `--max-seconds` (default 120) of wall time stops early and says after how
 //! many frames. `--quick` runs the two coarser resolutions only; `--only cantilever|drop_cube|
-//! projectile` one case. The drop cube runs Pliant at 20, 10 and 5 sweeps.
+//! projectile` one case. The drop cube runs Pliant at 20, 10, 5, 3 and 2 sweeps on one thread and
+//! at 5 and 3 on two, and rapier-constraints on one and two; the ratio table compares each
+//! Pliant row with rapier's fastest row at the same thread count and says whether Pliant's
+//! penetration and gap are no worse.
 
 #[path = "../tests/common/static_solve.rs"]
 mod static_solve;
@@ -63,6 +69,7 @@ const ENGINES: [Engine; 3] = [Engine::Pliant, Engine::RapierConstraints, Engine:
 struct Row {
     scene: String,
     engine: Engine,
+    threads: usize,
     vertices: usize,
     elements: usize,
     iterations: u32,
@@ -208,18 +215,24 @@ fn cantilever(engine: Engine, cells: [u32; 3]) -> Result<(Sim, u32), Box<dyn std
     }
 }
 
-fn drop_cube(engine: Engine, cells: u32, sweeps: u32) -> Result<(Sim, u32), Box<dyn std::error::Error>> {
+fn drop_cube(
+    engine: Engine,
+    cells: u32,
+    sweeps: u32,
+    threads: usize,
+) -> Result<(Sim, u32), Box<dyn std::error::Error>> {
     let (young, poisson, density, edge) = (3e5f32, 0.4f32, 1000.0f32, 0.2f32);
     let ground = ColliderBuilder::cuboid(2.0, 0.1, 2.0).translation(Vec3::new(0.0, -0.1, 0.0)).build();
     let centre = Vec3::new(0.0, 0.3 + edge / 2.0, 0.0);
     match engine {
         Engine::Pliant => {
-            let mut world = World::new(StepConfig { dt: DT, threads: 1, iterations: sweeps, ..StepConfig::default() })?;
+            let mut world = World::new(StepConfig { dt: DT, threads, iterations: sweeps, ..StepConfig::default() })?;
             let mesh = TetMesh::box_mesh(Vec3::splat(edge), [cells; 3], TetSplit::Six)?;
             let body = world.bodies.insert(
                 pliant::body::SoftBodyBuilder::tetrahedral(mesh)
                     .material(StableNeoHookean::from_young_poisson(young as f64, poisson as f64))
                     .density(density as f64)
+                    .self_collision(false)
                     .translation(centre)
                     .build()?,
             );
@@ -294,7 +307,18 @@ fn projectile(engine: Engine) -> Result<(Sim, u32, f32), Box<dyn std::error::Err
 
 /// Steps `sim` for up to `frames` frames or `max_seconds`, calling `each` after every frame;
 /// returns (frames done, ms per step).
-fn run(sim: &mut Sim, frames: u32, max_seconds: f64, mut each: impl FnMut(u32, &Sim)) -> (u32, f64) {
+/// Rapier steps inside a rayon pool of `threads` threads (Pliant's count is in its config).
+fn run(sim: &mut Sim, frames: u32, max_seconds: f64, threads: usize, each: impl FnMut(u32, &Sim) + Send) -> (u32, f64) {
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(|| run_frames(sim, frames, max_seconds, each)),
+        Err(e) => {
+            eprintln!("no rayon pool of {threads} threads ({e}); rapier uses the global one");
+            run_frames(sim, frames, max_seconds, each)
+        }
+    }
+}
+
+fn run_frames(sim: &mut Sim, frames: u32, max_seconds: f64, mut each: impl FnMut(u32, &Sim)) -> (u32, f64) {
     let t0 = Instant::now();
     let mut stepping = 0.0;
     let mut done = 0;
@@ -349,7 +373,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let tip: Vec<usize> = (0..rest0.len()).filter(|&i| rest0[i].x > 2.0 - 1e-4).collect();
             let frames = 600;
             let mut history = Vec::new();
-            let (done, ms) = run(&mut sim, frames, max_seconds, |_, s| {
+            let (done, ms) = run(&mut sim, frames, max_seconds, 1, |_, s| {
                 let p = s.positions();
                 let d = -tip.iter().map(|&i| (p[i].y - rest0[i].y) as f64).sum::<f64>() / tip.len() as f64;
                 history.push(d);
@@ -362,6 +386,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rows.push(Row {
                 scene: format!("cantilever_{}x{}x{}", cells[0], cells[1], cells[2]),
                 engine,
+                threads: 1,
                 vertices: rest.len(),
                 elements: tets.len(),
                 iterations,
@@ -380,24 +405,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    // Pliant at its default 20 sweeps and at fewer, to find the cost of rapier's accuracy.
+    // Pliant at its default 20 sweeps and at fewer, to find the cost of rapier's accuracy;
+    // (engine, sweeps, threads).
     let drop_runs = [
-        (Engine::Pliant, 20),
-        (Engine::Pliant, 10),
-        (Engine::Pliant, 5),
-        (Engine::RapierConstraints, 0),
-        (Engine::RapierFem, 0),
+        (Engine::Pliant, 20, 1),
+        (Engine::Pliant, 10, 1),
+        (Engine::Pliant, 5, 1),
+        (Engine::Pliant, 3, 1),
+        (Engine::Pliant, 2, 1),
+        (Engine::Pliant, 5, 2),
+        (Engine::Pliant, 3, 2),
+        (Engine::RapierConstraints, 0, 1),
+        (Engine::RapierConstraints, 0, 2),
+        (Engine::RapierFem, 0, 1),
     ];
     for &cells in if quick { &[6u32, 11][..] } else { &[6u32, 11, 21][..] } {
         if !only.is_empty() && !"drop_cube".starts_with(only.as_str()) {
             break;
         }
-        for (engine, sweeps) in drop_runs {
-            let (mut sim, iterations) = drop_cube(engine, cells, sweeps)?;
+        for (engine, sweeps, threads) in drop_runs {
+            let (mut sim, iterations) = drop_cube(engine, cells, sweeps, threads)?;
             let (rest, tets) = sim.mesh();
             let frames = 150;
             let mut deepest = f64::INFINITY;
-            let (done, ms) = run(&mut sim, frames, max_seconds, |_, s| {
+            let (done, ms) = run(&mut sim, frames, max_seconds, threads, |_, s| {
                 let low = s.positions().iter().map(|p| p.y as f64).fold(f64::INFINITY, f64::min);
                 deepest = deepest.min(low);
             });
@@ -406,6 +437,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rows.push(Row {
                 scene: format!("drop_cube_{cells}^3"),
                 engine,
+                threads,
                 vertices: rest.len(),
                 elements: tets.len(),
                 iterations,
@@ -430,13 +462,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (rest, tets) = sim.mesh();
         let frames = 60;
         let mut tunnelled = false;
-        let (done, ms) = run(&mut sim, frames, max_seconds, |_, s| {
+        let (done, ms) = run(&mut sim, frames, max_seconds, 1, |_, s| {
             tunnelled |= s.positions().iter().any(|p| p.x > far_side);
         });
         let front = sim.positions().iter().map(|p| p.x as f64).fold(f64::NEG_INFINITY, f64::max);
         rows.push(Row {
             scene: "projectile_60mps".into(),
             engine,
+            threads: 1,
             vertices: rest.len(),
             elements: tets.len(),
             iterations,
@@ -449,22 +482,48 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     if !json {
-        println!("\nratios (rapier ms/step ÷ pliant ms/step; > 1: Pliant is faster)");
-        let scenes: Vec<String> = rows.iter().filter(|r| r.engine == Engine::Pliant).map(|r| r.scene.clone()).collect();
-        for scene in scenes {
-            let ms = |e: Engine| rows.iter().find(|r| r.scene == scene && r.engine == e).map(|r| r.ms_per_step);
-            if let (Some(p), Some(c), Some(f)) =
-                (ms(Engine::Pliant), ms(Engine::RapierConstraints), ms(Engine::RapierFem))
-            {
-                println!("{scene:<22} constraints {:>8.2}×   fem {:>8.2}×", c / p, f / p);
-            }
-        }
+        ratio_table(&rows);
     }
     Ok(())
 }
 
+/// Each Pliant row against rapier's fastest row of the same scene and thread count: the speed
+/// ratio, and whether Pliant is at least as accurate (drop cube: penetration and gap no larger;
+/// cantilever: error against the static solve of its own mesh no larger; projectile: no
+/// tunnelling where rapier does not tunnel).
+fn ratio_table(rows: &[Row]) {
+    println!("\nratios: rapier's fastest ms/step ÷ Pliant's at the same thread count (> 1: Pliant is faster)");
+    let metric = |r: &Row, k: &str| r.metrics.iter().find(|(n, _)| *n == k).map(|(_, v)| *v).unwrap_or(f64::NAN);
+    for p in rows.iter().filter(|r| r.engine == Engine::Pliant) {
+        let fastest = rows
+            .iter()
+            .filter(|r| r.engine != Engine::Pliant && r.scene == p.scene && r.threads == p.threads)
+            .min_by(|a, b| a.ms_per_step.total_cmp(&b.ms_per_step));
+        let Some(f) = fastest else { continue };
+        let at_least_as_accurate = if p.scene.starts_with("drop_cube") {
+            // A negative gap is a resting penetration: the distance from the ground counts.
+            let no_worse = |k: &str| metric(p, k).abs() <= metric(f, k).abs();
+            no_worse("ground_penetration_m") && no_worse("rest_gap_m")
+        } else if p.scene.starts_with("cantilever") {
+            metric(p, "rel_err_static").abs() <= metric(f, "rel_err_static").abs()
+        } else {
+            metric(p, "tunnelled") <= metric(f, "tunnelled")
+        };
+        println!(
+            "{:<22} {:>2} sweeps {} thread{}  vs {:<19} {:>7.2}×  {}",
+            p.scene,
+            p.iterations,
+            p.threads,
+            if p.threads == 1 { " " } else { "s" },
+            f.engine.name(),
+            f.ms_per_step / p.ms_per_step,
+            if at_least_as_accurate { "as accurate or better" } else { "LESS accurate" }
+        );
+    }
+}
+
 fn report(r: &Row, json: bool) {
-    let threads = 1;
+    let threads = r.threads;
     let ns = r.ms_per_step * 1e6 / (r.vertices as f64 * r.iterations.max(1) as f64);
     if json {
         let mut s = format!(
@@ -486,9 +545,10 @@ fn report(r: &Row, json: bool) {
     } else {
         let metrics: Vec<String> = r.metrics.iter().map(|(k, v)| format!("{k} {v:.4e}")).collect();
         println!(
-            "{:<22} {:<19} {:>6} v {:>6} tets {:>4} it {:>9.3} ms/step  {}{}",
+            "{:<22} {:<19} {:>2} thr {:>6} v {:>6} tets {:>4} it {:>9.3} ms/step  {}{}",
             r.scene,
             r.engine.name(),
+            r.threads,
             r.vertices,
             r.elements,
             r.iterations,

@@ -374,7 +374,7 @@ impl World {
     }
 
     /// The contact model for substep `h`.
-    fn contact_model(&self, h: f32) -> ContactModel {
+    pub(crate) fn contact_model(&self, h: f32) -> ContactModel {
         let c = &self.config;
         ContactModel {
             stiffness: c.contact_stiffness.map_or_else(
@@ -512,6 +512,12 @@ impl World {
         report.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
         report.game_thread_ms = report.wall_ms;
         report
+    }
+
+    /// The packed state and the solver's scratch, for tests of solver internals.
+    #[cfg(test)]
+    pub(crate) fn state_and_scratch(&mut self) -> (&mut SimState, &mut VbdScratch) {
+        (&mut self.state, &mut self.scratch)
     }
 
     /// Fills the report's measures of the host state: energies, largest speed, obstacle

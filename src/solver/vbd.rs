@@ -21,7 +21,7 @@ use super::vbd_contact::{
     ContactContext, SurfaceContactScratch, SurfaceContactSettings, advance_certified, advance_scale, begin_step,
     detect, limit_move, surface_contact_on,
 };
-use super::vbd_vertex::{VertexInputs, unbalanced_force, update_vertex};
+use super::vbd_vertex::{VertexInputs, residual_sum_part, unbalanced_force, update_vertex};
 use crate::collision::surface_pairs::pair_bodies;
 use crate::collision::{ContactModel, Obstacle, limit_step};
 use crate::state::{FROZEN_CONTACT, FROZEN_DIVERGED, SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
@@ -134,6 +134,37 @@ impl VbdScratch {
         if vertices.is_empty() {
             return;
         }
+        self.with_vertex_inputs(state, contact, |pos, inputs| {
+            out.extend(vertices.iter().map(|&v| -unbalanced_force(v as usize, pos, inputs) * h));
+        });
+    }
+
+    /// Per body: minus `h` times the summed unbalanced force of its vertices that `held` (per
+    /// vertex) does not mark, added into `out` (see `vbd_vertex::residual_sum_part`; the cost
+    /// is that of the held vertices, not of the whole body).
+    pub(crate) fn free_residual_impulses(
+        &mut self,
+        state: &mut SimState,
+        contact: ContactModel,
+        h: f32,
+        held: &[bool],
+        out: &mut [Vec3A],
+    ) {
+        self.with_vertex_inputs(state, contact, |pos, inputs| {
+            for (v, (&held, &b)) in held.iter().zip(&inputs.state.vertex_body).enumerate() {
+                out[b as usize] -= residual_sum_part(v, held, pos, inputs) * h;
+            }
+        });
+    }
+
+    /// Runs `f` with the vertex-update inputs of the last step at the current positions, and
+    /// no obstacles.
+    fn with_vertex_inputs(
+        &mut self,
+        state: &mut SimState,
+        contact: ContactModel,
+        f: impl FnOnce(&SharedSlice<'_, Vec4>, &VertexInputs<'_>),
+    ) {
         let mut positions = std::mem::take(&mut state.positions);
         let surface = PhaseCell::new(std::mem::take(&mut self.surface));
         {
@@ -150,7 +181,7 @@ impl VbdScratch {
                 surface: &surface,
                 clamp: &clamp,
             };
-            out.extend(vertices.iter().map(|&v| -unbalanced_force(v as usize, &pos, &inputs) * h));
+            f(&pos, &inputs);
         }
         self.surface = surface.into_inner();
         state.positions = positions;

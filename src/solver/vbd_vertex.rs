@@ -78,6 +78,20 @@ pub(crate) fn unbalanced_force(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &Vert
     vertex_system(v, x, pos, inp, false).0
 }
 
+/// A body's unbalanced forces summed over the vertices no obstacle holds, from two cheap
+/// parts: element forces sum to zero over a body, so their sum over the free vertices is minus
+/// their sum over the held ones, and only the held vertices need the element loop. Returns
+/// vertex `v`'s share: its inertia, drag and pair forces if it is free (`held == false`), minus
+/// its element forces if it is held.
+pub(crate) fn residual_sum_part(v: usize, held: bool, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) -> Vec3A {
+    if held {
+        -elastic_terms(v, pos, inp).0
+    } else {
+        let x = load(pos, v as u32);
+        external_terms(v, x, inp, false).force + pair_terms(v, pos, inp).0
+    }
+}
+
 /// Force and Hessian of vertex `v`'s local problem at `x`, with or without obstacle terms, and
 /// whether a contact acted.
 #[inline]
@@ -88,10 +102,19 @@ fn vertex_system(
     inp: &VertexInputs<'_>,
     obstacles: bool,
 ) -> (Vec3A, Mat3A, bool) {
-    let st = inp.state;
     let ext = external_terms(v, x, inp, obstacles);
-    let (mut f, mut h) = (ext.force, ext.hessian);
-    let mut in_contact = ext.in_contact;
+    let (fe, he) = elastic_terms(v, pos, inp);
+    let (fp, hp, pair_contact) = pair_terms(v, pos, inp);
+    (ext.force + fe + fp, ext.hessian + he + hp, ext.in_contact || pair_contact)
+}
+
+/// Force and Hessian of the elements around vertex `v` (tets, membranes, hinges, with their
+/// Rayleigh damping). Elements are invariant under translation, so these forces sum to zero
+/// over a body: [`residual_sum_parts`] relies on that.
+#[inline(always)]
+fn elastic_terms(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) -> (Vec3A, Mat3A) {
+    let st = inp.state;
+    let (mut f, mut h) = (Vec3A::ZERO, Mat3A::ZERO);
     // d(velocity)/d(position) of this vertex: damping's contribution to the Hessian.
     let c1 = inp.velocity[v].w;
 
@@ -156,7 +179,14 @@ fn vertex_system(
             add_damping(&mut f, &mut h, terms.damping, terms.hessian, b.damping, c1);
         }
     }
+    (f, h)
+}
 
+/// Force and Hessian of the body–body and self contact pairs vertex `v` belongs to, and
+/// whether one acted.
+#[inline(always)]
+fn pair_terms(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) -> (Vec3A, Mat3A, bool) {
+    let (mut f, mut h, mut in_contact) = (Vec3A::ZERO, Mat3A::ZERO, false);
     // Body–body and self contact pairs this vertex belongs to.
     // SAFETY: the pair lists are rebuilt only in detection phases, never during a color pass.
     let surface = unsafe { inp.surface.get() };
