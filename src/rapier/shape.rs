@@ -15,6 +15,53 @@ pub struct ColliderGeometry {
     shape: SharedShape,
     kind: ShapeType,
     solid: bool,
+    /// The signed distance in closed form, for the shapes that have one.
+    closed_form: Option<ClosedForm>,
+}
+
+/// Shapes whose signed distance is a few lines of arithmetic: every vertex of a soft body asks
+/// it in every sweep, and a ground or a gripper jaw is usually a box.
+#[derive(Clone, Copy, Debug)]
+enum ClosedForm {
+    Cuboid { half_extents: Vec3 },
+    Ball { radius: f32 },
+}
+
+impl ClosedForm {
+    fn of(shape: &dyn Shape) -> Option<Self> {
+        match shape.shape_type() {
+            ShapeType::Cuboid => shape.as_cuboid().map(|c| Self::Cuboid { half_extents: c.half_extents }),
+            ShapeType::Ball => shape.as_ball().map(|b| Self::Ball { radius: b.radius }),
+            _ => None,
+        }
+    }
+
+    /// Signed distance and outward unit normal at `p` (the shape's frame).
+    fn signed_distance(&self, p: Vec3) -> (f32, Vec3) {
+        match *self {
+            Self::Cuboid { half_extents } => {
+                let q = p.abs() - half_extents;
+                let out = q.max(Vec3::ZERO);
+                let outside = out.length();
+                if outside > 0.0 {
+                    return (outside, (out / outside).copysign(p));
+                }
+                // Inside (or on the surface): the nearest face, the axis of the largest `q`.
+                let axis = if q.x >= q.y && q.x >= q.z {
+                    Vec3::X
+                } else if q.y >= q.z {
+                    Vec3::Y
+                } else {
+                    Vec3::Z
+                };
+                (q.max_element(), axis.copysign(p))
+            }
+            Self::Ball { radius } => {
+                let len = p.length();
+                (len - radius, if len > 0.0 { p / len } else { Vec3::Y })
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for ColliderGeometry {
@@ -38,7 +85,8 @@ impl ColliderGeometry {
     pub fn new(shape: SharedShape) -> Self {
         let kind = shape.shape_type();
         let solid = has_inside(&*shape.0);
-        Self { shape, kind, solid }
+        let closed_form = ClosedForm::of(&*shape.0);
+        Self { shape, kind, solid, closed_form }
     }
 
     /// The wrapped shape.
@@ -61,6 +109,9 @@ impl ColliderGeometry {
 
 impl ObstacleGeometry for ColliderGeometry {
     fn signed_distance(&self, p: Vec3) -> (f32, Vec3) {
+        if let Some(c) = &self.closed_form {
+            return c.signed_distance(p);
+        }
         let proj = self.shape.project_local_point(p, false);
         let diff = p - proj.point;
         let len = diff.length();
@@ -174,6 +225,32 @@ mod tests {
     }
 
     /// Points near the centre are inside every solid (below the heightfield).
+    #[test]
+    fn closed_forms_agree_with_parry() {
+        for shape in [SharedShape::cuboid(0.3, 0.1, 0.2), SharedShape::ball(0.25)] {
+            let fast = ColliderGeometry::new(shape.clone());
+            assert!(fast.closed_form.is_some());
+            let parry = ColliderGeometry { closed_form: None, ..fast.clone() };
+            let mut rng = crate::test_rng::Rng(7);
+            for k in 0..2000 {
+                // Inside, near the surface and outside.
+                let scale = [0.2, 0.35, 1.0][k % 3];
+                let p = Vec3::new(rng.signed() as f32, rng.signed() as f32, rng.signed() as f32) * scale;
+                let (d0, n0) = fast.signed_distance(p);
+                let (d1, n1) = parry.signed_distance(p);
+                assert!((d0 - d1).abs() < 1e-6, "{:?} at {p}: {d0} vs parry {d1}", fast.kind);
+                // Where two faces are equally near either normal is right.
+                let tie = matches!(fast.closed_form, Some(ClosedForm::Cuboid { .. })) && d0 < 0.0 && {
+                    let q = p.abs() - Vec3::new(0.3, 0.1, 0.2);
+                    let mut v = q.to_array();
+                    v.sort_by(f32::total_cmp);
+                    v[2] - v[1] < 1e-5
+                };
+                assert!(tie || (n0 - n1).length() < 1e-4, "{:?} at {p}: normal {n0} vs parry {n1}", fast.kind);
+            }
+        }
+    }
+
     #[test]
     fn centres_are_inside() {
         for (name, shape) in shapes() {

@@ -473,7 +473,14 @@ impl RigidScratch {
             let mut alpha = 1.0;
             let mut accepted = false;
             self.trial.resize(dim, 0.0);
+            let length = self.step.iter().map(|s| s * s).sum::<f64>().sqrt();
             for _ in 0..30 {
+                // Obstacle distances are f32: a trial moving nothing by more than ~10 nm changes
+                // the energy by less than their rounding, and halving on would only evaluate
+                // noise (it did, 30 times, in a resting cube's steps).
+                if alpha * length < 1e-8 {
+                    break;
+                }
                 for i in 0..dim {
                     self.trial[i] = self.q[i] + alpha * self.step[i];
                 }
