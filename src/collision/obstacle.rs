@@ -63,6 +63,16 @@ fn finite_vec(field: &'static str, v: Vec3) -> Result<(), ObstacleError> {
 }
 
 impl Obstacle {
+    /// Extra mass \[kg\] a touching vertex's contact stiffness is sized for (a share of the
+    /// dynamic body that carries this obstacle; 0 otherwise).
+    #[inline]
+    pub(crate) fn load_mass(&self) -> f32 {
+        match &self.shape {
+            ObstacleShape::Posed(p) => p.load_mass,
+            _ => 0.0,
+        }
+    }
+
     /// The ground: the half-space below `y = height`.
     pub fn ground(height: f32, friction: f32) -> Self {
         Self { shape: ObstacleShape::Plane { normal: Vec3::Y, offset: height }, friction }

@@ -84,6 +84,12 @@ pub struct PosedShape {
     margin: f32,
     /// Per packed body: whether the obstacle acts on it (`None`: on every body).
     pub(crate) bodies: Option<Arc<[bool]>>,
+    /// The step's carrier (a dynamic rigid body outside Pliant, see `solver::Carrier`) that
+    /// moves this shape, whose end pose the step then solves for; `None`: the pose is given.
+    pub(crate) carrier: Option<u32>,
+    /// Mass \[kg\] each touching vertex carries for this shape (a carrier's share of its
+    /// mass): a contact with a heavy body must be as stiff as that body's weight asks.
+    pub(crate) load_mass: f32,
 }
 
 impl fmt::Debug for PosedShape {
@@ -122,15 +128,42 @@ impl PosedShape {
             }
         }
         let m = Vec3A::splat(margin);
-        Self { geometry, start, end, lo: wlo - m, hi: whi + m, margin, bodies: None }
+        Self { geometry, start, end, lo: wlo - m, hi: whi + m, margin, bodies: None, carrier: None, load_mass: 0.0 }
+    }
+
+    /// The same shape and start pose with the end pose `end`.
+    pub(crate) fn with_end(&self, end: RigidPose) -> Self {
+        self.with_poses(self.start, end)
+    }
+
+    /// The same shape (bodies, carrier) moving from `start` to `end`.
+    pub(crate) fn with_poses(&self, start: RigidPose, end: RigidPose) -> Self {
+        let mut out = Self::new(self.geometry.clone(), start, end, self.margin);
+        out.bodies = self.bodies.clone();
+        out.carrier = self.carrier;
+        out.load_mass = self.load_mass;
+        out
+    }
+
+    /// The shape moving from this shape's end pose to `end` (a probe for the carrier's CCD).
+    pub(crate) fn sweep_from_end_to(&self, end: RigidPose) -> Self {
+        Self::new(self.geometry.clone(), self.end, end, self.margin)
+    }
+
+    /// The world box over both poses, widened by the margin: `(min, max)` \[m\].
+    pub(crate) fn world_box(&self) -> (Vec3A, Vec3A) {
+        (self.lo, self.hi)
+    }
+
+    /// The query margin \[m\].
+    pub(crate) fn margin(&self) -> f32 {
+        self.margin
     }
 
     /// The same geometry over the part `[s0, s1]` of the step (substeps).
     pub fn between(&self, s0: f32, s1: f32) -> Self {
         let (start, end) = (self.start.lerp(&self.end, s0), self.start.lerp(&self.end, s1));
-        let mut out = Self::new(self.geometry.clone(), start, end, self.margin);
-        out.bodies = self.bodies.clone();
-        out
+        self.with_poses(start, end)
     }
 
     /// Whether the pose data is finite.

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use glam::{Vec3, Vec3A};
+use glam::{Mat3, Vec3, Vec3A};
 use rapier3d::dynamics::{RigidBodyHandle, RigidBodySet, RigidBodyType};
 use rapier3d::geometry::{ColliderHandle, ColliderSet, InteractionGroups};
 use rapier3d::math::Pose;
@@ -23,6 +23,7 @@ use super::shape::ColliderGeometry;
 use crate::body::SoftBodyHandle;
 use crate::collision::{Obstacle, ObstacleShape, PosedShape, RigidPose};
 use crate::runtime::SubstepContext;
+use crate::solver::carrier::CarrierBody;
 use crate::state::VERTEX_KINEMATIC;
 
 /// A (soft body, collider) pair as an ordered key (collider handles are not `Ord`), so events
@@ -212,6 +213,79 @@ pub(super) fn end_pose(rb: &rapier3d::dynamics::RigidBody, dt: f32, gravity: Vec
     }
 }
 
+/// The carrier index of dynamic body `b` (made on its first collider), or `None` for a body
+/// the step cannot solve for: not dynamic, massless, with a locked translation, touching
+/// another rigid body, or holding an attachment (its pose stays the prediction, and the
+/// exchange explicit).
+#[allow(clippy::too_many_arguments)]
+fn carrier_index(
+    known: &mut Vec<(RigidBodyHandle, Option<u32>)>,
+    carriers: &mut Vec<CarrierBody>,
+    b: RigidBodyHandle,
+    rb: &rapier3d::dynamics::RigidBody,
+    colliders: &ColliderSet,
+    dt: f32,
+    gravity: Vec3,
+    substeps: usize,
+) -> Option<u32> {
+    if let Some(&(_, c)) = known.iter().find(|(h, _)| *h == b) {
+        return c;
+    }
+    let mp = rb.mass_properties();
+    let inv_mass = mp.effective_inv_mass;
+    if !rb.is_dynamic() || !(inv_mass.min_element() > 0.0) || !inv_mass.is_finite() || touches_rigid(b, rb, colliders) {
+        known.push((b, None));
+        return None;
+    }
+    let i = &mp.effective_world_inv_inertia;
+    let inv_inertia =
+        Mat3::from_cols(Vec3::new(i.m11, i.m12, i.m13), Vec3::new(i.m12, i.m22, i.m23), Vec3::new(i.m13, i.m23, i.m33));
+    // The predicted end pose carries the centre of mass like any body point.
+    let end = end_pose(rb, dt, gravity, substeps);
+    let local_com = rb.position().inverse_transform_point(rb.center_of_mass());
+    let c = carriers.len() as u32;
+    carriers.push(CarrierBody {
+        mass: rb.mass(),
+        inv_inertia,
+        center_start: rb.center_of_mass(),
+        center_end: end.transform_point(local_com),
+    });
+    known.push((b, Some(c)));
+    Some(c)
+}
+
+/// Whether dynamic body `b` touches (within 2 mm) a collider of any other rigid body, fixed
+/// or not. rapier's own contacts then hold it, which the soft step cannot see: solved as a
+/// carrier it would give way under a soft load that its ground carries, and rapier would push
+/// it back. Such a body stays explicit (predicted pose, impulses applied after the step).
+fn touches_rigid(b: RigidBodyHandle, rb: &rapier3d::dynamics::RigidBody, colliders: &ColliderSet) -> bool {
+    use rapier3d::parry::bounding_volume::BoundingVolume;
+    const GAP: f32 = 2e-3;
+    for c in rb.colliders().iter().filter_map(|&h| colliders.get(h)) {
+        if !c.is_enabled() || c.is_sensor() {
+            continue;
+        }
+        let aabb = c.compute_aabb().loosened(GAP);
+        for (_, other) in colliders.iter() {
+            if other.parent() == Some(b)
+                || !other.is_enabled()
+                || other.is_sensor()
+                || !c.collision_groups().test(other.collision_groups())
+                || !c.solver_groups().test(other.solver_groups())
+                || !aabb.intersects(&other.compute_aabb())
+            {
+                continue;
+            }
+            let d = rapier3d::parry::query::distance(c.position(), c.shape(), other.position(), other.shape());
+            // A pair parry cannot measure counts as touching: explicit is the safe side.
+            if d.map_or(true, |d| d.distance < GAP) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// One moving obstacle's rapier side.
 #[derive(Clone, Debug)]
 pub(super) struct Link {
@@ -257,6 +331,10 @@ pub(super) struct FrameParams {
     pub dt: f32,
     pub gravity: Vec3,
     pub margin: f32,
+    /// Whether dynamic bodies may be carriers: only when the soft step is one substep, so
+    /// that the solved end pose and the velocity rapier ends with (the pose change over the
+    /// frame) are the same implicit-Euler step.
+    pub carriers: bool,
 }
 
 /// Builds the frame's moving obstacles (into `obstacles`) and links. `packed` lists the packed
@@ -268,11 +346,15 @@ pub(super) fn build_frame(
     colliders: &ColliderSet,
     params: FrameParams,
     obstacles: &mut Vec<Obstacle>,
+    carriers: &mut Vec<CarrierBody>,
 ) -> Frame {
-    let FrameParams { dt, gravity, margin } = params;
+    let FrameParams { dt, gravity, margin, carriers: carriers_allowed } = params;
     let mut frame = Frame { dt, ..Frame::default() };
     let substeps = coupling.rapier_substeps_or_default();
     obstacles.clear();
+    carriers.clear();
+    // Per dynamic rapier body met so far: its carrier index, if it is one.
+    let mut carrier_of: Vec<(RigidBodyHandle, Option<u32>)> = Vec::new();
     let groups: Vec<InteractionGroups> = packed.iter().map(|h| coupling.collision_groups(*h)).collect();
     for (handle, collider) in colliders.iter() {
         if !collider.is_enabled() {
@@ -304,6 +386,16 @@ pub(super) fn build_frame(
             continue;
         }
         shape.bodies = (!forces.iter().all(|&f| f)).then(|| forces.into());
+        if let Some((b, rb)) = parent {
+            let attached = coupling
+                .attachments
+                .iter()
+                .filter_map(|(_, a)| a.as_ref())
+                .any(|a| matches!(&a.rigid, Some((h, _)) if *h == b));
+            if carriers_allowed && !attached {
+                shape.carrier = carrier_index(&mut carrier_of, carriers, b, rb, colliders, dt, gravity, substeps);
+            }
+        }
         obstacles.push(Obstacle { shape: ObstacleShape::Posed(shape), friction: collider.friction() });
         frame.links.push(Link { collider: handle, body: parent.map(|(b, _)| b), start: to_pose(&start), center });
     }
@@ -447,6 +539,73 @@ impl Accumulator {
             }
         }
     }
+}
+
+/// Per carrier body: the impulse and angular impulse that take it from its predicted end pose
+/// to the one the step solved.
+pub(super) fn carrier_follow(
+    frame: &Frame,
+    predicted: &[Obstacle],
+    solved: &[Obstacle],
+    carriers: &[CarrierBody],
+) -> Vec<(RigidBodyHandle, Vec3, Vec3)> {
+    let mut out: Vec<(RigidBodyHandle, Vec3, Vec3)> = Vec::new();
+    for ((link, p), s) in frame.links.iter().zip(predicted).zip(solved) {
+        let (Some(body), ObstacleShape::Posed(p), ObstacleShape::Posed(s)) = (link.body, &p.shape, &s.shape) else {
+            continue;
+        };
+        let Some(c) = p.carrier.and_then(|c| carriers.get(c as usize)) else { continue };
+        if out.iter().any(|(b, _, _)| *b == body) {
+            continue;
+        }
+        let change = crate::solver::carrier::pose_change(&p.end, &s.end);
+        let moved = change.rotation * c.center_end + change.translation - c.center_end;
+        let (axis, angle) = change.rotation.to_axis_angle();
+        let inertia = crate::solver::carrier::inertia_of(c.inv_inertia).as_mat3();
+        out.push((body, moved * (c.mass / frame.dt), inertia * (axis * angle / frame.dt)));
+    }
+    out
+}
+
+/// Makes the frame's impulses on each carrier body (`follow`: the impulse and angular impulse
+/// that take it to the pose the step solved, which is what its block of the step balanced
+/// against the contact forces) what the coupling applies and reports. The soft vertices' own
+/// account of the exchange (`acc`) also carries their remaining residual; the difference is
+/// spread over the body's colliders and its soft partners in proportion to their share of the
+/// contact impulse, and each soft body takes its part as a velocity change, so momentum is
+/// conserved. Returns `(packed body, impulse to add to it)`.
+pub(super) fn carrier_reactions(
+    frame: &Frame,
+    acc: &mut Accumulator,
+    follow: &[(RigidBodyHandle, Vec3, Vec3)],
+) -> Vec<(u32, Vec3A)> {
+    let share = |j: Vec3A, total: f32, count: usize| if total > 0.0 { j.length() / total } else { 1.0 / count as f32 };
+    let mut out = Vec::new();
+    for &(body, j_c, l_c) in follow {
+        let links: Vec<usize> = (0..frame.links.len()).filter(|&i| frame.links[i].body == Some(body)).collect();
+        let (j_acc, l_acc) = links
+            .iter()
+            .fold((Vec3A::ZERO, Vec3A::ZERO), |(j, l), &i| (j + acc.link_impulse[i].0, l + acc.link_impulse[i].1));
+        let (missing, missing_l) = (Vec3A::from(j_c) - j_acc, Vec3A::from(l_c) - l_acc);
+        let total: f32 = links.iter().map(|&i| acc.link_impulse[i].0.length()).sum();
+        let old: Vec<Vec3A> = links.iter().map(|&i| acc.link_impulse[i].0).collect();
+        for (&i, &j) in links.iter().zip(&old) {
+            let w = share(j, total, links.len());
+            acc.link_impulse[i].0 += missing * w;
+            acc.link_impulse[i].1 += missing_l * w;
+        }
+        let pairs: Vec<(u32, usize)> = acc.pair_impulse.keys().filter(|(_, k)| links.contains(k)).copied().collect();
+        let total: f32 = pairs.iter().map(|p| acc.pair_impulse[p].0.length()).sum();
+        let count = pairs.len();
+        for p in pairs {
+            if let Some(entry) = acc.pair_impulse.get_mut(&p) {
+                let part = missing * share(entry.0, total, count);
+                entry.0 += part;
+                out.push((p.0, -part));
+            }
+        }
+    }
+    out
 }
 
 /// After the soft step: reactions to dynamic rigid bodies, the frame's reports, and events.

@@ -74,13 +74,20 @@ impl World {
         let margin = 4.0 * self.config().contact_offset + 1e-3;
         let mut moving = std::mem::take(&mut self.moving_obstacles);
         let gravity = self.config().gravity;
-        let params = FrameParams { dt, gravity, margin };
-        let mut frame = build_frame(&mut coupling, &packed, bodies, colliders, params, &mut moving);
+        let params = FrameParams { dt, gravity, margin, carriers: self.config().substeps == 1 };
+        let mut carriers = std::mem::take(&mut self.carrier_bodies);
+        let mut frame = build_frame(&mut coupling, &packed, bodies, colliders, params, &mut moving, &mut carriers);
         self.moving_obstacles = moving;
+        self.carrier_bodies = carriers;
         frame.attachments = self.attachment_links(&mut coupling, bodies, dt);
         let mut acc = Accumulator::new(&frame);
+        let predicted = self.moving_obstacles.clone();
         let report = self.step_coupled(Some(&mut |ctx| acc.after_substep(ctx, &frame)));
         acc.touching = self.touching_pairs(&frame);
+        let follow = coupling::carrier_follow(&frame, &predicted, &self.moving_obstacles, &self.carrier_bodies);
+        for (b, j) in coupling::carrier_reactions(&frame, &mut acc, &follow) {
+            self.add_body_impulse(b as usize, j);
+        }
         finish_frame(&mut coupling, &frame, acc, &packed, bodies, colliders, events);
         self.rapier = coupling;
         report

@@ -17,7 +17,7 @@ use super::report::StepReport;
 use super::transaction::Snapshot;
 use crate::body::{BodySet, PinMotion, SoftBodyHandle};
 use crate::collision::surface_check::find_triangle_intersections;
-use crate::collision::{ContactModel, ContactStiffness, Obstacle};
+use crate::collision::{ContactModel, ContactStiffness, Obstacle, ObstacleShape, PosedShape};
 use crate::error::PliantError;
 use crate::solver::{VbdScratch, VbdSettings, vbd_step};
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
@@ -48,6 +48,17 @@ pub enum Intersection {
         /// Depth below the obstacle's surface \[m\].
         depth: f32,
     },
+}
+
+/// Re-bases each carried obstacle's remaining frame motion (`remaining`, per moving obstacle)
+/// on the end pose its substep solved (`moved`) instead of the one it predicted (`predicted`).
+fn rebase_carried(remaining: &mut [Option<PosedShape>], predicted: &[Obstacle], moved: &[Obstacle]) {
+    for ((r, p), m) in remaining.iter_mut().zip(predicted).zip(moved) {
+        if let (Some(r), ObstacleShape::Posed(p), ObstacleShape::Posed(m)) = (r, &p.shape, &m.shape) {
+            let change = crate::solver::carrier::pose_change(&p.end, &m.end);
+            *r = r.with_poses(m.end, crate::solver::carrier::compose(&change, &r.end));
+        }
+    }
 }
 
 /// A simulation world: soft bodies, analytic obstacles and the step configuration.
@@ -84,6 +95,9 @@ pub struct World {
     /// Obstacles moving during the coming frame, at its start and end poses (rapier colliders);
     /// each substep takes its share of the motion. Set by a coupling before the step.
     pub(crate) moving_obstacles: Vec<Obstacle>,
+    /// Dynamic rigid bodies that carry some of `moving_obstacles` (their `carrier` index): the
+    /// step solves their response to the soft contacts (see `solver/carrier.rs`).
+    pub(crate) carrier_bodies: Vec<crate::solver::carrier::CarrierBody>,
     /// The rapier bridge: attachments, collision groups, contact state.
     #[cfg(feature = "rapier")]
     pub rapier: crate::rapier::RapierCoupling,
@@ -113,6 +127,7 @@ impl World {
             pin_marks: Vec::new(),
             momentum: Default::default(),
             moving_obstacles: Vec::new(),
+            carrier_bodies: Vec::new(),
             #[cfg(feature = "rapier")]
             rapier: crate::rapier::RapierCoupling::default(),
             #[cfg(feature = "gpu")]
@@ -393,6 +408,7 @@ impl World {
     /// [`World::latest_positions`] for the newest finished frame.
     pub fn step(&mut self) -> StepReport {
         self.moving_obstacles.clear();
+        self.carrier_bodies.clear();
         self.step_coupled(None)
     }
 
@@ -428,6 +444,16 @@ impl World {
             threads,
             ..StepReport::default()
         };
+        // Carried obstacles: the rest of the frame's motion, re-based after each substep on the
+        // pose the substep solved.
+        let mut remaining: Vec<Option<PosedShape>> = self
+            .moving_obstacles
+            .iter()
+            .map(|o| match &o.shape {
+                ObstacleShape::Posed(p) if p.carrier.is_some() => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
         for substep in 0..c.substeps {
             let t0 = self.time;
             if update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, t0, &mut self.pin_marks) {
@@ -449,15 +475,29 @@ impl World {
             } else {
                 let n = c.substeps as f32;
                 let (s0, s1) = (substep as f32 / n, (substep + 1) as f32 / n);
-                let moving = self.moving_obstacles.iter().map(|o| match &o.shape {
-                    crate::collision::ObstacleShape::Posed(p) if c.substeps > 1 => {
-                        Obstacle { shape: crate::collision::ObstacleShape::Posed(p.between(s0, s1)), ..o.clone() }
+                let left = (c.substeps - substep) as f32;
+                let moving = self.moving_obstacles.iter().zip(&remaining).map(|(o, r)| match (&o.shape, r) {
+                    (_, Some(r)) => Obstacle { shape: ObstacleShape::Posed(r.between(0.0, 1.0 / left)), ..o.clone() },
+                    (ObstacleShape::Posed(p), None) if c.substeps > 1 => {
+                        Obstacle { shape: ObstacleShape::Posed(p.between(s0, s1)), ..o.clone() }
                     }
                     _ => o.clone(),
                 });
                 Cow::Owned(self.obstacles.iter().cloned().chain(moving).collect())
             };
+            let n = c.substeps as f32;
+            self.scratch.carriers = self.carrier_bodies.iter().map(|b| b.at((substep + 1) as f32 / n, h)).collect();
             let stats = vbd_step(&mut self.state, &mut self.scratch, &obstacles, h, &settings);
+            let fixed = self.obstacles.len();
+            let obstacles = if self.scratch.moved_obstacles.len() == obstacles.len() {
+                let moved = std::mem::take(&mut self.scratch.moved_obstacles);
+                rebase_carried(&mut remaining, &obstacles[fixed..], &moved[fixed..]);
+                Cow::Owned(moved)
+            } else {
+                // Nothing solved a carrier: the substep went as predicted.
+                rebase_carried(&mut remaining, &obstacles[fixed..], &obstacles[fixed..]);
+                obstacles
+            };
             report.residual = stats.residual;
             report.contact_vertices = stats.contact_vertices;
             report.contact_pairs = stats.contact_pairs;
@@ -504,6 +544,12 @@ impl World {
                 });
             }
         }
+        // The frame's carried obstacles end where the last substep put them.
+        for (o, r) in self.moving_obstacles.iter_mut().zip(&remaining) {
+            if let (ObstacleShape::Posed(p), Some(r)) = (&mut o.shape, r) {
+                *p = p.with_end(r.start);
+            }
+        }
         self.frame += 1;
         report.frame = self.frame;
         report.state_frame = self.frame;
@@ -512,6 +558,24 @@ impl World {
         report.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
         report.game_thread_ms = report.wall_ms;
         report
+    }
+
+    /// Adds the impulse `j` \[N·s\] to packed body `b` as one velocity change of its free
+    /// vertices (velocities only: positions stay intersection-free).
+    pub(crate) fn add_body_impulse(&mut self, b: usize, j: Vec3A) {
+        let Some(slot) = self.slots.get(b) else { return };
+        let range = slot.range();
+        let free = |i: &usize| self.state.flags[*i] & VERTEX_KINEMATIC == 0;
+        let mass: f32 = range.clone().filter(free).map(|i| self.state.masses[i]).sum();
+        if !(mass > 0.0) || !j.is_finite() {
+            return;
+        }
+        let dv = (j / mass).extend(0.0);
+        for i in range {
+            if self.state.flags[i] & VERTEX_KINEMATIC == 0 {
+                self.state.velocities[i] += dv;
+            }
+        }
     }
 
     /// The packed state and the solver's scratch, for tests of solver internals.

@@ -1,6 +1,7 @@
 //! Solvers. Today: Vertex Block Descent on the CPU (the reference the GPU path will be tested
 //! against), its integrators, initialisation and Chebyshev acceleration.
 
+pub(crate) mod carrier;
 pub mod chebyshev;
 pub mod init;
 pub mod integrator;

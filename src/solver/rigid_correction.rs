@@ -75,7 +75,7 @@ impl RigidMotion {
     pub const IDENTITY: Self = Self { center: Vec3A::ZERO, rotation: Mat3A::IDENTITY, translation: Vec3A::ZERO };
 
     /// The motion with rotation vector `theta` \[rad\] about `center`, then `translation`.
-    fn new(center: DVec3, translation: DVec3, theta: DVec3) -> Self {
+    pub(crate) fn new(center: DVec3, translation: DVec3, theta: DVec3) -> Self {
         let angle = theta.length();
         let rotation =
             if angle > 0.0 { Mat3A::from_axis_angle((theta / angle).as_vec3(), angle as f32) } else { Mat3A::IDENTITY };
@@ -355,7 +355,10 @@ impl RigidScratch {
                         let (d_start, n_start) = o.signed_distance_start(start);
                         let position = x(v).as_dvec3();
                         pb.candidates.push(Candidate {
-                            side: Side { slot: slot as u32, coef: 1.0, arm: arm(rotates, position - center) },
+                            sides: [
+                                Side { slot: slot as u32, coef: 1.0, arm: arm(rotates, position - center) },
+                                Side::NONE,
+                            ],
                             obstacle: k as u32,
                             position,
                             start: start.as_dvec3(),
@@ -454,6 +457,27 @@ impl RigidScratch {
             // SAFETY: caller guarantees exclusive access to the group's motions.
             unsafe { motions.set(b as usize, motion) };
         }
+    }
+
+    /// Minimises the energy of a one-body problem set up in `problem` (see `carrier.rs`) from
+    /// `q = 0`; returns the body's motion `(t, θ)`, or `None` if it is not finite.
+    pub(super) fn solve_single(&mut self, obstacles: &[Obstacle]) -> Option<(DVec3, DVec3)> {
+        self.q.clear();
+        self.q.resize(6, 0.0);
+        if self.problem.candidates.is_empty() && self.problem.couplings.is_empty() {
+            let b = self.problem.bodies.first()?;
+            let (t, theta) = (b.force / b.stiff, b.inertia.inverse() * b.torque);
+            self.q.copy_from_slice(&[t.x, t.y, t.z, theta.x, theta.y, theta.z]);
+        } else {
+            self.newton(obstacles);
+        }
+        let q = &self.q;
+        q.iter().all(|v| v.is_finite()).then(|| (DVec3::new(q[0], q[1], q[2]), DVec3::new(q[3], q[4], q[5])))
+    }
+
+    /// The problem to fill before [`RigidScratch::solve_single`].
+    pub(super) fn problem_mut(&mut self) -> &mut Problem {
+        &mut self.problem
     }
 
     /// Newton iterations with a backtracking line search from `q = 0`.

@@ -22,10 +22,12 @@ impl Side {
     pub(super) const NONE: Self = Self { slot: FIXED, coef: 0.0, arm: DVec3::ZERO };
 }
 
-/// A vertex–obstacle pair that may touch during the correction.
+/// A vertex–obstacle pair that may touch during the correction. The vertex's body is the
+/// first side (coefficient 1); an obstacle moved by a carrier of the group is the second
+/// (coefficient −1: moving the obstacle by `δ` is moving the vertex by `−δ` relative to it).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Candidate {
-    pub(super) side: Side,
+    pub(super) sides: [Side; 2],
     pub(super) obstacle: u32,
     /// Current position and `x^n` of the vertex.
     pub(super) position: DVec3,
@@ -227,7 +229,7 @@ impl Problem {
             }
         }
         for cand in &self.candidates {
-            let p = cand.position + displacement(&cand.side);
+            let p = cand.position + displacement(&cand.sides[0]) + displacement(&cand.sides[1]);
             let obstacle = &obstacles[cand.obstacle as usize];
             let (d, n) = obstacle.signed_distance(Vec3A::from(p.as_vec3()));
             // Slip relative to the obstacle's surface (zero motion for a static one).
@@ -246,7 +248,7 @@ impl Problem {
             );
             e += term.energy;
             if let Some((g, h)) = out.as_mut() {
-                add_point_term(g, h, &[cand.side], term.gradient, &term.hessian);
+                add_point_term(g, h, &cand.sides, term.gradient, &term.hessian);
             }
         }
         for cp in &self.couplings {
@@ -311,7 +313,11 @@ mod tests {
             });
         }
         let candidates = vec![Candidate {
-            side: Side { slot: 0, coef: 1.0, arm: DVec3::new(0.05, -0.08, 0.02) },
+            // The ground carried by body 1 (a carrier's obstacle).
+            sides: [
+                Side { slot: 0, coef: 1.0, arm: DVec3::new(0.05, -0.08, 0.02) },
+                Side { slot: 1, coef: -1.0, arm: DVec3::new(-0.1, 0.03, 0.04) },
+            ],
             obstacle: 0,
             position: DVec3::new(0.25, 0.5e-3, -0.125),
             start: DVec3::new(0.25 - 2e-4, 0.6e-3, -0.125),

@@ -110,6 +110,13 @@ pub struct VbdScratch {
     clamp: Vec<Vec4>,
     /// End-of-step targets of kinematic vertices, filled by the caller before [`vbd_step`].
     pub targets: Vec<Vec4>,
+    /// The step's carriers (dynamic rigid bodies moving some obstacles; see `carrier.rs`), set
+    /// by the caller before the step.
+    pub(crate) carriers: Vec<super::carrier::Carrier>,
+    /// With carriers: the step's obstacles with each carrier's at the pose the step solved
+    /// (empty without carriers).
+    pub(crate) moved_obstacles: Vec<Obstacle>,
+    carrier_sweep: super::carrier::CarrierSweep,
 }
 
 impl VbdScratch {
@@ -297,7 +304,23 @@ pub fn vbd_step(
             surface,
             clamp,
             targets,
+            carriers,
+            moved_obstacles,
+            carrier_sweep,
         } = scratch;
+        let carriers: &[super::carrier::Carrier] = carriers;
+        let has_carriers = !carriers.is_empty();
+        // With carriers, the prepare phase and the rigid correction see them where they first
+        // touch a vertex (see `CarrierSweep::begin`).
+        let advanced: Vec<Obstacle>;
+        let obstacles = if has_carriers {
+            carrier_sweep.begin(obstacles, carriers, state, &positions, h);
+            advanced = carrier_sweep.obstacles.clone();
+            &advanced[..]
+        } else {
+            obstacles
+        };
+        let carrier_cell = PhaseCell::new(std::mem::take(carrier_sweep));
         let surface_cell = PhaseCell::new(std::mem::take(surface));
         let clamp_sh = SharedSlice::new(clamp);
         let pos = SharedSlice::new(&mut positions);
@@ -444,7 +467,7 @@ pub fn vbd_step(
 
             // SAFETY: `start`, `inertia` and `velocity` are written only in the prepare phase,
             // which ended at the barrier above; from here on every thread only reads them.
-            let inputs = unsafe {
+            let base_inputs = unsafe {
                 VertexInputs {
                     state: st,
                     start: start_sh.as_slice(),
@@ -455,6 +478,17 @@ pub fn vbd_step(
                     tet_rates: rates_sh.as_slice(),
                     surface: &surface_cell,
                     clamp: &clamp_sh,
+                }
+            };
+            let inputs = base_inputs;
+            // The obstacles of the sweeps: with carriers, as the last carrier update left them.
+            // SAFETY: thread 0 changes them only between sweeps, behind a barrier, while no
+            // vertex inputs built from them are alive.
+            let sweep_inputs = || {
+                if has_carriers {
+                    VertexInputs { obstacles: unsafe { carrier_cell.get() }.obstacles.as_slice(), ..base_inputs }
+                } else {
+                    base_inputs
                 }
             };
             let contact_ctx = ContactContext { st, model: s.contact, settings: s.surface_contact };
@@ -528,6 +562,7 @@ pub fn vbd_step(
             let mut schedule = chebyshev.map(ChebyshevSchedule::new);
             let colored = st.color_vertices.len();
             for iteration in 0..s.iterations {
+                let inputs = sweep_inputs();
                 if surface_on && interval > 0 && iteration > 0 && iteration % interval == 0 {
                     // Re-detection refreshes the pairs' linearisation and re-centres the bounds.
                     // With no pair stored and no vertex held by its bound, neither is needed:
@@ -633,12 +668,29 @@ pub fn vbd_step(
                                 if within != mixed {
                                     bound_hit.store(true, Ordering::Relaxed);
                                 }
-                                x = limit_step(obstacles, st.vertex_body[v], x_bar, within);
+                                x = limit_step(inputs.obstacles, st.vertex_body[v], x_bar, within);
                             }
                             let x = x.extend(0.0);
                             pos.set(v, x);
                             prev2_sh.set(v, prev1_sh.get(v));
                             prev1_sh.set(v, x);
+                        }
+                    }
+                    barrier.wait();
+                }
+                if has_carriers {
+                    // Block Gauss–Seidel: the carriers move against the vertices' new positions.
+                    if t == 0 {
+                        // SAFETY: thread 0 alone until the barrier; the other threads wait
+                        // and hold no vertex inputs built on the carriers' obstacles.
+                        unsafe {
+                            carrier_cell.get_mut().update(
+                                carriers,
+                                st,
+                                pos.as_slice(),
+                                start_sh.as_slice(),
+                                &s.contact,
+                            );
                         }
                     }
                     barrier.wait();
@@ -667,6 +719,11 @@ pub fn vbd_step(
         });
         *rigid_buf = rigid_scratch.into_inner();
         *surface = surface_cell.into_inner();
+        *carrier_sweep = carrier_cell.into_inner();
+        moved_obstacles.clear();
+        if has_carriers {
+            moved_obstacles.extend_from_slice(&carrier_sweep.obstacles);
+        }
         if surface_on {
             // SAFETY: the workers are done; nothing else reads or writes the bounds.
             surface.keep_bounds(unsafe { clamp_sh.as_slice() });

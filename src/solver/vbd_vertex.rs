@@ -13,6 +13,7 @@ use crate::mesh::unpack_entry;
 use crate::state::{MODEL_STABLE_NEO_HOOKEAN, SimState};
 
 /// Read-only per-step inputs of the vertex update.
+#[derive(Clone, Copy)]
 pub(crate) struct VertexInputs<'a> {
     pub state: &'a SimState,
     /// `x^n`.
@@ -249,10 +250,10 @@ pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>, obstacl
     if !obstacles {
         return ExternalTerms { force: f, hessian: h, in_contact };
     }
-    let contact = inp.contact.params(st.masses[v]);
     let start = Vec3A::from_vec4(inp.start[v]);
     let body_index = st.vertex_body[v];
     for o in inp.obstacles.iter().filter(|o| o.applies_to(body_index)) {
+        let contact = inp.contact.params(st.masses[v] + o.load_mass());
         let (distance, normal) = o.signed_distance(x);
         if distance >= contact.offset {
             continue;

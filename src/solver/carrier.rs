@@ -1,0 +1,423 @@
+//! Carriers: dynamic rigid bodies that live outside Pliant (rapier bodies) and move some of the
+//! step's obstacles (their colliders).
+//!
+//! The coupling hands a carrier's contact impulses back once per frame. If the carrier's pose
+//! for the step were only predicted from its velocity and gravity, that exchange would be
+//! explicit: a body of mass `m` on a contact of stiffness `k` is then stable only while
+//! `k h²/m` stays below about 4/3, and the penalty and sticking-friction stiffnesses are far
+//! above that (a 20 kg box on a foam mattress bounced frame to frame at 60 Hz and skidded and
+//! rocked at 120 Hz). So the step treats each carrier as one more rigid body of the rigid
+//! correction (`rigid_correction.rs`): its motion away from the predicted pose costs
+//! `½ m/h² |t|² + ½ θᵀ (I/h²) θ`, its contacts with soft vertices enter through the relative
+//! motion of the two sides, and the group's Newton solve finds the carrier's response to the
+//! contact forces together with the soft bodies' rigid motions (implicit in the penalty and
+//! friction stiffness). The carrier's obstacles then move to the solved pose, scaled back so
+//! that no vertex is entered, and the sweeps shape the soft bodies against it.
+
+use glam::{DMat3, DVec3, Mat3, Quat, Vec3, Vec3A, Vec4};
+
+use super::rigid_correction::{RigidMotion, RigidScratch};
+use super::rigid_energy::{BodyQuadratic, Candidate, Side};
+use crate::collision::{ContactModel, Obstacle, ObstacleShape, RigidPose};
+use crate::state::SimState;
+
+/// A dynamic rigid body moving some obstacles during a step (their `carrier` index).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Carrier {
+    /// World centre of mass at the predicted end pose \[m\].
+    pub center: DVec3,
+    /// `m / h²` \[N/m\].
+    pub stiff: f64,
+    /// World inertia tensor over `h²` \[N·m\].
+    pub inertia: DMat3,
+    /// `h²` \[s²\] (so `stiff · h2` is the mass).
+    pub h2: f64,
+}
+
+impl Carrier {
+    /// A carrier of mass `mass` \[kg\] and world inverse inertia `inv_inertia` (zero rows for
+    /// locked rotations) for a step of length `h`; `None` for a massless body.
+    pub(crate) fn new(center: Vec3, mass: f32, inv_inertia: Mat3, h: f32) -> Option<Self> {
+        if !(mass > 0.0 && mass.is_finite() && h > 0.0 && inv_inertia.is_finite()) {
+            return None;
+        }
+        let inertia = inertia_of(inv_inertia);
+        if !inertia.is_finite() {
+            return None;
+        }
+        let h2 = (h as f64) * (h as f64);
+        Some(Self { center: center.as_dvec3(), stiff: mass as f64 / h2, inertia: inertia * (1.0 / h2), h2 })
+    }
+}
+
+/// The inertia tensor of a body with world inverse inertia `inv` (zero rows for locked
+/// rotations: a tiny ridge turns them into a very large inertia, which keeps them still
+/// without a special case).
+pub(crate) fn inertia_of(inv: Mat3) -> DMat3 {
+    let inv = inv.as_dmat3();
+    let trace = inv.x_axis.x + inv.y_axis.y + inv.z_axis.z;
+    let ridge = 1e-9 * trace.max(1e-12);
+    (inv + DMat3::from_diagonal(DVec3::splat(ridge))).inverse()
+}
+
+/// A carrier's rigid body for a whole frame, as the coupling found it: mass, world inverse
+/// inertia, and world centre of mass at the frame's start and at its predicted end.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct CarrierBody {
+    pub mass: f32,
+    pub inv_inertia: Mat3,
+    pub center_start: Vec3,
+    pub center_end: Vec3,
+}
+
+impl CarrierBody {
+    /// The carrier of the substep ending at fraction `s` of the frame, of length `h`; a body
+    /// that cannot be one (no mass) is a very heavy one, which moves nothing.
+    pub(crate) fn at(&self, s: f32, h: f32) -> Carrier {
+        let center = self.center_start.lerp(self.center_end, s);
+        Carrier::new(center, self.mass, self.inv_inertia, h).unwrap_or(Carrier {
+            center: center.as_dvec3(),
+            stiff: 1e30,
+            inertia: DMat3::from_diagonal(DVec3::splat(1e30)),
+            h2: 0.0,
+        })
+    }
+}
+
+/// The rigid map taking pose `from` to pose `to` (`to = map ∘ from`).
+pub(crate) fn pose_change(from: &RigidPose, to: &RigidPose) -> RigidPose {
+    let rotation = (to.rotation * from.rotation.inverse()).normalize();
+    RigidPose { rotation, translation: to.translation - rotation * from.translation }
+}
+
+/// `map ∘ pose`.
+pub(crate) fn compose(map: &RigidPose, pose: &RigidPose) -> RigidPose {
+    RigidPose {
+        rotation: (map.rotation * pose.rotation).normalize(),
+        translation: map.rotation * pose.translation + map.translation,
+    }
+}
+
+/// The carrier that moves obstacle `o`, if any.
+#[inline]
+pub(crate) fn carrier_of(o: &Obstacle) -> Option<u32> {
+    match &o.shape {
+        ObstacleShape::Posed(p) => p.carrier,
+        _ => None,
+    }
+}
+
+/// `pose` after the rigid motion `m`.
+fn moved_pose(pose: &RigidPose, m: &RigidMotion) -> RigidPose {
+    let turn = Quat::from_mat3(&Mat3::from(m.rotation));
+    RigidPose {
+        rotation: (turn * pose.rotation).normalize(),
+        translation: Vec3::from(m.apply(Vec3A::from(pose.translation))),
+    }
+}
+
+/// Moves the end pose of every obstacle of carrier `c` by the motion `(t, θ)` about the
+/// carrier's centre, scaled back so that no vertex of `positions` (bodies `vertex_body`) is
+/// entered on the way. Returns the fraction of the motion taken.
+pub(crate) fn move_carrier(
+    obstacles: &mut [Obstacle],
+    c: u32,
+    center: DVec3,
+    t: DVec3,
+    theta: DVec3,
+    positions: &[Vec4],
+    vertex_body: &[u32],
+) -> f32 {
+    let full = RigidMotion::new(center, t, theta);
+    if full == RigidMotion::IDENTITY {
+        return 1.0;
+    }
+    let mut toi = 1.0f32;
+    for o in obstacles.iter().filter(|o| carrier_of(o) == Some(c)) {
+        let ObstacleShape::Posed(shape) = &o.shape else { continue };
+        let probe = shape.sweep_from_end_to(moved_pose(&shape.end, &full));
+        for (p, &b) in positions.iter().zip(vertex_body) {
+            if o.applies_to(b) {
+                let x = Vec3A::from_vec4(*p);
+                if let Some(s) = probe.first_entry(x, x) {
+                    toi = toi.min(s);
+                }
+            }
+        }
+    }
+    let s = if toi < 1.0 { toi * (1.0 - 1e-4) } else { 1.0 };
+    let motion = if s < 1.0 { RigidMotion::new(center, t * s as f64, theta * s as f64) } else { full };
+    for o in obstacles.iter_mut().filter(|o| carrier_of(o) == Some(c)) {
+        if let ObstacleShape::Posed(shape) = &mut o.shape {
+            *shape = shape.with_end(moved_pose(&shape.end, &motion));
+        }
+    }
+    s
+}
+
+/// One carrier's progress through a step: its centre now, and its motion away from the
+/// predicted end pose so far.
+#[derive(Clone, Debug, Default)]
+struct CarrierState {
+    center: DVec3,
+    t: DVec3,
+    theta: DVec3,
+    /// The soft bodies that can reach the carrier during the step: the only ones its updates
+    /// look at.
+    near: Vec<u32>,
+}
+
+/// The carriers' part of a step (thread 0 only): the obstacles as they now stand and the
+/// solver's buffers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CarrierSweep {
+    /// The step's obstacles, the carriers' at their current poses.
+    pub obstacles: Vec<Obstacle>,
+    states: Vec<CarrierState>,
+    solver: RigidScratch,
+}
+
+impl CarrierSweep {
+    /// Starts a step. Each carrier advances from its start pose towards its predicted end pose
+    /// only until it first touches a vertex where the vertices are now (`positions`, `x^n`),
+    /// as a soft body's initial guess does against obstacles: a heavy body falling 6 cm in a
+    /// frame would otherwise start the sweeps with the foam under it crushed by the path
+    /// clamp, and be thrown back by it. The inertia term still pulls it towards the predicted
+    /// pose, so the sweeps carry the impact.
+    pub fn begin(&mut self, obstacles: &[Obstacle], carriers: &[Carrier], st: &SimState, positions: &[Vec4], h: f32) {
+        let vertex_body = &st.vertex_body[..];
+        self.obstacles.clear();
+        self.obstacles.extend_from_slice(obstacles);
+        self.states.clear();
+        // Each soft body's box at x^n, widened by twice its fastest vertex's travel in the
+        // step (and a centimetre): what the carriers' boxes are tested against.
+        let boxes: Vec<(Vec3A, Vec3A)> = st
+            .bodies
+            .iter()
+            .map(|b| {
+                let range = b.vertex_start as usize..(b.vertex_start + b.vertex_count) as usize;
+                let (mut lo, mut hi, mut speed) =
+                    (Vec3A::splat(f32::INFINITY), Vec3A::splat(f32::NEG_INFINITY), 0.0f32);
+                for i in range {
+                    let p = Vec3A::from_vec4(positions[i]);
+                    (lo, hi) = (lo.min(p), hi.max(p));
+                    speed = speed.max(Vec3A::from_vec4(st.velocities[i]).length());
+                }
+                let grow = Vec3A::splat(2.0 * speed * h + 0.01);
+                (lo - grow, hi + grow)
+            })
+            .collect();
+        for (c, carrier) in carriers.iter().enumerate() {
+            let mut near: Vec<u32> = Vec::new();
+            for o in self.obstacles.iter().filter(|o| carrier_of(o) == Some(c as u32)) {
+                let ObstacleShape::Posed(p) = &o.shape else { continue };
+                let (lo, hi) = p.world_box();
+                for (b, (blo, bhi)) in boxes.iter().enumerate() {
+                    let overlaps = !(hi.cmplt(*blo).any() || lo.cmpgt(*bhi).any());
+                    if overlaps && o.applies_to(b as u32) && !near.contains(&(b as u32)) {
+                        near.push(b as u32);
+                    }
+                }
+            }
+            near.sort_unstable();
+            let mut state = CarrierState { center: carrier.center, near, ..CarrierState::default() };
+            let poses = self.obstacles.iter().find_map(|o| match &o.shape {
+                ObstacleShape::Posed(p) if p.carrier == Some(c as u32) => Some((p.start, p.end)),
+                _ => None,
+            });
+            if let Some((start, end)) = poses {
+                // The rigid motion from the start pose to the predicted one, about the centre's
+                // start position.
+                let change = pose_change(&start, &end);
+                let back = pose_change(&end, &start);
+                let center_start = Vec3::from(back.apply(Vec3A::from(carrier.center.as_vec3()))).as_dvec3();
+                let (axis, angle) = change.rotation.to_axis_angle();
+                let (t, theta) = (carrier.center - center_start, (axis * angle).as_dvec3());
+                for o in self.obstacles.iter_mut().filter(|o| carrier_of(o) == Some(c as u32)) {
+                    if let ObstacleShape::Posed(p) = &mut o.shape {
+                        *p = p.with_end(p.start);
+                    }
+                }
+                let (positions, vertex_body) =
+                    if state.near.is_empty() { (&[][..], &[][..]) } else { (positions, vertex_body) };
+                let s =
+                    move_carrier(&mut self.obstacles, c as u32, center_start, t, theta, positions, vertex_body) as f64;
+                state.center = center_start + t * s;
+                (state.t, state.theta) = (-t * (1.0 - s), -theta * (1.0 - s));
+            }
+            self.states.push(state);
+        }
+    }
+
+    /// One block Gauss–Seidel update of every carrier against the soft vertices where they are
+    /// now (`positions`; `start`: `x^n`): the carrier's inertia about its predicted pose, and
+    /// the same penalty and lagged-friction terms the vertices feel from it
+    /// (`vbd_vertex::external_terms`), minimised over its rigid motion; the motion is then
+    /// scaled back so that it enters no vertex.
+    pub fn update(
+        &mut self,
+        carriers: &[Carrier],
+        st: &SimState,
+        positions: &[Vec4],
+        start: &[Vec4],
+        contact: &ContactModel,
+    ) {
+        let delta = contact.offset as f64;
+        for (c, carrier) in carriers.iter().enumerate() {
+            if self.states[c].near.is_empty() {
+                // Nothing can touch it this step: it keeps its predicted pose (set by `begin`).
+                continue;
+            }
+            let state = self.states[c].clone();
+            let c = c as u32;
+            let vertices = || {
+                state.near.iter().flat_map(|&b| {
+                    let body = &st.bodies[b as usize];
+                    body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize
+                })
+            };
+            // The vertices near the carrier share its weight: their contact is made as stiff
+            // as their share asks (a vertex's own mass would let a heavy body sink through
+            // the contact layer).
+            let mut near = 0u32;
+            for o in self.obstacles.iter().filter(|o| carrier_of(o) == Some(c)) {
+                let ObstacleShape::Posed(shape) = &o.shape else { continue };
+                for v in vertices() {
+                    if o.applies_to(st.vertex_body[v])
+                        && o.signed_distance(Vec3A::from_vec4(positions[v])).0 < shape.margin()
+                    {
+                        near += 1;
+                    }
+                }
+            }
+            let mass = carrier.stiff * carrier.h2;
+            let load = if near > 0 { (mass / near as f64) as f32 } else { 0.0 };
+            for o in self.obstacles.iter_mut().filter(|o| carrier_of(o) == Some(c)) {
+                if let ObstacleShape::Posed(shape) = &mut o.shape {
+                    shape.load_mass = load;
+                }
+            }
+            let pb = self.solver.problem_mut();
+            pb.bodies.clear();
+            pb.candidates.clear();
+            pb.couplings.clear();
+            (pb.delta, pb.static_slip) = (delta, contact.static_slip as f64);
+            pb.bodies.push(BodyQuadratic {
+                center: state.center,
+                stiff: carrier.stiff,
+                inertia: carrier.inertia,
+                force: -state.t * carrier.stiff,
+                torque: -(carrier.inertia * state.theta),
+                rotates: true,
+            });
+            for (k, o) in self.obstacles.iter().enumerate().filter(|(_, o)| carrier_of(o) == Some(c)) {
+                let reach = match &o.shape {
+                    ObstacleShape::Posed(shape) => shape.margin() as f64,
+                    _ => 0.0,
+                };
+                for v in vertices() {
+                    let b = st.vertex_body[v];
+                    let x = Vec3A::from_vec4(positions[v]);
+                    if !o.applies_to(b) || (o.signed_distance(x).0 as f64) >= delta + reach {
+                        continue;
+                    }
+                    let k_c = contact.stiffness.for_mass(st.masses[v] + load) as f64;
+                    let x_start = Vec3A::from_vec4(start[v]);
+                    let (d_start, n_start) = o.signed_distance_start(x_start);
+                    let position = x.as_dvec3();
+                    pb.candidates.push(Candidate {
+                        sides: [Side::NONE, Side { slot: 0, coef: -1.0, arm: position - state.center }],
+                        obstacle: k as u32,
+                        position,
+                        start: x_start.as_dvec3(),
+                        stiffness: k_c,
+                        lambda: k_c * (delta - d_start as f64).max(0.0),
+                        normal: n_start.as_dvec3(),
+                        mu: 0.5 * (st.bodies[b as usize].friction as f64 + o.friction as f64),
+                    });
+                }
+            }
+            let Some((t, theta)) = self.solver.solve_single(&self.obstacles) else { continue };
+            let s = move_carrier(&mut self.obstacles, c, state.center, t, theta, positions, &st.vertex_body) as f64;
+            let state = &mut self.states[c as usize];
+            state.t += t * s;
+            state.theta += theta * s;
+            state.center += t * s;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collision::{ObstacleGeometry, PosedShape};
+    use std::sync::Arc;
+
+    #[derive(Debug)]
+    struct Ball(f32);
+
+    impl ObstacleGeometry for Ball {
+        fn signed_distance(&self, p: Vec3) -> (f32, Vec3) {
+            (p.length() - self.0, p.normalize_or(Vec3::Y))
+        }
+        fn first_hit(&self, a: Vec3, b: Vec3) -> Option<(f32, Vec3)> {
+            // |a + s d| = r: the smaller root in [0, 1].
+            let d = b - a;
+            let (qa, qb, qc) = (d.dot(d), 2.0 * a.dot(d), a.dot(a) - self.0 * self.0);
+            let disc = qb * qb - 4.0 * qa * qc;
+            if qa == 0.0 || disc < 0.0 {
+                return None;
+            }
+            let s = (-qb - disc.sqrt()) / (2.0 * qa);
+            (0.0..=1.0).contains(&s).then(|| (s, (a + d * s).normalize()))
+        }
+        fn local_bounds(&self) -> (Vec3, Vec3) {
+            (Vec3::splat(-self.0), Vec3::splat(self.0))
+        }
+        fn has_inside(&self) -> bool {
+            true
+        }
+    }
+
+    fn carried_ball() -> Obstacle {
+        let mut shape = PosedShape::new(Arc::new(Ball(0.1)), RigidPose::IDENTITY, RigidPose::IDENTITY, 0.01);
+        shape.carrier = Some(0);
+        Obstacle { shape: ObstacleShape::Posed(shape), friction: 0.5 }
+    }
+
+    #[test]
+    fn a_carrier_moves_its_obstacles_and_stops_short_of_a_vertex() {
+        let mut obstacles = vec![carried_ball(), Obstacle::ground(-1.0, 0.5)];
+        // No vertex in the way: the whole motion, about the centre.
+        let s = move_carrier(&mut obstacles, 0, DVec3::ZERO, DVec3::new(0.0, 0.05, 0.0), DVec3::ZERO, &[], &[]);
+        assert_eq!(s, 1.0);
+        let (d, _) = obstacles[0].signed_distance(Vec3A::new(0.0, 0.15, 0.0));
+        assert!(d.abs() < 1e-5, "{d}");
+        // A vertex 0.02 m above the moved ball: a further 0.05 m rise stops at it.
+        let v = [Vec4::new(0.0, 0.17, 0.0, 0.0)];
+        let s = move_carrier(&mut obstacles, 0, DVec3::ZERO, DVec3::new(0.0, 0.05, 0.0), DVec3::ZERO, &v, &[0]);
+        assert!((s - 0.4).abs() < 0.01, "fraction {s}");
+        let (d, _) = obstacles[0].signed_distance(Vec3A::new(0.0, 0.17, 0.0));
+        assert!((0.0..1e-3).contains(&d), "the vertex is left on the surface: {d}");
+        // Other obstacles never move.
+        assert_eq!(obstacles[1], Obstacle::ground(-1.0, 0.5));
+    }
+
+    #[test]
+    fn pose_change_composes_back() {
+        let a = RigidPose { rotation: Quat::from_rotation_y(0.3), translation: Vec3::new(1.0, 2.0, 3.0) };
+        let b = RigidPose { rotation: Quat::from_rotation_x(-0.7), translation: Vec3::new(-0.5, 0.1, 0.2) };
+        let back = compose(&pose_change(&a, &b), &a);
+        assert!(back.rotation.angle_between(b.rotation) < 1e-5);
+        assert!((back.translation - b.translation).length() < 1e-5);
+    }
+
+    #[test]
+    fn locked_rotations_become_a_very_large_inertia() {
+        let c = Carrier::new(Vec3::ZERO, 2.0, Mat3::from_diagonal(Vec3::new(0.0, 4.0, 0.0)), 0.1).unwrap();
+        assert!((c.stiff - 200.0).abs() < 1e-3, "{}", c.stiff);
+        assert!((c.inertia.y_axis.y - 25.0).abs() < 1e-3, "{}", c.inertia.y_axis.y);
+        assert!(c.inertia.x_axis.x > 1e9 && c.inertia.z_axis.z > 1e9);
+        assert!(Carrier::new(Vec3::ZERO, 0.0, Mat3::IDENTITY, 0.1).is_none());
+    }
+}
