@@ -73,6 +73,13 @@ impl Obstacle {
         }
     }
 
+    /// Whether momentum moves this obstacle (a dynamic rapier body's collider); static and
+    /// kinematic obstacles have infinite mass.
+    #[inline]
+    pub(crate) fn movable(&self) -> bool {
+        matches!(&self.shape, ObstacleShape::Posed(p) if p.movable)
+    }
+
     /// The ground: the half-space below `y = height`.
     pub fn ground(height: f32, friction: f32) -> Self {
         Self { shape: ObstacleShape::Plane { normal: Vec3::Y, offset: height }, friction }

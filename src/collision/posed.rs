@@ -90,6 +90,10 @@ pub struct PosedShape {
     /// Mass \[kg\] each touching vertex carries for this shape (a carrier's share of its
     /// mass): a contact with a heavy body must be as stiff as that body's weight asks.
     pub(crate) load_mass: f32,
+    /// Whether the shape belongs to a body that momentum moves (a dynamic rapier body). A soft
+    /// body touching anything else (fixed or kinematic: infinite mass) hands its momentum
+    /// residual to it.
+    pub(crate) movable: bool,
 }
 
 impl fmt::Debug for PosedShape {
@@ -128,7 +132,18 @@ impl PosedShape {
             }
         }
         let m = Vec3A::splat(margin);
-        Self { geometry, start, end, lo: wlo - m, hi: whi + m, margin, bodies: None, carrier: None, load_mass: 0.0 }
+        Self {
+            geometry,
+            start,
+            end,
+            lo: wlo - m,
+            hi: whi + m,
+            margin,
+            bodies: None,
+            carrier: None,
+            load_mass: 0.0,
+            movable: false,
+        }
     }
 
     /// The same shape and start pose with the end pose `end`.
@@ -142,6 +157,7 @@ impl PosedShape {
         out.bodies = self.bodies.clone();
         out.carrier = self.carrier;
         out.load_mass = self.load_mass;
+        out.movable = self.movable;
         out
     }
 

@@ -113,6 +113,9 @@ pub struct RapierCoupling {
     attachment_impulses: Vec<AttachmentImpulse>,
     /// rapier's solver substeps per step; `None`: rapier's default.
     substeps: Option<usize>,
+    /// Bodies on joints this frame (rapier holds them; never carriers). Filled by
+    /// `World::step_with_physics_world`, which sees the joint sets.
+    pub(super) jointed: Vec<RigidBodyHandle>,
 }
 
 impl RapierCoupling {
@@ -214,9 +217,9 @@ pub(super) fn end_pose(rb: &rapier3d::dynamics::RigidBody, dt: f32, gravity: Vec
 }
 
 /// The carrier index of dynamic body `b` (made on its first collider), or `None` for a body
-/// the step cannot solve for: not dynamic, massless, with a locked translation, touching
-/// another rigid body, or holding an attachment (its pose stays the prediction, and the
-/// exchange explicit).
+/// the step cannot solve for: not dynamic, massless, with a locked translation, or touching
+/// another rigid body (its pose stays the prediction, and the exchange explicit). The caller
+/// also leaves out sleeping bodies, bodies holding an attachment and bodies on joints.
 #[allow(clippy::too_many_arguments)]
 fn carrier_index(
     known: &mut Vec<(RigidBodyHandle, Option<u32>)>,
@@ -387,12 +390,13 @@ pub(super) fn build_frame(
         }
         shape.bodies = (!forces.iter().all(|&f| f)).then(|| forces.into());
         if let Some((b, rb)) = parent {
+            shape.movable = rb.is_dynamic();
             let attached = coupling
                 .attachments
                 .iter()
                 .filter_map(|(_, a)| a.as_ref())
                 .any(|a| matches!(&a.rigid, Some((h, _)) if *h == b));
-            if carriers_allowed && !attached {
+            if carriers_allowed && !attached && !rb.is_sleeping() && !coupling.jointed.contains(&b) {
                 shape.carrier = carrier_index(&mut carrier_of, carriers, b, rb, colliders, dt, gravity, substeps);
             }
         }
@@ -558,12 +562,26 @@ pub(super) fn carrier_follow(
         if out.iter().any(|(b, _, _)| *b == body) {
             continue;
         }
+        if p.end == s.end {
+            // Nothing reached it: the prediction stands, and rapier integrates it alone.
+            continue;
+        }
         let change = crate::solver::carrier::pose_change(&p.end, &s.end);
         let moved = change.rotation * c.center_end + change.translation - c.center_end;
-        let (axis, angle) = change.rotation.to_axis_angle();
+        let turn = crate::solver::carrier::rotation_vector(change.rotation);
         let inertia = crate::solver::carrier::inertia_of(c.inv_inertia).as_mat3();
-        out.push((body, moved * (c.mass / frame.dt), inertia * (axis * angle / frame.dt)));
+        out.push((body, moved * (c.mass / frame.dt), inertia * (turn / frame.dt)));
     }
+    out
+}
+
+/// Packed soft bodies that touched a collider of no carrier body this frame (the ground, a
+/// kinematic tool, an explicit dynamic body): what they are given of a carrier's reaction goes
+/// on to that support, so it is not added to their velocity.
+pub(super) fn supported_bodies(frame: &Frame, acc: &Accumulator, follow: &[(RigidBodyHandle, Vec3, Vec3)]) -> Vec<u32> {
+    let carried = |k: usize| frame.links[k].body.is_some_and(|b| follow.iter().any(|(h, _, _)| *h == b));
+    let mut out: Vec<u32> = acc.pair_impulse.keys().filter(|(_, k)| !carried(*k)).map(|(b, _)| *b).collect();
+    out.dedup();
     out
 }
 
@@ -583,6 +601,11 @@ pub(super) fn carrier_reactions(
     let mut out = Vec::new();
     for &(body, j_c, l_c) in follow {
         let links: Vec<usize> = (0..frame.links.len()).filter(|&i| frame.links[i].body == Some(body)).collect();
+        let pairs: Vec<(u32, usize)> = acc.pair_impulse.keys().filter(|(_, k)| links.contains(k)).copied().collect();
+        if pairs.is_empty() {
+            // No soft body can take the reaction: the body keeps the soft side's own account.
+            continue;
+        }
         let (j_acc, l_acc) = links
             .iter()
             .fold((Vec3A::ZERO, Vec3A::ZERO), |(j, l), &i| (j + acc.link_impulse[i].0, l + acc.link_impulse[i].1));
@@ -594,7 +617,6 @@ pub(super) fn carrier_reactions(
             acc.link_impulse[i].0 += missing * w;
             acc.link_impulse[i].1 += missing_l * w;
         }
-        let pairs: Vec<(u32, usize)> = acc.pair_impulse.keys().filter(|(_, k)| links.contains(k)).copied().collect();
         let total: f32 = pairs.iter().map(|p| acc.pair_impulse[p].0.length()).sum();
         let count = pairs.len();
         for p in pairs {

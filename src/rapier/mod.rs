@@ -60,6 +60,10 @@ impl World {
     /// obstacles, attachments follow their bodies, and the reactions are applied to dynamic
     /// rapier bodies (as impulses, before rapier's next step). Events go to `events`. Use the
     /// same `dt` for both worlds; a coupled step runs on the CPU.
+    ///
+    /// A dynamic body touching soft bodies and nothing rigid is solved with them (a carrier;
+    /// see the README). This function cannot see rapier's joints: with jointed dynamic bodies
+    /// near soft ones, use [`World::step_with_physics_world`], which leaves them explicit.
     pub fn step_with_rapier(
         &mut self,
         bodies: &mut RigidBodySet,
@@ -85,8 +89,13 @@ impl World {
         let report = self.step_coupled(Some(&mut |ctx| acc.after_substep(ctx, &frame)));
         acc.touching = self.touching_pairs(&frame);
         let follow = coupling::carrier_follow(&frame, &predicted, &self.moving_obstacles, &self.carrier_bodies);
+        // Each soft body takes its part of the carriers' reactions, unless something else holds
+        // it (a rapier support, a static obstacle, a pin), which then takes it.
+        let supported = coupling::supported_bodies(&frame, &acc, &follow);
         for (b, j) in coupling::carrier_reactions(&frame, &mut acc, &follow) {
-            self.add_body_impulse(b as usize, j);
+            if !supported.contains(&b) && !self.held_by_environment(b as usize) {
+                self.add_body_impulse(b as usize, j);
+            }
         }
         finish_frame(&mut coupling, &frame, acc, &packed, bodies, colliders, events);
         self.rapier = coupling;
@@ -101,6 +110,17 @@ impl World {
         events: &dyn SoftEventHandler,
     ) -> StepReport {
         self.rapier.set_rapier_substeps(physics.integration_parameters.num_solver_iterations);
+        // rapier's joints hold these bodies, which the soft step cannot see.
+        let jointed = physics
+            .bodies
+            .iter()
+            .map(|(h, _)| h)
+            .filter(|&h| {
+                physics.impulse_joints.attached_joints(h).next().is_some()
+                    || physics.multibody_joints.rigid_body_link(h).is_some()
+            })
+            .collect();
+        self.rapier.jointed = jointed;
         let (bodies, colliders) = (&mut physics.bodies, &physics.colliders);
         self.step_with_rapier(bodies, colliders, events)
     }

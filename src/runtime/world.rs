@@ -560,6 +560,19 @@ impl World {
         report
     }
 
+    /// Whether packed body `b` has pinned vertices or a vertex touching a fixed or kinematic
+    /// obstacle (static, or a rapier collider no momentum moves).
+    pub(crate) fn held_by_environment(&self, b: usize) -> bool {
+        let Some(slot) = self.slots.get(b) else { return false };
+        let reach = 1.5 * self.config.contact_offset;
+        let obstacles = self.all_obstacles();
+        slot.range().any(|i| {
+            let x = Vec3A::from_vec4(self.state.positions[i]);
+            self.state.flags[i] & VERTEX_KINEMATIC != 0
+                || obstacles.iter().any(|o| !o.movable() && o.applies_to(b as u32) && o.signed_distance(x).0 < reach)
+        })
+    }
+
     /// Adds the impulse `j` \[N·s\] to packed body `b` as one velocity change of its free
     /// vertices (velocities only: positions stay intersection-free).
     pub(crate) fn add_body_impulse(&mut self, b: usize, j: Vec3A) {

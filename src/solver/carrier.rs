@@ -116,9 +116,23 @@ fn moved_pose(pose: &RigidPose, m: &RigidMotion) -> RigidPose {
     }
 }
 
+/// The rotation vector (axis × angle, angle in [0, π]) of a unit quaternion: `q` and `−q` are
+/// the same rotation, and glam's axis–angle of the one with `w < 0` has an angle near 2π.
+pub(crate) fn rotation_vector(q: Quat) -> Vec3 {
+    let q = if q.w < 0.0 { -q } else { q };
+    let (axis, angle) = q.to_axis_angle();
+    axis * angle
+}
+
+/// How far short of a vertex a carrier's move stops \[m\]: far below the contact offset, far
+/// above f32 rounding at scene coordinates (so the next probe starts clearly outside).
+const STOP_GAP: f64 = 1e-5;
+
 /// Moves the end pose of every obstacle of carrier `c` by the motion `(t, θ)` about the
-/// carrier's centre, scaled back so that no vertex of `positions` (bodies `vertex_body`) is
-/// entered on the way. Returns the fraction of the motion taken.
+/// carrier's centre, scaled back so that none of `vertices` (indices into `positions` and
+/// `vertex_body`) is entered on the way: the move stops `STOP_GAP` short of the first one
+/// met, and does not start towards a vertex already inside. Returns the fraction taken.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn move_carrier(
     obstacles: &mut [Obstacle],
     c: u32,
@@ -127,32 +141,51 @@ pub(crate) fn move_carrier(
     theta: DVec3,
     positions: &[Vec4],
     vertex_body: &[u32],
+    vertices: impl Iterator<Item = usize> + Clone,
 ) -> f32 {
-    let full = RigidMotion::new(center, t, theta);
-    if full == RigidMotion::IDENTITY {
+    if t == DVec3::ZERO && theta == DVec3::ZERO {
         return 1.0;
     }
-    let mut toi = 1.0f32;
+    let full = RigidMotion::new(center, t, theta);
+    let mut toi = 1.0f64;
     for o in obstacles.iter().filter(|o| carrier_of(o) == Some(c)) {
         let ObstacleShape::Posed(shape) = &o.shape else { continue };
-        let probe = shape.sweep_from_end_to(moved_pose(&shape.end, &full));
-        for (p, &b) in positions.iter().zip(vertex_body) {
-            if o.applies_to(b) {
-                let x = Vec3A::from_vec4(*p);
-                if let Some(s) = probe.first_entry(x, x) {
-                    toi = toi.min(s);
+        let end = moved_pose(&shape.end, &full);
+        let probe = shape.sweep_from_end_to(end);
+        let moved = shape.with_end(end);
+        for v in vertices.clone().filter(|&v| o.applies_to(vertex_body[v])) {
+            let x = Vec3A::from_vec4(positions[v]);
+            // How far this vertex travels relative to the carrier over the whole move.
+            let travel = t.length() + theta.length() * (x.as_dvec3() - center).length();
+            let hit = match probe.first_entry(x, x) {
+                Some(s) => Some(s as f64),
+                // Already inside (the sweeps push it out): no move that takes it deeper.
+                None => {
+                    let now = o.signed_distance(x).0;
+                    (now <= 0.0 && moved.signed_distance(x).0 < now).then_some(0.0)
                 }
+            };
+            if let Some(s) = hit {
+                let back = if travel > 0.0 { STOP_GAP / travel } else { 0.0 };
+                toi = toi.min((s - back).max(0.0));
             }
         }
     }
-    let s = if toi < 1.0 { toi * (1.0 - 1e-4) } else { 1.0 };
-    let motion = if s < 1.0 { RigidMotion::new(center, t * s as f64, theta * s as f64) } else { full };
+    let motion = if toi < 1.0 { RigidMotion::new(center, t * toi, theta * toi) } else { full };
     for o in obstacles.iter_mut().filter(|o| carrier_of(o) == Some(c)) {
         if let ObstacleShape::Posed(shape) = &mut o.shape {
             *shape = shape.with_end(moved_pose(&shape.end, &motion));
         }
     }
-    s
+    toi as f32
+}
+
+/// The vertex indices of the packed bodies `bodies`.
+fn body_vertices<'a>(st: &'a SimState, bodies: &'a [u32]) -> impl Iterator<Item = usize> + Clone + 'a {
+    bodies.iter().flat_map(|&b| {
+        let body = &st.bodies[b as usize];
+        body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize
+    })
 }
 
 /// One carrier's progress through a step: its centre now, and its motion away from the
@@ -225,23 +258,31 @@ impl CarrierSweep {
                 ObstacleShape::Posed(p) if p.carrier == Some(c as u32) => Some((p.start, p.end)),
                 _ => None,
             });
-            if let Some((start, end)) = poses {
+            // A carrier nothing can reach keeps its predicted pose untouched (and so gets no
+            // impulse from the step).
+            if let Some((start, end)) = poses.filter(|_| !state.near.is_empty()) {
                 // The rigid motion from the start pose to the predicted one, about the centre's
                 // start position.
                 let change = pose_change(&start, &end);
                 let back = pose_change(&end, &start);
                 let center_start = Vec3::from(back.apply(Vec3A::from(carrier.center.as_vec3()))).as_dvec3();
-                let (axis, angle) = change.rotation.to_axis_angle();
-                let (t, theta) = (carrier.center - center_start, (axis * angle).as_dvec3());
+                let (t, theta) = (carrier.center - center_start, rotation_vector(change.rotation).as_dvec3());
                 for o in self.obstacles.iter_mut().filter(|o| carrier_of(o) == Some(c as u32)) {
                     if let ObstacleShape::Posed(p) = &mut o.shape {
                         *p = p.with_end(p.start);
                     }
                 }
-                let (positions, vertex_body) =
-                    if state.near.is_empty() { (&[][..], &[][..]) } else { (positions, vertex_body) };
-                let s =
-                    move_carrier(&mut self.obstacles, c as u32, center_start, t, theta, positions, vertex_body) as f64;
+                let vertices = body_vertices(st, &state.near);
+                let s = move_carrier(
+                    &mut self.obstacles,
+                    c as u32,
+                    center_start,
+                    t,
+                    theta,
+                    positions,
+                    vertex_body,
+                    vertices,
+                ) as f64;
                 state.center = center_start + t * s;
                 (state.t, state.theta) = (-t * (1.0 - s), -theta * (1.0 - s));
             }
@@ -270,12 +311,7 @@ impl CarrierSweep {
             }
             let state = self.states[c].clone();
             let c = c as u32;
-            let vertices = || {
-                state.near.iter().flat_map(|&b| {
-                    let body = &st.bodies[b as usize];
-                    body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize
-                })
-            };
+            let vertices = || body_vertices(st, &state.near);
             // The vertices near the carrier share its weight: their contact is made as stiff
             // as their share asks (a vertex's own mass would let a heavy body sink through
             // the contact layer).
@@ -338,7 +374,8 @@ impl CarrierSweep {
                 }
             }
             let Some((t, theta)) = self.solver.solve_single(&self.obstacles) else { continue };
-            let s = move_carrier(&mut self.obstacles, c, state.center, t, theta, positions, &st.vertex_body) as f64;
+            let s = move_carrier(&mut self.obstacles, c, state.center, t, theta, positions, &st.vertex_body, vertices())
+                as f64;
             let state = &mut self.states[c as usize];
             state.t += t * s;
             state.theta += theta * s;
@@ -389,18 +426,39 @@ mod tests {
     fn a_carrier_moves_its_obstacles_and_stops_short_of_a_vertex() {
         let mut obstacles = vec![carried_ball(), Obstacle::ground(-1.0, 0.5)];
         // No vertex in the way: the whole motion, about the centre.
-        let s = move_carrier(&mut obstacles, 0, DVec3::ZERO, DVec3::new(0.0, 0.05, 0.0), DVec3::ZERO, &[], &[]);
+        let none = std::iter::empty::<usize>();
+        let s = move_carrier(&mut obstacles, 0, DVec3::ZERO, DVec3::new(0.0, 0.05, 0.0), DVec3::ZERO, &[], &[], none);
         assert_eq!(s, 1.0);
         let (d, _) = obstacles[0].signed_distance(Vec3A::new(0.0, 0.15, 0.0));
         assert!(d.abs() < 1e-5, "{d}");
         // A vertex 0.02 m above the moved ball: a further 0.05 m rise stops at it.
         let v = [Vec4::new(0.0, 0.17, 0.0, 0.0)];
-        let s = move_carrier(&mut obstacles, 0, DVec3::ZERO, DVec3::new(0.0, 0.05, 0.0), DVec3::ZERO, &v, &[0]);
+        let s = move_carrier(&mut obstacles, 0, DVec3::ZERO, DVec3::new(0.0, 0.05, 0.0), DVec3::ZERO, &v, &[0], 0..1);
         assert!((s - 0.4).abs() < 0.01, "fraction {s}");
         let (d, _) = obstacles[0].signed_distance(Vec3A::new(0.0, 0.17, 0.0));
         assert!((0.0..1e-3).contains(&d), "the vertex is left on the surface: {d}");
         // Other obstacles never move.
         assert_eq!(obstacles[1], Obstacle::ground(-1.0, 0.5));
+    }
+
+    #[test]
+    fn a_carrier_never_moves_deeper_into_a_vertex_inside_it() {
+        let v = [Vec4::new(0.0, 0.09, 0.0, 0.0)];
+        let mut obstacles = vec![carried_ball()];
+        // Up: deeper into the ball for the vertex.
+        let s = move_carrier(&mut obstacles, 0, DVec3::ZERO, DVec3::new(0.0, 0.05, 0.0), DVec3::ZERO, &v, &[0], 0..1);
+        assert_eq!(s, 0.0);
+        // Down: the vertex comes out.
+        let s = move_carrier(&mut obstacles, 0, DVec3::ZERO, DVec3::new(0.0, -0.05, 0.0), DVec3::ZERO, &v, &[0], 0..1);
+        assert_eq!(s, 1.0);
+    }
+
+    #[test]
+    fn rotation_vectors_take_the_short_way() {
+        let q = Quat::from_rotation_y(0.3);
+        for q in [q, -q] {
+            assert!((rotation_vector(q) - Vec3::new(0.0, 0.3, 0.0)).length() < 1e-6, "{q}");
+        }
     }
 
     #[test]

@@ -678,7 +678,8 @@ pub fn vbd_step(
                     }
                     barrier.wait();
                 }
-                if has_carriers {
+                // After the last sweep the vertices would not answer a carrier's move.
+                if has_carriers && !last {
                     // Block Gauss–Seidel: the carriers move against the vertices' new positions.
                     if t == 0 {
                         // SAFETY: thread 0 alone until the barrier; the other threads wait
