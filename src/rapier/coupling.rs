@@ -338,6 +338,9 @@ pub(super) struct FrameParams {
     /// that the solved end pose and the velocity rapier ends with (the pose change over the
     /// frame) are the same implicit-Euler step.
     pub carriers: bool,
+    /// A box around every soft vertex and where it can get this frame `(min, max)` \[m\]: a
+    /// body whose colliders stay outside it cannot be a carrier (and is not tested for one).
+    pub soft_box: (Vec3, Vec3),
 }
 
 /// Builds the frame's moving obstacles (into `obstacles`) and links. `packed` lists the packed
@@ -351,7 +354,7 @@ pub(super) fn build_frame(
     obstacles: &mut Vec<Obstacle>,
     carriers: &mut Vec<CarrierBody>,
 ) -> Frame {
-    let FrameParams { dt, gravity, margin, carriers: carriers_allowed } = params;
+    let FrameParams { dt, gravity, margin, carriers: carriers_allowed, soft_box } = params;
     let mut frame = Frame { dt, ..Frame::default() };
     let substeps = coupling.rapier_substeps_or_default();
     obstacles.clear();
@@ -396,7 +399,9 @@ pub(super) fn build_frame(
                 .iter()
                 .filter_map(|(_, a)| a.as_ref())
                 .any(|a| matches!(&a.rigid, Some((h, _)) if *h == b));
-            if carriers_allowed && !attached && !rb.is_sleeping() && !coupling.jointed.contains(&b) {
+            let (lo, hi) = shape.world_box();
+            let reachable = !(hi.cmplt(soft_box.0.into()).any() || lo.cmpgt(soft_box.1.into()).any());
+            if carriers_allowed && reachable && !attached && !rb.is_sleeping() && !coupling.jointed.contains(&b) {
                 shape.carrier = carrier_index(&mut carrier_of, carriers, b, rb, colliders, dt, gravity, substeps);
             }
         }

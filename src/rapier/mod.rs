@@ -78,7 +78,8 @@ impl World {
         let margin = 4.0 * self.config().contact_offset + 1e-3;
         let mut moving = std::mem::take(&mut self.moving_obstacles);
         let gravity = self.config().gravity;
-        let params = FrameParams { dt, gravity, margin, carriers: self.config().substeps == 1 };
+        let params =
+            FrameParams { dt, gravity, margin, carriers: self.config().substeps == 1, soft_box: self.reach_box(dt) };
         let mut carriers = std::mem::take(&mut self.carrier_bodies);
         let mut frame = build_frame(&mut coupling, &packed, bodies, colliders, params, &mut moving, &mut carriers);
         self.moving_obstacles = moving;

@@ -560,6 +560,17 @@ impl World {
         report
     }
 
+    /// A box around every vertex and where it can get within `dt` (twice its speed's travel,
+    /// plus 5 cm): `(min, max)` \[m\]; empty (min > max) without vertices.
+    pub(crate) fn reach_box(&self, dt: f32) -> (Vec3, Vec3) {
+        let (mut lo, mut hi) = (Vec3A::splat(f32::INFINITY), Vec3A::splat(f32::NEG_INFINITY));
+        for (p, v) in self.state.positions.iter().zip(&self.state.velocities) {
+            let (x, grow) = (Vec3A::from_vec4(*p), Vec3A::splat(2.0 * Vec3A::from_vec4(*v).length() * dt + 0.05));
+            (lo, hi) = (lo.min(x - grow), hi.max(x + grow));
+        }
+        (lo.into(), hi.into())
+    }
+
     /// Whether packed body `b` has pinned vertices or a vertex touching a fixed or kinematic
     /// obstacle (static, or a rapier collider no momentum moves).
     pub(crate) fn held_by_environment(&self, b: usize) -> bool {
