@@ -80,6 +80,15 @@ impl Obstacle {
         matches!(&self.shape, ObstacleShape::Posed(p) if p.movable)
     }
 
+    /// The query margin of a moving obstacle's far-distance bound \[m\] (0 for the others).
+    #[inline]
+    pub(crate) fn margin(&self) -> f32 {
+        match &self.shape {
+            ObstacleShape::Posed(p) => p.margin(),
+            _ => 0.0,
+        }
+    }
+
     /// The ground: the half-space below `y = height`.
     pub fn ground(height: f32, friction: f32) -> Self {
         Self { shape: ObstacleShape::Plane { normal: Vec3::Y, offset: height }, friction }
@@ -206,32 +215,10 @@ impl Obstacle {
                 let n = Vec3A::from(normal);
                 (n.dot(p) - offset, n)
             }
-            ObstacleShape::Sphere { center, radius } => {
-                let d = p - Vec3A::from(center);
-                let l = d.length();
-                let n = if l > 0.0 { d / l } else { Vec3A::Y };
-                (l - radius, n)
-            }
+            ObstacleShape::Sphere { center, radius } => ball_signed_distance(p - Vec3A::from(center), radius),
             ObstacleShape::Cuboid { center, half_extents, rotation } => {
                 let local = Vec3A::from(rotation.inverse() * (Vec3::from(p) - center));
-                let h = Vec3A::from(half_extents);
-                let q = local.abs() - h;
-                let sign = local.signum();
-                let outside = q.max(Vec3A::ZERO);
-                let lo = outside.length();
-                let (dist, n_local) = if lo > 0.0 {
-                    (lo, outside * sign / lo)
-                } else {
-                    // Inside: the nearest face is along the axis of the largest q.
-                    let axis = if q.x >= q.y && q.x >= q.z {
-                        Vec3A::X
-                    } else if q.y >= q.z {
-                        Vec3A::Y
-                    } else {
-                        Vec3A::Z
-                    };
-                    (q.max_element(), axis * sign)
-                };
+                let (dist, n_local) = box_signed_distance(local, Vec3A::from(half_extents));
                 (dist, Vec3A::from(rotation * Vec3::from(n_local)))
             }
         }
@@ -362,6 +349,36 @@ impl Obstacle {
         let stop = a + (b - a) * (t * (1.0 - 1e-4));
         Some(if self.signed_distance(stop).0 >= 0.0 { stop } else { a })
     }
+}
+
+/// Signed distance and outward unit normal at `d` (relative to the centre) of a ball of
+/// radius `radius`.
+#[inline]
+pub(crate) fn ball_signed_distance(d: Vec3A, radius: f32) -> (f32, Vec3A) {
+    let l = d.length();
+    (l - radius, if l > 0.0 { d / l } else { Vec3A::Y })
+}
+
+/// Signed distance and outward unit normal at `local` (the box's own frame) of a box of half
+/// extents `h`.
+#[inline]
+pub(crate) fn box_signed_distance(local: Vec3A, h: Vec3A) -> (f32, Vec3A) {
+    let q = local.abs() - h;
+    let sign = local.signum();
+    let outside = q.max(Vec3A::ZERO);
+    let lo = outside.length();
+    if lo > 0.0 {
+        return (lo, outside * sign / lo);
+    }
+    // Inside: the nearest face is along the axis of the largest q.
+    let axis = if q.x >= q.y && q.x >= q.z {
+        Vec3A::X
+    } else if q.y >= q.z {
+        Vec3A::Y
+    } else {
+        Vec3A::Z
+    };
+    (q.max_element(), axis * sign)
 }
 
 /// Limits a step `a → b` of a vertex of packed body `body` against every obstacle acting on

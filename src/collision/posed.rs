@@ -308,13 +308,14 @@ fn clamp_local(g: &dyn ObstacleGeometry, a: Vec3, b: Vec3) -> Option<Vec3> {
     Some(if valid(stop) { stop } else { a })
 }
 
+/// Test geometries shared by the tests of moving obstacles.
 #[cfg(test)]
-mod tests {
+pub(crate) mod test_geometry {
     use super::*;
 
-    /// A unit sphere and an open square sheet at y = 0, as test geometries.
+    /// A solid ball of the given radius about the origin, with an exact first hit.
     #[derive(Debug)]
-    struct Ball(f32);
+    pub(crate) struct Ball(pub f32);
 
     impl ObstacleGeometry for Ball {
         fn signed_distance(&self, p: Vec3) -> (f32, Vec3) {
@@ -337,7 +338,14 @@ mod tests {
             true
         }
     }
+}
 
+#[cfg(test)]
+mod tests {
+    use super::test_geometry::Ball;
+    use super::*;
+
+    /// An open square sheet at y = 0, two-sided.
     #[derive(Debug)]
     struct Sheet;
 

@@ -86,7 +86,8 @@ impl World {
         self.carrier_bodies = carriers;
         frame.attachments = self.attachment_links(&mut coupling, bodies, dt);
         let mut acc = Accumulator::new(&frame);
-        let predicted = self.moving_obstacles.clone();
+        // The carriers' predicted poses, to tell how far the step moved them.
+        let predicted = if self.carrier_bodies.is_empty() { Vec::new() } else { self.moving_obstacles.clone() };
         let report = self.step_coupled(Some(&mut |ctx| acc.after_substep(ctx, &frame)));
         acc.touching = self.touching_pairs(&frame);
         let follow = coupling::carrier_follow(&frame, &predicted, &self.moving_obstacles, &self.carrier_bodies);

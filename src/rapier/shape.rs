@@ -7,7 +7,7 @@ use glam::Vec3;
 use rapier3d::parry::query::Ray;
 use rapier3d::parry::shape::{Shape, ShapeType, SharedShape};
 
-use crate::collision::ObstacleGeometry;
+use crate::collision::{ObstacleGeometry, ball_signed_distance, box_signed_distance};
 
 /// A rapier collider's shape, queried in the collider's frame.
 #[derive(Clone)]
@@ -38,29 +38,11 @@ impl ClosedForm {
 
     /// Signed distance and outward unit normal at `p` (the shape's frame).
     fn signed_distance(&self, p: Vec3) -> (f32, Vec3) {
-        match *self {
-            Self::Cuboid { half_extents } => {
-                let q = p.abs() - half_extents;
-                let out = q.max(Vec3::ZERO);
-                let outside = out.length();
-                if outside > 0.0 {
-                    return (outside, (out / outside).copysign(p));
-                }
-                // Inside (or on the surface): the nearest face, the axis of the largest `q`.
-                let axis = if q.x >= q.y && q.x >= q.z {
-                    Vec3::X
-                } else if q.y >= q.z {
-                    Vec3::Y
-                } else {
-                    Vec3::Z
-                };
-                (q.max_element(), axis.copysign(p))
-            }
-            Self::Ball { radius } => {
-                let len = p.length();
-                (len - radius, if len > 0.0 { p / len } else { Vec3::Y })
-            }
-        }
+        let (d, n) = match *self {
+            Self::Cuboid { half_extents } => box_signed_distance(p.into(), half_extents.into()),
+            Self::Ball { radius } => ball_signed_distance(p.into(), radius),
+        };
+        (d, n.into())
     }
 }
 

@@ -486,7 +486,8 @@ impl World {
                 Cow::Owned(self.obstacles.iter().cloned().chain(moving).collect())
             };
             let n = c.substeps as f32;
-            self.scratch.carriers = self.carrier_bodies.iter().map(|b| b.at((substep + 1) as f32 / n, h)).collect();
+            self.scratch.carriers.clear();
+            self.scratch.carriers.extend(self.carrier_bodies.iter().map(|b| b.at((substep + 1) as f32 / n, h)));
             let stats = vbd_step(&mut self.state, &mut self.scratch, &obstacles, h, &settings);
             let fixed = self.obstacles.len();
             let obstacles = if self.scratch.moved_obstacles.len() == obstacles.len() {
@@ -563,11 +564,8 @@ impl World {
     /// A box around every vertex and where it can get within `dt` (twice its speed's travel,
     /// plus 5 cm): `(min, max)` \[m\]; empty (min > max) without vertices.
     pub(crate) fn reach_box(&self, dt: f32) -> (Vec3, Vec3) {
-        let (mut lo, mut hi) = (Vec3A::splat(f32::INFINITY), Vec3A::splat(f32::NEG_INFINITY));
-        for (p, v) in self.state.positions.iter().zip(&self.state.velocities) {
-            let (x, grow) = (Vec3A::from_vec4(*p), Vec3A::splat(2.0 * Vec3A::from_vec4(*v).length() * dt + 0.05));
-            (lo, hi) = (lo.min(x - grow), hi.max(x + grow));
-        }
+        let st = &self.state;
+        let (lo, hi) = crate::solver::carrier::reach_box(&st.positions, &st.velocities, 0..st.vertex_count(), dt, 0.05);
         (lo.into(), hi.into())
     }
 

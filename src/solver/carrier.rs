@@ -180,6 +180,24 @@ pub(crate) fn move_carrier(
     toi as f32
 }
 
+/// A box around vertices `range` and where they can get within `h` (twice each one's travel
+/// at its speed, plus `pad` \[m\]): `(min, max)`, empty (min > max) for no vertices.
+pub(crate) fn reach_box(
+    positions: &[Vec4],
+    velocities: &[Vec4],
+    range: std::ops::Range<usize>,
+    h: f32,
+    pad: f32,
+) -> (Vec3A, Vec3A) {
+    let (mut lo, mut hi) = (Vec3A::splat(f32::INFINITY), Vec3A::splat(f32::NEG_INFINITY));
+    for i in range {
+        let x = Vec3A::from_vec4(positions[i]);
+        let grow = Vec3A::splat(2.0 * Vec3A::from_vec4(velocities[i]).length() * h + pad);
+        (lo, hi) = (lo.min(x - grow), hi.max(x + grow));
+    }
+    (lo, hi)
+}
+
 /// The vertex indices of the packed bodies `bodies`.
 fn body_vertices<'a>(st: &'a SimState, bodies: &'a [u32]) -> impl Iterator<Item = usize> + Clone + 'a {
     bodies.iter().flat_map(|&b| {
@@ -208,6 +226,8 @@ pub(crate) struct CarrierSweep {
     pub obstacles: Vec<Obstacle>,
     states: Vec<CarrierState>,
     solver: RigidScratch,
+    /// `(obstacle, vertex, distance)` of the vertices that may touch the carrier being updated.
+    touching: Vec<(u32, u32, f32)>,
 }
 
 impl CarrierSweep {
@@ -222,22 +242,14 @@ impl CarrierSweep {
         self.obstacles.clear();
         self.obstacles.extend_from_slice(obstacles);
         self.states.clear();
-        // Each soft body's box at x^n, widened by twice its fastest vertex's travel in the
-        // step (and a centimetre): what the carriers' boxes are tested against.
+        // Each soft body's box at x^n and where it can get in the step (and a centimetre):
+        // what the carriers' boxes are tested against.
         let boxes: Vec<(Vec3A, Vec3A)> = st
             .bodies
             .iter()
             .map(|b| {
                 let range = b.vertex_start as usize..(b.vertex_start + b.vertex_count) as usize;
-                let (mut lo, mut hi, mut speed) =
-                    (Vec3A::splat(f32::INFINITY), Vec3A::splat(f32::NEG_INFINITY), 0.0f32);
-                for i in range {
-                    let p = Vec3A::from_vec4(positions[i]);
-                    (lo, hi) = (lo.min(p), hi.max(p));
-                    speed = speed.max(Vec3A::from_vec4(st.velocities[i]).length());
-                }
-                let grow = Vec3A::splat(2.0 * speed * h + 0.01);
-                (lo - grow, hi + grow)
+                reach_box(positions, &st.velocities, range, h, 0.01)
             })
             .collect();
         for (c, carrier) in carriers.iter().enumerate() {
@@ -305,29 +317,31 @@ impl CarrierSweep {
     ) {
         let delta = contact.offset as f64;
         for (c, carrier) in carriers.iter().enumerate() {
-            if self.states[c].near.is_empty() {
+            let CarrierState { center, t: t_acc, theta: theta_acc, ref near } = self.states[c];
+            if near.is_empty() {
                 // Nothing can touch it this step: it keeps its predicted pose (set by `begin`).
                 continue;
             }
-            let state = self.states[c].clone();
             let c = c as u32;
-            let vertices = || body_vertices(st, &state.near);
-            // The vertices near the carrier share its weight: their contact is made as stiff
-            // as their share asks (a vertex's own mass would let a heavy body sink through
-            // the contact layer).
-            let mut near = 0u32;
-            for o in self.obstacles.iter().filter(|o| carrier_of(o) == Some(c)) {
+            let vertices = || body_vertices(st, near);
+            // The vertices that may touch it now: (obstacle, vertex, distance).
+            self.touching.clear();
+            for (k, o) in self.obstacles.iter().enumerate().filter(|(_, o)| carrier_of(o) == Some(c)) {
                 let ObstacleShape::Posed(shape) = &o.shape else { continue };
-                for v in vertices() {
-                    if o.applies_to(st.vertex_body[v])
-                        && o.signed_distance(Vec3A::from_vec4(positions[v])).0 < shape.margin()
-                    {
-                        near += 1;
+                let reach = delta as f32 + shape.margin();
+                for v in vertices().filter(|&v| o.applies_to(st.vertex_body[v])) {
+                    let d = o.signed_distance(Vec3A::from_vec4(positions[v])).0;
+                    if d < reach {
+                        self.touching.push((k as u32, v as u32, d));
                     }
                 }
             }
+            // The vertices near the carrier share its weight: their contact is made as stiff
+            // as their share asks (a vertex's own mass would let a heavy body sink through
+            // the contact layer).
+            let sharing = self.touching.iter().filter(|&&(k, _, d)| d < self.obstacles[k as usize].margin()).count();
             let mass = carrier.stiff * carrier.h2;
-            let load = if near > 0 { (mass / near as f64) as f32 } else { 0.0 };
+            let load = if sharing > 0 { (mass / sharing as f64) as f32 } else { 0.0 };
             for o in self.obstacles.iter_mut().filter(|o| carrier_of(o) == Some(c)) {
                 if let ObstacleShape::Posed(shape) = &mut o.shape {
                     shape.load_mass = load;
@@ -339,43 +353,34 @@ impl CarrierSweep {
             pb.couplings.clear();
             (pb.delta, pb.static_slip) = (delta, contact.static_slip as f64);
             pb.bodies.push(BodyQuadratic {
-                center: state.center,
+                center,
                 stiff: carrier.stiff,
                 inertia: carrier.inertia,
-                force: -state.t * carrier.stiff,
-                torque: -(carrier.inertia * state.theta),
+                force: -t_acc * carrier.stiff,
+                torque: -(carrier.inertia * theta_acc),
                 rotates: true,
             });
-            for (k, o) in self.obstacles.iter().enumerate().filter(|(_, o)| carrier_of(o) == Some(c)) {
-                let reach = match &o.shape {
-                    ObstacleShape::Posed(shape) => shape.margin() as f64,
-                    _ => 0.0,
-                };
-                for v in vertices() {
-                    let b = st.vertex_body[v];
-                    let x = Vec3A::from_vec4(positions[v]);
-                    if !o.applies_to(b) || (o.signed_distance(x).0 as f64) >= delta + reach {
-                        continue;
-                    }
-                    let k_c = contact.stiffness.for_mass(st.masses[v] + load) as f64;
-                    let x_start = Vec3A::from_vec4(start[v]);
-                    let (d_start, n_start) = o.signed_distance_start(x_start);
-                    let position = x.as_dvec3();
-                    pb.candidates.push(Candidate {
-                        sides: [Side::NONE, Side { slot: 0, coef: -1.0, arm: position - state.center }],
-                        obstacle: k as u32,
-                        position,
-                        start: x_start.as_dvec3(),
-                        stiffness: k_c,
-                        lambda: k_c * (delta - d_start as f64).max(0.0),
-                        normal: n_start.as_dvec3(),
-                        mu: 0.5 * (st.bodies[b as usize].friction as f64 + o.friction as f64),
-                    });
-                }
+            for &(k, v, _) in &self.touching {
+                let (o, v) = (&self.obstacles[k as usize], v as usize);
+                let b = st.vertex_body[v];
+                let k_c = contact.stiffness.for_mass(st.masses[v] + load) as f64;
+                let x_start = Vec3A::from_vec4(start[v]);
+                let (d_start, n_start) = o.signed_distance_start(x_start);
+                let position = Vec3A::from_vec4(positions[v]).as_dvec3();
+                pb.candidates.push(Candidate {
+                    sides: [Side::NONE, Side { slot: 0, coef: -1.0, arm: position - center }],
+                    obstacle: k,
+                    position,
+                    start: x_start.as_dvec3(),
+                    stiffness: k_c,
+                    lambda: k_c * (delta - d_start as f64).max(0.0),
+                    normal: n_start.as_dvec3(),
+                    mu: 0.5 * (st.bodies[b as usize].friction as f64 + o.friction as f64),
+                });
             }
             let Some((t, theta)) = self.solver.solve_single(&self.obstacles) else { continue };
-            let s = move_carrier(&mut self.obstacles, c, state.center, t, theta, positions, &st.vertex_body, vertices())
-                as f64;
+            let s =
+                move_carrier(&mut self.obstacles, c, center, t, theta, positions, &st.vertex_body, vertices()) as f64;
             let state = &mut self.states[c as usize];
             state.t += t * s;
             state.theta += theta * s;
@@ -387,34 +392,9 @@ impl CarrierSweep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collision::{ObstacleGeometry, PosedShape};
+    use crate::collision::PosedShape;
+    use crate::collision::test_geometry::Ball;
     use std::sync::Arc;
-
-    #[derive(Debug)]
-    struct Ball(f32);
-
-    impl ObstacleGeometry for Ball {
-        fn signed_distance(&self, p: Vec3) -> (f32, Vec3) {
-            (p.length() - self.0, p.normalize_or(Vec3::Y))
-        }
-        fn first_hit(&self, a: Vec3, b: Vec3) -> Option<(f32, Vec3)> {
-            // |a + s d| = r: the smaller root in [0, 1].
-            let d = b - a;
-            let (qa, qb, qc) = (d.dot(d), 2.0 * a.dot(d), a.dot(a) - self.0 * self.0);
-            let disc = qb * qb - 4.0 * qa * qc;
-            if qa == 0.0 || disc < 0.0 {
-                return None;
-            }
-            let s = (-qb - disc.sqrt()) / (2.0 * qa);
-            (0.0..=1.0).contains(&s).then(|| (s, (a + d * s).normalize()))
-        }
-        fn local_bounds(&self) -> (Vec3, Vec3) {
-            (Vec3::splat(-self.0), Vec3::splat(self.0))
-        }
-        fn has_inside(&self) -> bool {
-            true
-        }
-    }
 
     fn carried_ball() -> Obstacle {
         let mut shape = PosedShape::new(Arc::new(Ball(0.1)), RigidPose::IDENTITY, RigidPose::IDENTITY, 0.01);

@@ -413,20 +413,7 @@ impl RigidScratch {
             });
         }
 
-        let count = members.len();
-        self.q.clear();
-        self.q.resize(6 * count, 0.0);
-        let pb = &self.problem;
-        if pb.candidates.is_empty() && pb.couplings.is_empty() {
-            // Free flight: each body's quadratic alone.
-            for (slot, body) in pb.bodies.iter().enumerate() {
-                let t = body.force / body.stiff;
-                let theta = body.inertia.inverse() * body.torque;
-                self.q[6 * slot..6 * slot + 6].copy_from_slice(&[t.x, t.y, t.z, theta.x, theta.y, theta.z]);
-            }
-        } else {
-            self.newton(inp.obstacles);
-        }
+        self.minimise(inp.obstacles);
 
         // Apply exactly, scaled back so that no vertex enters an obstacle.
         for (slot, &b) in self.members[members].iter().enumerate() {
@@ -462,17 +449,26 @@ impl RigidScratch {
     /// Minimises the energy of a one-body problem set up in `problem` (see `carrier.rs`) from
     /// `q = 0`; returns the body's motion `(t, θ)`, or `None` if it is not finite.
     pub(super) fn solve_single(&mut self, obstacles: &[Obstacle]) -> Option<(DVec3, DVec3)> {
+        self.minimise(obstacles);
+        let q = self.q.get(..6)?;
+        q.iter().all(|v| v.is_finite()).then(|| (DVec3::new(q[0], q[1], q[2]), DVec3::new(q[3], q[4], q[5])))
+    }
+
+    /// Minimises the problem's energy into `q` (six per body) from `q = 0`.
+    fn minimise(&mut self, obstacles: &[Obstacle]) {
+        let pb = &self.problem;
         self.q.clear();
-        self.q.resize(6, 0.0);
-        if self.problem.candidates.is_empty() && self.problem.couplings.is_empty() {
-            let b = self.problem.bodies.first()?;
-            let (t, theta) = (b.force / b.stiff, b.inertia.inverse() * b.torque);
-            self.q.copy_from_slice(&[t.x, t.y, t.z, theta.x, theta.y, theta.z]);
+        self.q.resize(6 * pb.bodies.len(), 0.0);
+        if pb.candidates.is_empty() && pb.couplings.is_empty() {
+            // Free flight: each body's quadratic alone.
+            for (slot, body) in pb.bodies.iter().enumerate() {
+                let t = body.force / body.stiff;
+                let theta = body.inertia.inverse() * body.torque;
+                self.q[6 * slot..6 * slot + 6].copy_from_slice(&[t.x, t.y, t.z, theta.x, theta.y, theta.z]);
+            }
         } else {
             self.newton(obstacles);
         }
-        let q = &self.q;
-        q.iter().all(|v| v.is_finite()).then(|| (DVec3::new(q[0], q[1], q[2]), DVec3::new(q[3], q[4], q[5])))
     }
 
     /// The problem to fill before [`RigidScratch::solve_single`].
