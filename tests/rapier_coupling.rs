@@ -465,3 +465,67 @@ fn heavy_rigid_box_rests_on_a_soft_mattress() {
     assert!(v.length() < 0.1, "mattress velocity {v} m/s");
     assert!(world.find_intersections().is_empty());
 }
+
+/// Thin rods and the sharp top edges of thin walls, placed between the vertex columns of a
+/// coarse soft cube (2 cells per axis: vertices 10 cm apart), hold it up: no vertex ever
+/// touches them, so vertex contact alone lets the cube fall through. Soft edges against
+/// collider edges (`vbd_edges`) catch them. No point of any surface edge of the cube goes
+/// into a collider by more than the contact offset, and the cube comes to rest on them.
+#[test]
+fn rods_and_ridges_between_vertices_hold_a_coarse_cube() {
+    let rods = |r: f32| -> Vec<Collider> {
+        [-0.06f32, 0.06]
+            .iter()
+            .map(|&x| ColliderBuilder::capsule_z(0.25, r).translation(Vec3::new(x, 0.0, 0.0)).friction(0.5).build())
+            .collect()
+    };
+    let walls = || -> Vec<Collider> {
+        [-0.05f32, 0.05]
+            .iter()
+            .map(|&x| {
+                ColliderBuilder::cuboid(0.004, 0.05, 0.25).translation(Vec3::new(x, -0.05, 0.0)).friction(0.5).build()
+            })
+            .collect()
+    };
+    for (name, parts) in [("rods", rods(0.008)), ("walls", walls())] {
+        let bodies = RigidBodySet::new();
+        let mut colliders = ColliderSet::new();
+        let handles: Vec<_> = parts.into_iter().map(|c| colliders.insert(c)).collect();
+        let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+        let offset = world.config().contact_offset;
+        let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [2, 2, 2], TetSplit::Six).unwrap();
+        let c = world.bodies.insert(
+            SoftBodyBuilder::tetrahedral(mesh)
+                .material(StableNeoHookean::from_young_poisson(1e5, 0.3))
+                .density(1000.0)
+                .translation(Vec3::new(0.0, 0.15, 0.0))
+                .build()
+                .unwrap(),
+        );
+        let mut bodies = bodies;
+        let mut deepest = f32::INFINITY;
+        for frame in 0..120 {
+            let report = world.step_with_rapier(&mut bodies, &colliders, &());
+            assert!(!report.nan_detected, "{name}: NaN at frame {frame}");
+            let st = world.state();
+            for &[a, b] in &st.surface_edges {
+                let (pa, pb) = (st.positions[a as usize].truncate(), st.positions[b as usize].truncate());
+                for k in 0..=40 {
+                    let p = pa + (pb - pa) * (k as f32 / 40.0);
+                    for &h in &handles {
+                        let proj = colliders[h].shape().project_point(colliders[h].position(), p, true);
+                        let d = (p - proj.point).length();
+                        deepest = deepest.min(if proj.is_inside { -d } else { d });
+                    }
+                }
+            }
+        }
+        let (x, p, m) = com(&world, c);
+        let speed = (p / m).length();
+        eprintln!("{name}: deepest edge point {deepest:.2e} m, centre y {:.4} m, speed {speed:.1e} m/s", x.y);
+        assert!(deepest > -offset, "{name}: an edge went {:.2e} m into a collider (offset {offset})", -deepest);
+        assert!(x.y > 0.05, "{name}: the cube fell through: centre at y = {}", x.y);
+        assert!(speed < 0.05, "{name}: still moving at {speed} m/s");
+        assert!(world.find_intersections().is_empty(), "{name}: intersections");
+    }
+}

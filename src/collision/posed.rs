@@ -24,6 +24,12 @@ pub trait ObstacleGeometry: Send + Sync + fmt::Debug {
     /// Whether the shape is a solid (a closed surface with an inside). Open surfaces (an
     /// unoriented triangle mesh, a polyline) keep vertices on the side they start on instead.
     fn has_inside(&self) -> bool;
+    /// Whether the solid is convex: its signed distance is then convex along any line, which
+    /// lets a segment query stop at its ends when both slope away from the segment's inside.
+    /// `false` (always safe) unless the shape says otherwise.
+    fn is_convex(&self) -> bool {
+        false
+    }
 }
 
 /// A rigid pose: `x ↦ rotation · x + translation`.
@@ -222,6 +228,28 @@ impl PosedShape {
         self.distance_at(&self.end, p)
     }
 
+    /// Signed distance at the end pose from the geometry itself, also far from the swept box
+    /// (where [`Self::signed_distance`] answers a lower bound): a search along a segment
+    /// needs the true slope.
+    #[inline]
+    pub(crate) fn signed_distance_exact(&self, p: Vec3A) -> (f32, Vec3A) {
+        let (d, n) = self.geometry.signed_distance(Vec3::from(self.end.invert(p)));
+        (d, Vec3A::from(self.end.rotation * n))
+    }
+
+    /// [`Self::signed_distance_exact`] at the start pose.
+    #[inline]
+    pub(crate) fn signed_distance_exact_start(&self, p: Vec3A) -> (f32, Vec3A) {
+        let (d, n) = self.geometry.signed_distance(Vec3::from(self.start.invert(p)));
+        (d, Vec3A::from(self.start.rotation * n))
+    }
+
+    /// Whether the geometry is a convex solid (see [`ObstacleGeometry::is_convex`]).
+    #[inline]
+    pub(crate) fn is_convex(&self) -> bool {
+        self.geometry.has_inside() && self.geometry.is_convex()
+    }
+
     /// Signed distance at the start pose (for positions of the step's start).
     #[inline]
     pub fn signed_distance_start(&self, p: Vec3A) -> (f32, Vec3A) {
@@ -335,6 +363,9 @@ pub(crate) mod test_geometry {
             (Vec3::splat(-self.0), Vec3::splat(self.0))
         }
         fn has_inside(&self) -> bool {
+            true
+        }
+        fn is_convex(&self) -> bool {
             true
         }
     }

@@ -477,6 +477,19 @@ impl Accumulator {
                     let idx = self.vertices.len() - 1;
                     self.shares.push((idx, k, depth, x - n * d, d));
                 }
+                // The vertex's edge contacts (`vbd_edges`) share by their penalty depth too,
+                // weighted by the vertex's part of the edge point.
+                let edges = ctx.scratch.obstacle_edges();
+                for (j, w, scale, p, d, n) in edges.near(v, ctx.obstacles, &st.positions, reach) {
+                    let Some(k) = j.checked_sub(ctx.moving_start) else { continue };
+                    if first {
+                        self.vertices.push(v as u32);
+                        first = false;
+                    }
+                    let depth = w * scale * (offset - d).max(0.0);
+                    let idx = self.vertices.len() - 1;
+                    self.shares.push((idx, k, depth, p - n * d, d));
+                }
             }
         }
         ctx.impulses(&self.vertices, &mut self.impulses);

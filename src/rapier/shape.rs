@@ -128,6 +128,10 @@ impl ObstacleGeometry for ColliderGeometry {
     fn has_inside(&self) -> bool {
         self.solid
     }
+
+    fn is_convex(&self) -> bool {
+        self.shape.is_convex()
+    }
 }
 
 #[cfg(test)]

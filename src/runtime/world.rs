@@ -48,6 +48,18 @@ pub enum Intersection {
         /// Depth below the obstacle's surface \[m\].
         depth: f32,
     },
+    /// A surface edge passes through an obstacle between its two vertices (a rapier collider's
+    /// edge or a thin rod cutting into the surface; see `solver::vbd_edges`).
+    EdgeInsideObstacle {
+        /// The body.
+        body: SoftBodyHandle,
+        /// Body-local vertex indices of the edge.
+        edge: [u32; 2],
+        /// Index into [`World::all_obstacles`].
+        obstacle: usize,
+        /// Depth of the edge's deepest point below the obstacle's surface \[m\].
+        depth: f32,
+    },
 }
 
 /// Re-bases each carried obstacle's remaining frame motion (`remaining`, per moving obstacle)
@@ -280,7 +292,8 @@ impl World {
     }
 
     /// Every pair of crossing surface triangles in the current state (body–body and self
-    /// contact alike), found with exact predicates, and every vertex inside an obstacle. Empty
+    /// contact alike), found with exact predicates, every vertex inside an obstacle, and every
+    /// surface edge through a rapier collider between its vertices. Empty
     /// for a valid state; the solver keeps it so. Costs one broadphase build over all surface
     /// triangles.
     pub fn find_intersections(&mut self) -> Vec<Intersection> {
@@ -307,6 +320,27 @@ impl World {
                         vertex: v as u32 - s.vertex_start,
                         obstacle: k,
                         depth: -d,
+                    });
+                }
+            }
+        }
+        for &[a, b] in &st.surface_edges {
+            let body = st.vertex_body[a as usize];
+            let (xa, xb) =
+                (glam::Vec3A::from_vec4(st.positions[a as usize]), glam::Vec3A::from_vec4(st.positions[b as usize]));
+            for (k, o) in obstacles.iter().enumerate() {
+                if !(o.tests_edges() && o.applies_to(body) && o.box_reaches(xa.min(xb), xa.max(xb), 0.0)) {
+                    continue;
+                }
+                let c = o.segment_closest(xa, xb);
+                // An end inside is reported as that vertex.
+                if c.distance < 0.0 && c.ends[0] >= 0.0 && c.ends[1] >= 0.0 {
+                    let s = &self.slots[body as usize];
+                    out.push(Intersection::EdgeInsideObstacle {
+                        body: s.handle,
+                        edge: [a - s.vertex_start, b - s.vertex_start],
+                        obstacle: k,
+                        depth: -c.distance,
                     });
                 }
             }

@@ -12,6 +12,7 @@ mod rigid_energy;
 mod union_find;
 pub mod vbd;
 pub(crate) mod vbd_contact;
+pub(crate) mod vbd_edges;
 pub(crate) mod vbd_vertex;
 
 pub use init::Initialization;

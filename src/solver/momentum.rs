@@ -51,7 +51,8 @@ pub(crate) fn remove_momentum_residual(
         }
         buf.masses[b as usize] += state.masses[i];
         let x = Vec3A::from_vec4(state.positions[i]);
-        buf.held.push(obstacles.iter().any(|o| o.applies_to(b) && o.signed_distance(x).0 < reach));
+        let by_edge = scratch.obstacle_edges().near(i, obstacles, &state.positions, reach).next().is_some();
+        buf.held.push(by_edge || obstacles.iter().any(|o| o.applies_to(b) && o.signed_distance(x).0 < reach));
     }
     buf.residuals.clear();
     buf.residuals.resize(state.bodies.len(), Vec3A::ZERO);

@@ -194,6 +194,11 @@ impl VbdScratch {
         state.positions = positions;
     }
 
+    /// Surface edges against posed obstacles of the last step (`vbd_edges`).
+    pub(crate) fn obstacle_edges(&self) -> &super::vbd_edges::EdgeContacts {
+        &self.surface.obstacle_edges
+    }
+
     /// Forgets everything that names vertices of the previous topology (contact pairs).
     pub fn topology_changed(&mut self) {
         self.surface.forget_pairs();
@@ -282,6 +287,8 @@ pub fn vbd_step(
     let bound_hit = AtomicBool::new(false);
     // Some vertex's initial path leaves the last step's bounds: the CCD advance must run.
     let advance_needed = AtomicBool::new(false);
+    // Some body's initial advance is held back by one of its edges (`vbd_edges`).
+    let edge_held = AtomicBool::new(false);
 
     // Split the state into what the parallel region reads and what it writes.
     let mut positions = std::mem::take(&mut state.positions);
@@ -321,6 +328,11 @@ pub fn vbd_step(
             obstacles
         };
         let carrier_cell = PhaseCell::new(std::mem::take(carrier_sweep));
+        // Surface edges against posed obstacles (`vbd_edges`), detected at x^(0).
+        let edge_obstacles = obstacles.iter().any(Obstacle::tests_edges);
+        if !edge_obstacles {
+            surface.obstacle_edges.clear(n);
+        }
         let surface_cell = PhaseCell::new(std::mem::take(surface));
         let clamp_sh = SharedSlice::new(clamp);
         let pos = SharedSlice::new(&mut positions);
@@ -522,23 +534,10 @@ pub fn vbd_step(
                 barrier.wait();
             }
 
-            if surface_on {
-                // SAFETY: `start` is read-only after the prepare phase.
-                let start = unsafe { start_sh.as_slice() };
-                // SAFETY: the scratch is read-only until the next detection.
-                if !advance_certified(chunk(n, threads, t), unsafe { surface_cell.get() }, start, &pos) {
-                    advance_needed.store(true, Ordering::Relaxed);
-                }
-                barrier.wait();
-                if advance_needed.load(Ordering::Relaxed) {
-                    advance_scale(t, threads, barrier, &contact_ctx, &surface_cell, start, &pos);
-                } else if t == 0 {
-                    // SAFETY: thread 0 alone until the barrier below.
-                    unsafe { surface_cell.get_mut() }.body_scale.fill(1.0);
-                }
-                barrier.wait();
-                // SAFETY: the scratch is read-only until the next detection.
-                let scale = unsafe { &surface_cell.get().body_scale };
+            // SAFETY: `start` is read-only after the prepare phase.
+            let start = unsafe { start_sh.as_slice() };
+            // Scales each body's initial advance x^n → x^(0) by `scale` (per body).
+            let scale_advance = |scale: &[f32]| {
                 for v in chunk(n, threads, t) {
                     // SAFETY: own range only.
                     unsafe {
@@ -555,7 +554,47 @@ pub fn vbd_step(
                     }
                 }
                 barrier.wait();
+            };
+            if edge_obstacles {
+                // Before the surface advance, which then certifies what is left of the paths.
+                if t == 0 {
+                    // SAFETY: thread 0 alone until the barrier; `pos` is only read.
+                    unsafe {
+                        let edges = &mut surface_cell.get_mut().obstacle_edges;
+                        edge_held.store(edges.advance(st, obstacles, start, pos.as_slice()), Ordering::Relaxed);
+                    }
+                }
+                barrier.wait();
+                if edge_held.load(Ordering::Relaxed) {
+                    // SAFETY: the scale is read-only until the next detection.
+                    scale_advance(unsafe { &surface_cell.get().obstacle_edges.body_scale });
+                }
+            }
+            if surface_on {
+                // SAFETY: the scratch is read-only until the next detection.
+                if !advance_certified(chunk(n, threads, t), unsafe { surface_cell.get() }, start, &pos) {
+                    advance_needed.store(true, Ordering::Relaxed);
+                }
+                barrier.wait();
+                if advance_needed.load(Ordering::Relaxed) {
+                    advance_scale(t, threads, barrier, &contact_ctx, &surface_cell, start, &pos);
+                } else if t == 0 {
+                    // SAFETY: thread 0 alone until the barrier below.
+                    unsafe { surface_cell.get_mut() }.body_scale.fill(1.0);
+                }
+                barrier.wait();
+                // SAFETY: the scratch is read-only until the next detection.
+                scale_advance(unsafe { &surface_cell.get().body_scale });
                 detect_and_catch_up();
+            }
+            if edge_obstacles {
+                if t == 0 {
+                    // SAFETY: thread 0 alone until the barrier; `pos` is only read.
+                    unsafe {
+                        surface_cell.get_mut().obstacle_edges.detect(st, obstacles, pos.as_slice(), s.contact.offset)
+                    }
+                }
+                barrier.wait();
             }
             let interval = s.surface_contact.detection_interval;
 
@@ -660,8 +699,11 @@ pub fn vbd_step(
                             let x_bar = Vec3A::from_vec4(pos.get(v));
                             let x_nm2 = Vec3A::from_vec4(prev2_sh.get(v));
                             let mut x = x_bar;
-                            // Frozen bodies stay at the Gauss–Seidel result (see above).
-                            if frozen_sh.get(st.vertex_body[v] as usize) == 0 {
+                            // Frozen bodies stay at the Gauss–Seidel result (see above), and
+                            // so do the vertices of edge contacts, whose limit assumes the
+                            // edge's other end holds still (`vbd_edges`).
+                            let edge = !surface_cell.get().obstacle_edges.row(v).is_empty();
+                            if frozen_sh.get(st.vertex_body[v] as usize) == 0 && !edge {
                                 let mixed = mix(omega, x_bar, x_nm2);
                                 // SAFETY: the pair lists change only in detection phases.
                                 let within = limit_move(v, mixed, clamp_sh.get(v), surface_cell.get());

@@ -28,6 +28,7 @@ use parking_lot::Mutex;
 
 use super::parallel::{PhaseCell, SharedSlice, SpinBarrier, chunk};
 use super::union_find::UnionFind;
+use super::vbd_edges::EdgeContacts;
 use crate::collision::ContactModel;
 use crate::collision::bvh::Aabb;
 use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
@@ -142,6 +143,9 @@ pub struct SurfaceContactScratch {
     last_bounds: Vec<Vec4>,
     /// `last_bounds`, `pairs` and `vertex_pairs` belong to the current topology.
     bounds_valid: bool,
+    /// Surface edges against posed obstacles (`vbd_edges`): kept here because the vertex
+    /// updates read them through the same phase cell as the pairs.
+    pub(crate) obstacle_edges: EdgeContacts,
 }
 
 impl SurfaceContactScratch {
@@ -153,6 +157,7 @@ impl SurfaceContactScratch {
         self.vertex_pairs.entries.clear();
         self.vertex_pairs.offsets.clear();
         self.bounds_valid = false;
+        self.obstacle_edges.clear(0);
     }
 
     /// Keeps the step's last bounds for [`advance_certified`] (after the sweeps).

@@ -6,6 +6,7 @@ use glam::{Mat3A, Vec3A, Vec4};
 
 use super::parallel::{PhaseCell, SharedSlice};
 use super::vbd_contact::{SurfaceContactScratch, limit_move, relative_displacement};
+use super::vbd_edges::{add_edge_terms, limit_edge_move};
 use crate::collision::{ContactModel, ContactParams, ContactPoint, Obstacle, add_contact, limit_step};
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
 use crate::math::solve_sym3;
@@ -67,6 +68,8 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     let surface = unsafe { inp.surface.get() };
     let within = limit_move(v, target, unsafe { inp.clamp.get(v) }, surface);
     let position = limit_step(inp.obstacles, st.vertex_body[v], x, within);
+    // Nor may an edge of the vertex enter an obstacle (`vbd_edges`).
+    let position = limit_edge_move(v, x, position, pos, inp, &surface.obstacle_edges);
     VertexUpdate { position, residual2, in_contact, bounded: within != target }
 }
 
@@ -106,7 +109,14 @@ fn vertex_system(
     let ext = external_terms(v, x, inp, obstacles);
     let (fe, he) = elastic_terms(v, pos, inp);
     let (fp, hp, pair_contact) = pair_terms(v, pos, inp);
-    (ext.force + fe + fp, ext.hessian + he + hp, ext.in_contact || pair_contact)
+    let (mut f, mut h) = (ext.force + fe + fp, ext.hessian + he + hp);
+    let mut edge_contact = false;
+    if obstacles {
+        // SAFETY: the edge contacts change only in detection phases, never in a color pass.
+        let edges = unsafe { &inp.surface.get().obstacle_edges };
+        edge_contact = add_edge_terms(v, pos, inp, edges, &mut f, &mut h);
+    }
+    (f, h, ext.in_contact || pair_contact || edge_contact)
 }
 
 /// Force and Hessian of the elements around vertex `v` (tets, membranes, hinges, with their
