@@ -133,6 +133,15 @@ impl Obstacle {
         self.segment_closest_at(a, b, true)
     }
 
+    /// A direction at the start pose turned with the obstacle to its end pose.
+    #[inline]
+    pub(crate) fn carried_direction(&self, n: Vec3A) -> Vec3A {
+        match &self.shape {
+            ObstacleShape::Posed(s) => Vec3A::from(s.end.rotation * (s.start.rotation.inverse() * Vec3::from(n))),
+            _ => n,
+        }
+    }
+
     /// How far the obstacle carries the point at `x` (at its start pose) over the step \[m\]
     /// (zero for a static obstacle).
     #[inline]
@@ -159,10 +168,13 @@ impl Obstacle {
         };
         if convex {
             let ((da, na), (db, nb)) = (exact(a), exact(b));
-            // The distance's slope into the segment at each end (the normal is its gradient).
-            if na.dot(b - a) >= 0.0 && nb.dot(a - b) >= 0.0 {
-                let (t, distance, normal) = if da <= db { (0.0, da, na) } else { (1.0, db, nb) };
-                return SegmentClosest { t, distance, normal, ends: [da, db] };
+            // The distance's slope into the segment at each end (the normal is its gradient):
+            // a convex function rising from one end has its minimum there.
+            if na.dot(b - a) >= 0.0 {
+                return SegmentClosest { t: 0.0, distance: da, normal: na, ends: [da, db] };
+            }
+            if nb.dot(a - b) >= 0.0 {
+                return SegmentClosest { t: 1.0, distance: db, normal: nb, ends: [da, db] };
             }
         }
         let at = |t: f32| exact(a + (b - a) * t).0;

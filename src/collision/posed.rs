@@ -184,6 +184,10 @@ impl PosedShape {
 
     /// The same geometry over the part `[s0, s1]` of the step (substeps).
     pub fn between(&self, s0: f32, s1: f32) -> Self {
+        // A shape at rest stays bit-for-bit at rest (interpolation would round its pose).
+        if self.start == self.end {
+            return self.clone();
+        }
         let (start, end) = (self.start.lerp(&self.end, s0), self.start.lerp(&self.end, s1));
         self.with_poses(start, end)
     }

@@ -536,13 +536,14 @@ pub fn vbd_step(
 
             // SAFETY: `start` is read-only after the prepare phase.
             let start = unsafe { start_sh.as_slice() };
-            // Scales each body's initial advance x^n → x^(0) by `scale` (per body).
-            let scale_advance = |scale: &[f32]| {
+            // Scales each body's initial advance x^n → x^(0) by `scale` (per body), pinned
+            // vertices too if `pins` (a detection then lets them catch up).
+            let scale_advance = |scale: &[f32], pins: bool| {
                 for v in chunk(n, threads, t) {
                     // SAFETY: own range only.
                     unsafe {
                         let s = scale[st.vertex_body[v] as usize];
-                        if s < 1.0 {
+                        if s < 1.0 && (pins || flags_sh.get(v) & VERTEX_KINEMATIC == 0) {
                             let offset = Vec3A::from_vec4(offset_sh.get(v)) * s;
                             let x = (Vec3A::from_vec4(start[v]) + offset).extend(0.0);
                             offset_sh.set(v, offset.extend(0.0));
@@ -567,7 +568,7 @@ pub fn vbd_step(
                 barrier.wait();
                 if edge_held.load(Ordering::Relaxed) {
                     // SAFETY: the scale is read-only until the next detection.
-                    scale_advance(unsafe { &surface_cell.get().obstacle_edges.body_scale });
+                    scale_advance(unsafe { &surface_cell.get().obstacle_edges.body_scale }, false);
                 }
             }
             if surface_on {
@@ -584,7 +585,7 @@ pub fn vbd_step(
                 }
                 barrier.wait();
                 // SAFETY: the scratch is read-only until the next detection.
-                scale_advance(unsafe { &surface_cell.get().body_scale });
+                scale_advance(unsafe { &surface_cell.get().body_scale }, true);
                 detect_and_catch_up();
             }
             if edge_obstacles {

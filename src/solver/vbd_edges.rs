@@ -172,34 +172,42 @@ impl EdgeContacts {
     }
 }
 
-/// The largest fraction `s ∈ [0, 1]` of the moves `da`, `db` of the segment `a → b` (both
-/// ends at once) that keeps it out of a collider, given the segment's closest point `c`: neither
-/// end may approach the collider along the normal there by more than the distance less
-/// [`GAP`].
+/// The largest fraction `s ∈ [0, 1]` of the moves `moves` of a segment's two ends (both at
+/// once) that keeps it out of a collider, given the segment's closest point `c`: neither end
+/// may approach the collider along the normal there by more than the distance less [`GAP`].
+/// The collider may move too: the plane's normal ends as `n_end`, and the collider carries
+/// the points at the two ends by `carried`; the ends' distances to the plane change linearly
+/// over the step, so its end is where they are checked. If the collider alone already takes
+/// the plane past an end, nothing is held (the contact force has to act).
 ///
 /// Why that suffices: for a convex solid, the closest points of the segment and the solid
 /// define a separating plane; with both ends on the segment's side of the plane shifted by
 /// `d − GAP`, the whole segment (their convex hull) is, and the solid is behind it. Motion
 /// along the plane is free, so an edge can slide along a face it touches. For a non-convex
 /// collider (a trimesh) the plane separates the segment from the solid's part near the
-/// closest point only. A segment already within the gap (a moving collider came onto it) is
-/// not held, as a vertex that starts inside is not: its contact force pushes it out.
-fn plane_fraction(c: &SegmentClosest, da: Vec3A, db: Vec3A) -> f32 {
-    let budget = c.distance - GAP;
-    if budget <= 0.0 {
-        return 1.0;
+/// closest point only. A segment already within the gap is not held, as a vertex that starts
+/// inside is not: its contact force pushes it out.
+fn plane_fraction(c: &SegmentClosest, n_end: Vec3A, moves: [Vec3A; 2], carried: [Vec3A; 2]) -> f32 {
+    let mut s = 1.0f32;
+    for (d, carried) in moves.into_iter().zip(carried) {
+        let budget = c.distance - GAP - n_end.dot(carried);
+        if budget <= 0.0 {
+            return 1.0;
+        }
+        let approach = -n_end.dot(d);
+        if approach > budget {
+            s = s.min(budget / approach);
+        }
     }
-    let approach = (-c.normal.dot(da)).max(-c.normal.dot(db));
-    if approach > budget { budget / approach } else { 1.0 }
+    s
 }
 
-/// [`plane_fraction`] for a segment of the step's start moving over the step while the
-/// obstacle moves from its start pose to its end pose: the separating plane at the start,
-/// and each end's move relative to the obstacle point it starts at (an edge carried along by
-/// a lifting jaw is not held back by the jaw's own motion).
+/// [`plane_fraction`] for a segment of the step's start moving by `da`, `db` over the step
+/// while the obstacle moves from its start pose to its end pose: the separating plane at the
+/// start, carried (turned and moved) with the obstacle.
 pub(crate) fn step_fraction(o: &Obstacle, a: Vec3A, b: Vec3A, da: Vec3A, db: Vec3A) -> f32 {
     let c = o.segment_closest_start(a, b);
-    plane_fraction(&c, da - o.carried_displacement(a), db - o.carried_displacement(b))
+    plane_fraction(&c, o.carried_direction(c.normal), [da, db], [o.carried_displacement(a), o.carried_displacement(b)])
 }
 
 #[inline(always)]
@@ -280,7 +288,10 @@ pub(crate) fn limit_edge_move(
     // Each edge's half-space for this vertex's move: n·Δ ≥ −budget.
     let mut planes = [(Vec3A::ZERO, 0.0f32); 8];
     let mut count = 0;
-    for &entry in row.iter().take(planes.len()) {
+    for &entry in row {
+        if count == planes.len() {
+            break;
+        }
         let (k, slot) = unpack_entry(entry);
         let c = &edges.contacts[k as usize];
         let Some(o) = inp.obstacles.get(c.obstacle as usize).filter(|o| !o.moves()) else { continue };
@@ -377,6 +388,20 @@ mod tests {
             }
         }
         assert!(stopped > 50, "only {stopped} of 200 sweeps were limited");
+    }
+
+    #[test]
+    fn a_rising_collider_shortens_the_advance_by_its_own_motion() {
+        let lift = RigidPose { translation: glam::Vec3::Y * 0.005, ..RigidPose::IDENTITY };
+        let shape = PosedShape::new(std::sync::Arc::new(Ball(0.1)), RigidPose::IDENTITY, lift, 0.01);
+        let o = Obstacle { shape: ObstacleShape::Posed(shape), friction: 0.5 };
+        let (a, b) = (Vec3A::new(-0.05, 0.12, 0.0), Vec3A::new(0.05, 0.12, 0.0));
+        let fall = -Vec3A::Y * 0.05;
+        let s = step_fraction(&o, a, b, fall, fall);
+        // The ball's top rises to 0.105 while the edge falls from 0.12: it may fall 0.015 − GAP.
+        assert!((s - (0.015 - GAP) / 0.05).abs() < 1e-3, "s = {s}");
+        let end = o.segment_closest(a + fall * s, b + fall * s).distance;
+        assert!((0.0..1e-4).contains(&end), "end distance {end}");
     }
 
     #[test]

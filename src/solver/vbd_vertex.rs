@@ -66,10 +66,12 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     // surface, never inside (the contact force then pushes the vertex out).
     // SAFETY: the clamp data is written only in detection phases.
     let surface = unsafe { inp.surface.get() };
+    // An edge of the vertex may not enter a collider either (`vbd_edges`). Its limit projects
+    // onto planes, so it goes first: the two limits after it only shorten the move towards x
+    // (or push out of an obstacle), which keeps it inside the edges' half-spaces.
+    let target = limit_edge_move(v, x, target, pos, inp, &surface.obstacle_edges);
     let within = limit_move(v, target, unsafe { inp.clamp.get(v) }, surface);
     let position = limit_step(inp.obstacles, st.vertex_body[v], x, within);
-    // Nor may an edge of the vertex enter an obstacle (`vbd_edges`).
-    let position = limit_edge_move(v, x, position, pos, inp, &surface.obstacle_edges);
     VertexUpdate { position, residual2, in_contact, bounded: within != target }
 }
 
