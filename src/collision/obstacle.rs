@@ -124,13 +124,37 @@ impl Obstacle {
     /// finds the minimum; nine samples first pick the bracket, which also finds the deepest dip
     /// of a non-convex shape (a trimesh) unless two are closer than an eighth of the segment.
     pub(crate) fn segment_closest(&self, a: Vec3A, b: Vec3A) -> SegmentClosest {
-        self.segment_closest_at(a, b, false)
+        self.segment_closest_at(a, b, false, None)
     }
 
     /// [`Self::segment_closest`] with the obstacle at its start pose (for a segment of the
     /// step's start).
+    #[cfg(test)]
     pub(crate) fn segment_closest_start(&self, a: Vec3A, b: Vec3A) -> SegmentClosest {
-        self.segment_closest_at(a, b, true)
+        self.segment_closest_at(a, b, true, None)
+    }
+
+    /// [`Self::segment_closest`] (at the start pose if `start`) given the two ends' signed
+    /// distances and normals, which a scan over a mesh's edges measures once per vertex.
+    pub(crate) fn segment_closest_from_ends(
+        &self,
+        a: Vec3A,
+        b: Vec3A,
+        start: bool,
+        ends: [(f32, Vec3A); 2],
+    ) -> SegmentClosest {
+        self.segment_closest_at(a, b, start, Some(ends))
+    }
+
+    /// Signed distance and outward normal from the geometry itself at the end pose (at the
+    /// start pose if `start`), also far from a moving obstacle's box.
+    #[inline]
+    pub(crate) fn signed_distance_exact(&self, p: Vec3A, start: bool) -> (f32, Vec3A) {
+        match &self.shape {
+            ObstacleShape::Posed(s) if start => s.signed_distance_exact_start(p),
+            ObstacleShape::Posed(s) => s.signed_distance_exact(p),
+            _ => self.signed_distance(p),
+        }
     }
 
     /// A direction at the start pose turned with the obstacle to its end pose.
@@ -152,13 +176,9 @@ impl Obstacle {
         }
     }
 
-    fn segment_closest_at(&self, a: Vec3A, b: Vec3A, start: bool) -> SegmentClosest {
+    fn segment_closest_at(&self, a: Vec3A, b: Vec3A, start: bool, ends: Option<[(f32, Vec3A); 2]>) -> SegmentClosest {
         const SAMPLES: usize = 9;
-        let exact = |p: Vec3A| match &self.shape {
-            ObstacleShape::Posed(s) if start => s.signed_distance_exact_start(p),
-            ObstacleShape::Posed(s) => s.signed_distance_exact(p),
-            _ => self.signed_distance(p),
-        };
+        let exact = |p: Vec3A| self.signed_distance_exact(p, start);
         // A convex solid's distance is convex along the segment: if it rises from both ends
         // into the segment, the nearer end is the closest point (the common case of an edge
         // lying on or above a face), and two queries answer.
@@ -167,7 +187,7 @@ impl Obstacle {
             ObstacleShape::Plane { .. } | ObstacleShape::Cuboid { .. } | ObstacleShape::Sphere { .. } => true,
         };
         if convex {
-            let ((da, na), (db, nb)) = (exact(a), exact(b));
+            let [(da, na), (db, nb)] = ends.unwrap_or_else(|| [exact(a), exact(b)]);
             // The distance's slope into the segment at each end (the normal is its gradient):
             // a convex function rising from one end has its minimum there.
             if na.dot(b - a) >= 0.0 {

@@ -67,6 +67,32 @@ pub(crate) struct EdgeContacts {
     pub vertex_contacts: Csr,
     /// Per body: the fraction of its initial advance its edges allow.
     pub body_scale: Vec<f32>,
+    /// Per vertex: the signed distance and normal of the obstacle being scanned, filled on
+    /// first use in a scan (each surface vertex ends about six edges), and the scan
+    /// (`stamp == scan`) that filled it.
+    ends: Vec<(f32, Vec3A)>,
+    stamp: Vec<u32>,
+    scan: u32,
+}
+
+/// The ends' signed distances of edge `[a, b]` at `x` from `o` (at its start pose if `start`),
+/// through the per-vertex cache of the current scan.
+fn ends_of(
+    cache: &mut (Vec<(f32, Vec3A)>, Vec<u32>, u32),
+    o: &Obstacle,
+    x: [Vec3A; 2],
+    v: [u32; 2],
+    start: bool,
+) -> [(f32, Vec3A); 2] {
+    let (ends, stamp, scan) = cache;
+    [0, 1].map(|k| {
+        let i = v[k] as usize;
+        if stamp[i] != *scan {
+            stamp[i] = *scan;
+            ends[i] = o.signed_distance_exact(x[k], start);
+        }
+        ends[i]
+    })
 }
 
 impl EdgeContacts {
@@ -107,33 +133,50 @@ impl EdgeContacts {
         })
     }
 
+    /// Starts a scan over the edges against one obstacle: no vertex's end value is cached.
+    fn begin_scan(&mut self, n: usize) -> (Vec<(f32, Vec3A)>, Vec<u32>, u32) {
+        self.ends.resize(n, (0.0, Vec3A::ZERO));
+        self.stamp.resize(n, 0);
+        self.scan = self.scan.wrapping_add(1);
+        if self.scan == 0 {
+            // After a wrap, stale stamps could match: start over.
+            self.stamp.fill(0);
+            self.scan = 1;
+        }
+        (std::mem::take(&mut self.ends), std::mem::take(&mut self.stamp), self.scan)
+    }
+
+    fn end_scan(&mut self, cache: (Vec<(f32, Vec3A)>, Vec<u32>, u32)) {
+        (self.ends, self.stamp) = (cache.0, cache.1);
+    }
+
     /// Finds the edge contacts at positions `x` (see the module notes).
     pub fn detect(&mut self, st: &SimState, obstacles: &[Obstacle], x: &[Vec4], offset: f32) {
         self.contacts.clear();
-        if obstacles.iter().any(Obstacle::tests_edges) {
+        for (k, o) in obstacles.iter().enumerate().filter(|(_, o)| o.tests_edges()) {
+            let mut cache = self.begin_scan(st.vertex_count());
             for &[a, b] in &st.surface_edges {
                 let body = st.vertex_body[a as usize];
                 let (xa, xb) = (Vec3A::from_vec4(x[a as usize]), Vec3A::from_vec4(x[b as usize]));
                 let reach = search_radius(st, body, offset);
-                let (lo, hi) = (xa.min(xb), xa.max(xb));
-                for (k, o) in obstacles.iter().enumerate() {
-                    if !(o.tests_edges() && o.applies_to(body) && o.box_reaches(lo, hi, reach)) {
-                        continue;
-                    }
-                    let c = o.segment_closest(xa, xb);
-                    let inside = c.t > END_FRACTION && c.t < 1.0 - END_FRACTION;
-                    let excess = c.excess();
-                    if c.distance < reach && inside && excess > 0.0 {
-                        self.contacts.push(EdgeContact {
-                            vertices: [a, b],
-                            obstacle: k as u32,
-                            t: c.t,
-                            scale: (excess / offset).min(1.0),
-                            distance: c.distance,
-                        });
-                    }
+                if !(o.applies_to(body) && o.box_reaches(xa.min(xb), xa.max(xb), reach)) {
+                    continue;
+                }
+                let ends = ends_of(&mut cache, o, [xa, xb], [a, b], false);
+                let c = o.segment_closest_from_ends(xa, xb, false, ends);
+                let inside = c.t > END_FRACTION && c.t < 1.0 - END_FRACTION;
+                let excess = c.excess();
+                if c.distance < reach && inside && excess > 0.0 {
+                    self.contacts.push(EdgeContact {
+                        vertices: [a, b],
+                        obstacle: k as u32,
+                        t: c.t,
+                        scale: (excess / offset).min(1.0),
+                        distance: c.distance,
+                    });
                 }
             }
+            self.end_scan(cache);
         }
         self.vertex_contacts
             .fill_vertex_elements(st.vertex_count(), self.contacts.iter().map(|c| c.vertices), |_| true);
@@ -145,28 +188,30 @@ impl EdgeContacts {
     pub fn advance(&mut self, st: &SimState, obstacles: &[Obstacle], start: &[Vec4], guess: &[Vec4]) -> bool {
         self.body_scale.clear();
         self.body_scale.resize(st.bodies.len(), 1.0);
-        if !obstacles.iter().any(Obstacle::tests_edges) {
-            return false;
-        }
         let mut held = false;
-        for &[a, b] in &st.surface_edges {
-            let body = st.vertex_body[a as usize] as usize;
-            let (xa, xb) = (Vec3A::from_vec4(start[a as usize]), Vec3A::from_vec4(start[b as usize]));
-            let (da, db) = (Vec3A::from_vec4(guess[a as usize]) - xa, Vec3A::from_vec4(guess[b as usize]) - xb);
-            if da == Vec3A::ZERO && db == Vec3A::ZERO {
-                continue;
-            }
-            let lo = xa.min(xb).min(xa + da).min(xb + db);
-            let hi = xa.max(xb).max(xa + da).max(xb + db);
-            for o in obstacles {
-                if o.tests_edges() && o.applies_to(body as u32) && o.box_reaches(lo, hi, GAP) {
-                    let s = step_fraction(o, xa, xb, da, db);
-                    if s < self.body_scale[body] {
-                        self.body_scale[body] = s;
-                        held = true;
-                    }
+        for o in obstacles.iter().filter(|o| o.tests_edges()) {
+            let mut cache = self.begin_scan(st.vertex_count());
+            for &[a, b] in &st.surface_edges {
+                let body = st.vertex_body[a as usize] as usize;
+                let (xa, xb) = (Vec3A::from_vec4(start[a as usize]), Vec3A::from_vec4(start[b as usize]));
+                let (da, db) = (Vec3A::from_vec4(guess[a as usize]) - xa, Vec3A::from_vec4(guess[b as usize]) - xb);
+                if da == Vec3A::ZERO && db == Vec3A::ZERO {
+                    continue;
+                }
+                let lo = xa.min(xb).min(xa + da).min(xb + db);
+                let hi = xa.max(xb).max(xa + da).max(xb + db);
+                if !(o.applies_to(body as u32) && o.box_reaches(lo, hi, GAP)) {
+                    continue;
+                }
+                let ends = ends_of(&mut cache, o, [xa, xb], [a, b], true);
+                let c = o.segment_closest_from_ends(xa, xb, true, ends);
+                let s = step_fraction(o, &c, [xa, xb], [da, db]);
+                if s < self.body_scale[body] {
+                    self.body_scale[body] = s;
+                    held = true;
                 }
             }
+            self.end_scan(cache);
         }
         held
     }
@@ -205,9 +250,9 @@ fn plane_fraction(c: &SegmentClosest, n_end: Vec3A, moves: [Vec3A; 2], carried: 
 /// [`plane_fraction`] for a segment of the step's start moving by `da`, `db` over the step
 /// while the obstacle moves from its start pose to its end pose: the separating plane at the
 /// start, carried (turned and moved) with the obstacle.
-pub(crate) fn step_fraction(o: &Obstacle, a: Vec3A, b: Vec3A, da: Vec3A, db: Vec3A) -> f32 {
-    let c = o.segment_closest_start(a, b);
-    plane_fraction(&c, o.carried_direction(c.normal), [da, db], [o.carried_displacement(a), o.carried_displacement(b)])
+/// `c` is the segment's closest point at the start pose.
+pub(crate) fn step_fraction(o: &Obstacle, c: &SegmentClosest, x: [Vec3A; 2], moves: [Vec3A; 2]) -> f32 {
+    plane_fraction(c, o.carried_direction(c.normal), moves, x.map(|p| o.carried_displacement(p)))
 }
 
 #[inline(always)]
@@ -336,6 +381,11 @@ mod tests {
 
     use crate::collision::{ObstacleShape, PosedShape, RigidPose, test_geometry::Ball};
 
+    /// [`step_fraction`] of the segment `a → b` moving by `da`, `db`.
+    fn fraction(o: &Obstacle, a: Vec3A, b: Vec3A, da: Vec3A, db: Vec3A) -> f32 {
+        step_fraction(o, &o.segment_closest_start(a, b), [a, b], [da, db])
+    }
+
     /// A posed ball of radius 0.1 at the origin, at rest.
     fn ball() -> Obstacle {
         let pose = RigidPose::IDENTITY;
@@ -378,7 +428,7 @@ mod tests {
                 -0.3 * rng.uniform_f32(),
                 0.05 * (rng.uniform_f32() - 0.5),
             );
-            let s = step_fraction(&o, a, b, da, db);
+            let s = fraction(&o, a, b, da, db);
             stopped += (s < 1.0) as u32;
             // Dense sampling of the limited sweep: never closer than the gap (less rounding).
             for k in 0..=64 {
@@ -397,7 +447,7 @@ mod tests {
         let o = Obstacle { shape: ObstacleShape::Posed(shape), friction: 0.5 };
         let (a, b) = (Vec3A::new(-0.05, 0.12, 0.0), Vec3A::new(0.05, 0.12, 0.0));
         let fall = -Vec3A::Y * 0.05;
-        let s = step_fraction(&o, a, b, fall, fall);
+        let s = fraction(&o, a, b, fall, fall);
         // The ball's top rises to 0.105 while the edge falls from 0.12: it may fall 0.015 − GAP.
         assert!((s - (0.015 - GAP) / 0.05).abs() < 1e-3, "s = {s}");
         let end = o.segment_closest(a + fall * s, b + fall * s).distance;
@@ -409,20 +459,25 @@ mod tests {
         let o = ball();
         // Touching the top of the ball, moving sideways and up: not held.
         let (a, b) = (Vec3A::new(-0.05, 0.1 + 2.0 * GAP, 0.0), Vec3A::new(0.05, 0.1 + 2.0 * GAP, 0.0));
-        assert_eq!(step_fraction(&o, a, b, Vec3A::Z * 0.01, Vec3A::Z * 0.01), 1.0);
-        assert_eq!(step_fraction(&o, a, b, Vec3A::Y * 0.01, Vec3A::Y * 0.01), 1.0);
+        assert_eq!(fraction(&o, a, b, Vec3A::Z * 0.01, Vec3A::Z * 0.01), 1.0);
+        assert_eq!(fraction(&o, a, b, Vec3A::Y * 0.01, Vec3A::Y * 0.01), 1.0);
         // Pressed down, held almost at once.
-        assert!(step_fraction(&o, a, b, -Vec3A::Y * 0.01, -Vec3A::Y * 0.01) < 0.01);
+        assert!(fraction(&o, a, b, -Vec3A::Y * 0.01, -Vec3A::Y * 0.01) < 0.01);
     }
 
     #[test]
     fn a_segment_inside_is_not_held_and_one_outside_is() {
         let o = ball();
         let (a, b) = (Vec3A::new(-0.3, 0.09, 0.0), Vec3A::new(0.3, 0.09, 0.0));
-        assert_eq!(step_fraction(&o, a, b, Vec3A::Y * 0.05, Vec3A::Y * 0.05), 1.0);
-        assert_eq!(step_fraction(&o, a, b, -Vec3A::Y * 0.05, -Vec3A::Y * 0.05), 1.0);
+        assert_eq!(fraction(&o, a, b, Vec3A::Y * 0.05, Vec3A::Y * 0.05), 1.0);
+        assert_eq!(fraction(&o, a, b, -Vec3A::Y * 0.05, -Vec3A::Y * 0.05), 1.0);
         let lift = Vec3A::Y * 0.02;
-        let s = step_fraction(&o, a + lift, b + lift, -Vec3A::Y * 0.05, -Vec3A::Y * 0.05);
+        let s = step_fraction(
+            &o,
+            &o.segment_closest_start(a + lift, b + lift),
+            [a + lift, b + lift],
+            [-Vec3A::Y * 0.05; 2],
+        );
         assert!((s - (0.01 - GAP) / 0.05).abs() < 1e-3, "s = {s}");
     }
 }
