@@ -310,10 +310,10 @@ pub(crate) fn add_edge_terms(
 /// Limits vertex `v`'s move `x → target` so that none of its contact edges reaches a collider
 /// that holds still over the step (the other end of each edge holds still during the vertex's
 /// color pass). Against a moving collider the sweeps see only its end pose, so a plane there
-/// certifies nothing about the path; it only held vertices back from a lifting gripper's jaws
-/// (the 6³ cube of the gripper test stayed on the floor), and the edge contact's force acts
-/// alone. Per edge,
-/// the vertex may approach the obstacle along the normal at the edge's closest point by at
+/// certifies nothing about the path, and it is wrong where the collider carries the surface:
+/// a lifting jaw's end pose has its rim above soft material that rises with it, and the plane
+/// under the rim kept that material (and the 6³ cube of the gripper test) on the floor. There
+/// the edge contact's force acts alone. Per edge, the vertex may approach the obstacle along the normal at the edge's closest point by at
 /// most the distance there less [`GAP`] (the separating plane of [`plane_fraction`]), and
 /// move along it or away freely. Violated half-spaces are projected onto, then the move is
 /// scaled towards `x` until all hold (as `vbd_contact::limit_move` does for pairs).
