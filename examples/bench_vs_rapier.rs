@@ -30,6 +30,9 @@
 //! * `projectile`: a 5 cm cube at 60 m/s (1 m per frame) at a 2 cm thick fixed wall 1.5 m away:
 //!   tunnels or not.
 //!
+//! Pliant runs with `StepConfig::measure_state` off: rapier measures nothing per step either,
+//! and this bench takes its metrics from the positions itself.
+//!
 //! A run that passes `--max-seconds` (default 120) of wall time stops early and says after how
 //! many frames. `--quick` runs the two coarser resolutions only; `--only cantilever|drop_cube|
 //! projectile` one case. The drop cube runs Pliant at 20, 10, 5, 3, 2 and 1 sweeps on one thread and
@@ -163,6 +166,7 @@ fn cantilever(engine: Engine, cells: [u32; 3]) -> Result<(Sim, u32), Box<dyn std
                 chebyshev_rho: Some(0.95),
                 initialization: Initialization::Inertia,
                 threads: 1,
+                measure_state: false,
                 ..StepConfig::default()
             };
             let mut world = World::new(config)?;
@@ -231,7 +235,9 @@ fn drop_cube(
     let centre = Vec3::new(0.0, 0.3 + edge / 2.0, 0.0);
     match engine {
         Engine::Pliant => {
-            let mut world = World::new(StepConfig { dt: DT, threads, iterations: sweeps, ..StepConfig::default() })?;
+            let config =
+                StepConfig { dt: DT, threads, iterations: sweeps, measure_state: false, ..StepConfig::default() };
+            let mut world = World::new(config)?;
             let mesh = TetMesh::box_mesh(Vec3::splat(edge), [cells; 3], TetSplit::Six)?;
             let body = world.bodies.insert(
                 pliant::body::SoftBodyBuilder::tetrahedral(mesh)
@@ -269,7 +275,8 @@ fn projectile(engine: Engine) -> Result<(Sim, u32, f32), Box<dyn std::error::Err
     let wall = ColliderBuilder::cuboid(0.01, 1.0, 1.0).translation(Vec3::new(wall_x, 0.0, 0.0)).build();
     match engine {
         Engine::Pliant => {
-            let config = StepConfig { dt: DT, gravity: Vec3::ZERO, threads: 1, ..StepConfig::default() };
+            let config =
+                StepConfig { dt: DT, gravity: Vec3::ZERO, threads: 1, measure_state: false, ..StepConfig::default() };
             let mut world = World::new(config)?;
             let mesh = TetMesh::box_mesh(Vec3::splat(edge), [4, 4, 4], TetSplit::Six)?;
             let body = world.bodies.insert(

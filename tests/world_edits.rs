@@ -85,3 +85,33 @@ fn removing_a_body_keeps_the_others_state() {
     world.step();
     assert!(world.body_velocities(b).unwrap()[0].y < vb[0].y, "keeps falling");
 }
+
+/// With `measure_state` off a CPU step leaves its report's measurements empty (the solver does
+/// not need them), and `complete_report` measures the current state into it, as the default
+/// configuration's step does.
+#[test]
+fn state_measurement_can_be_left_to_complete_report() {
+    let run = |measure_state: bool| {
+        let mut world = World::new(StepConfig { measure_state, ..StepConfig::default() }).unwrap();
+        world.obstacles.push(Obstacle::ground(0.0, 0.5));
+        world
+            .bodies
+            .insert(SoftBodyBuilder::tetrahedral(small_box()).translation(Vec3::new(0.0, 0.2, 0.0)).build().unwrap());
+        let mut report = world.step();
+        for _ in 0..9 {
+            report = world.step();
+        }
+        let before = report.clone();
+        world.complete_report(&mut report);
+        (before, report)
+    };
+    let (measured, completed) = run(true);
+    assert_eq!(measured, completed, "a measured CPU report is complete");
+    assert!(measured.max_speed > 0.1 && measured.min_obstacle_distance.is_some());
+    let (skipped, completed_later) = run(false);
+    assert_eq!(skipped.max_speed, 0.0);
+    assert_eq!(skipped.min_obstacle_distance, None);
+    assert_eq!(completed_later.energy, measured.energy);
+    assert_eq!(completed_later.max_speed, measured.max_speed);
+    assert_eq!(completed_later.min_obstacle_distance, measured.min_obstacle_distance);
+}

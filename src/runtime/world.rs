@@ -589,7 +589,9 @@ impl World {
         report.frame = self.frame;
         report.state_frame = self.frame;
         report.time = self.time;
-        self.measure(&mut report);
+        if self.config.measure_state {
+            self.measure(&mut report);
+        }
         report.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
         report.game_thread_ms = report.wall_ms;
         report
@@ -658,12 +660,15 @@ impl World {
 
     /// Completes a GPU step's report: waits for the GPU, brings the host copy of the state up
     /// to date and measures it (energies, largest speed, obstacle distance). A CPU report is
-    /// complete already and left as it is. For tools and tests, not for a game loop.
+    /// complete already and left as it is, unless [`StepConfig::measure_state`] is off: then
+    /// the current state is measured into it. For tools and tests, not for a game loop.
     pub fn complete_report(&mut self, report: &mut StepReport) {
         if report.backend == Backend::Gpu {
             #[cfg(feature = "gpu")]
             self.wait_for_gpu();
             report.state_frame = self.frame;
+            self.measure(report);
+        } else if !self.config.measure_state {
             self.measure(report);
         }
     }
