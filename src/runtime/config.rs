@@ -115,7 +115,7 @@ pub struct StepConfig {
     /// nearest obstacle distance (`StepReport::energy`, `max_speed`, `min_obstacle_distance`).
     /// Default on. The solver and its safety checks do not read them, so a game loop that
     /// does not either can switch the pass off (a few per cent of a small body's step) and
-    /// measure on demand with [`crate::World::complete_report`].
+    /// measure on demand with [`crate::runtime::World::complete_report`].
     pub measure_state: bool,
 }
 
