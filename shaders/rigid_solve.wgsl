@@ -42,7 +42,7 @@ struct Params {
 @group(0) @binding(7) var<storage, read> contacts: array<u32>;
 @group(0) @binding(8) var<storage, read_write> rigid: array<u32>;
 
-const NEWTON_STEPS: u32 = 8u;
+const NEWTON_STEPS: u32 = 4u;
 const LINE_SEARCH_STEPS: u32 = 30u;
 const NONE: u32 = 0xffffffffu;
 const MAX_DOFS: u32 = 288u;

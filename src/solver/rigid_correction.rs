@@ -50,8 +50,14 @@ use crate::collision::{Obstacle, limit_step};
 use crate::math::cholesky_solve;
 use crate::state::{SimState, VERTEX_KINEMATIC};
 
-/// Newton steps per correction.
-const NEWTON_STEPS: usize = 8;
+/// Newton steps per correction. The correction only starts the sweeps off close to the
+/// answer; with eight, a resting 343-vertex cube's correction took 5.6 steps and 13.7
+/// line-search trials a frame, a fifth of its two-sweep step, and every scene test passes with
+/// four. The GPU kernel (`rigid_solve.wgsl`) takes the same count.
+const NEWTON_STEPS: usize = 4;
+/// Newton steps per carrier update (`solver/carrier.rs`): a carrier's pose is the answer, not a
+/// start, and with four the heavy box on the mattress kept sliding at 1 cm/s at 120 Hz.
+const CARRIER_NEWTON_STEPS: usize = 8;
 /// Most bodies one coupled correction solves together: the dense Newton system has `6G`
 /// unknowns (48 bodies: a 288² Cholesky factorisation per Newton step, about 8 Mflop). Bodies
 /// of larger contact groups are left to the sweeps.
@@ -413,7 +419,7 @@ impl RigidScratch {
             });
         }
 
-        self.minimise(inp.obstacles);
+        self.minimise(inp.obstacles, NEWTON_STEPS);
 
         // Apply exactly, scaled back so that no vertex enters an obstacle.
         for (slot, &b) in self.members[members].iter().enumerate() {
@@ -449,13 +455,14 @@ impl RigidScratch {
     /// Minimises the energy of a one-body problem set up in `problem` (see `carrier.rs`) from
     /// `q = 0`; returns the body's motion `(t, θ)`, or `None` if it is not finite.
     pub(super) fn solve_single(&mut self, obstacles: &[Obstacle]) -> Option<(DVec3, DVec3)> {
-        self.minimise(obstacles);
+        self.minimise(obstacles, CARRIER_NEWTON_STEPS);
         let q = self.q.get(..6)?;
         q.iter().all(|v| v.is_finite()).then(|| (DVec3::new(q[0], q[1], q[2]), DVec3::new(q[3], q[4], q[5])))
     }
 
-    /// Minimises the problem's energy into `q` (six per body) from `q = 0`.
-    fn minimise(&mut self, obstacles: &[Obstacle]) {
+    /// Minimises the problem's energy into `q` (six per body) from `q = 0`, with at most `steps`
+    /// Newton steps.
+    fn minimise(&mut self, obstacles: &[Obstacle], steps: usize) {
         let pb = &self.problem;
         self.q.clear();
         self.q.resize(6 * pb.bodies.len(), 0.0);
@@ -467,7 +474,7 @@ impl RigidScratch {
                 self.q[6 * slot..6 * slot + 6].copy_from_slice(&[t.x, t.y, t.z, theta.x, theta.y, theta.z]);
             }
         } else {
-            self.newton(obstacles);
+            self.newton(obstacles, steps);
         }
     }
 
@@ -477,9 +484,9 @@ impl RigidScratch {
     }
 
     /// Newton iterations with a backtracking line search from `q = 0`.
-    fn newton(&mut self, obstacles: &[Obstacle]) {
+    fn newton(&mut self, obstacles: &[Obstacle], steps: usize) {
         let dim = self.q.len();
-        for _ in 0..NEWTON_STEPS {
+        for _ in 0..steps {
             let e0 = self.problem.energy(&self.q, obstacles, Some((&mut self.grad, &mut self.hess)));
             self.step.clear();
             self.step.extend(self.grad.iter().map(|g| -g));
