@@ -22,7 +22,12 @@ fn config(gravity: Vec3) -> StepConfig {
 
 /// A soft cube of edge `edge` with 3 cells per axis, E = 1e5, ν = 0.3, ρ = 1000.
 fn cube(edge: f32, at: Vec3) -> SoftBody {
-    let mesh = TetMesh::box_mesh(Vec3::splat(edge), [3, 3, 3], TetSplit::Six).unwrap();
+    cube_of_cells(edge, 3, at)
+}
+
+/// [`cube`] with `cells` cells per axis.
+fn cube_of_cells(edge: f32, cells: u32, at: Vec3) -> SoftBody {
+    let mesh = TetMesh::box_mesh(Vec3::splat(edge), [cells; 3], TetSplit::Six).unwrap();
     SoftBodyBuilder::tetrahedral(mesh)
         .material(StableNeoHookean::from_young_poisson(1e5, 0.3))
         .density(1000.0)
@@ -473,36 +478,19 @@ fn heavy_rigid_box_rests_on_a_soft_mattress() {
 /// into a collider by more than the contact offset, and the cube comes to rest on them.
 #[test]
 fn rods_and_ridges_between_vertices_hold_a_coarse_cube() {
-    let rods = |r: f32| -> Vec<Collider> {
-        [-0.06f32, 0.06]
-            .iter()
-            .map(|&x| ColliderBuilder::capsule_z(0.25, r).translation(Vec3::new(x, 0.0, 0.0)).friction(0.5).build())
-            .collect()
-    };
-    let walls = || -> Vec<Collider> {
-        [-0.05f32, 0.05]
-            .iter()
-            .map(|&x| {
-                ColliderBuilder::cuboid(0.004, 0.05, 0.25).translation(Vec3::new(x, -0.05, 0.0)).friction(0.5).build()
-            })
-            .collect()
-    };
-    for (name, parts) in [("rods", rods(0.008)), ("walls", walls())] {
-        let bodies = RigidBodySet::new();
+    // Two fixed colliders, at x = ±`x`.
+    let pair = |x: f32, part: &dyn Fn(f32) -> Collider| [part(-x), part(x)];
+    let rod =
+        |x: f32| ColliderBuilder::capsule_z(0.25, 0.008).translation(Vec3::new(x, 0.0, 0.0)).friction(0.5).build();
+    let wall =
+        |x: f32| ColliderBuilder::cuboid(0.004, 0.05, 0.25).translation(Vec3::new(x, -0.05, 0.0)).friction(0.5).build();
+    for (name, parts) in [("rods", pair(0.06, &rod)), ("walls", pair(0.05, &wall))] {
+        let mut bodies = RigidBodySet::new();
         let mut colliders = ColliderSet::new();
         let handles: Vec<_> = parts.into_iter().map(|c| colliders.insert(c)).collect();
         let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
         let offset = world.config().contact_offset;
-        let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [2, 2, 2], TetSplit::Six).unwrap();
-        let c = world.bodies.insert(
-            SoftBodyBuilder::tetrahedral(mesh)
-                .material(StableNeoHookean::from_young_poisson(1e5, 0.3))
-                .density(1000.0)
-                .translation(Vec3::new(0.0, 0.15, 0.0))
-                .build()
-                .unwrap(),
-        );
-        let mut bodies = bodies;
+        let c = world.bodies.insert(cube_of_cells(0.2, 2, Vec3::new(0.0, 0.15, 0.0)));
         let mut deepest = f32::INFINITY;
         for frame in 0..120 {
             let report = world.step_with_rapier(&mut bodies, &colliders, &());

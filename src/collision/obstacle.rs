@@ -151,8 +151,7 @@ impl Obstacle {
     #[inline]
     pub(crate) fn signed_distance_exact(&self, p: Vec3A, start: bool) -> (f32, Vec3A) {
         match &self.shape {
-            ObstacleShape::Posed(s) if start => s.signed_distance_exact_start(p),
-            ObstacleShape::Posed(s) => s.signed_distance_exact(p),
+            ObstacleShape::Posed(s) => s.signed_distance_exact(p, start),
             _ => self.signed_distance(p),
         }
     }

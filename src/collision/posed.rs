@@ -216,12 +216,18 @@ impl PosedShape {
         hi.cmplt(self.lo).any() || lo.cmpgt(self.hi).any()
     }
 
-    /// Signed distance and outward normal at the pose `pose`.
+    /// Signed distance and outward normal at the pose `pose` (a lower bound far from the box).
     #[inline]
     fn distance_at(&self, pose: &RigidPose, p: Vec3A) -> (f32, Vec3A) {
         if let Some(bound) = self.outside_box(p) {
             return bound;
         }
+        self.exact_at(pose, p)
+    }
+
+    /// Signed distance and outward normal at the pose `pose` from the geometry itself.
+    #[inline]
+    fn exact_at(&self, pose: &RigidPose, p: Vec3A) -> (f32, Vec3A) {
         let (d, n) = self.geometry.signed_distance(Vec3::from(pose.invert(p)));
         (d, Vec3A::from(pose.rotation * n))
     }
@@ -232,20 +238,12 @@ impl PosedShape {
         self.distance_at(&self.end, p)
     }
 
-    /// Signed distance at the end pose from the geometry itself, also far from the swept box
-    /// (where [`Self::signed_distance`] answers a lower bound): a search along a segment
-    /// needs the true slope.
+    /// Signed distance at the end pose (the start pose if `start`) from the geometry itself,
+    /// also far from the swept box (where [`Self::signed_distance`] answers a lower bound): a
+    /// search along a segment needs the true slope.
     #[inline]
-    pub(crate) fn signed_distance_exact(&self, p: Vec3A) -> (f32, Vec3A) {
-        let (d, n) = self.geometry.signed_distance(Vec3::from(self.end.invert(p)));
-        (d, Vec3A::from(self.end.rotation * n))
-    }
-
-    /// [`Self::signed_distance_exact`] at the start pose.
-    #[inline]
-    pub(crate) fn signed_distance_exact_start(&self, p: Vec3A) -> (f32, Vec3A) {
-        let (d, n) = self.geometry.signed_distance(Vec3::from(self.start.invert(p)));
-        (d, Vec3A::from(self.start.rotation * n))
+    pub(crate) fn signed_distance_exact(&self, p: Vec3A, start: bool) -> (f32, Vec3A) {
+        self.exact_at(if start { &self.start } else { &self.end }, p)
     }
 
     /// Whether the geometry is a convex solid (see [`ObstacleGeometry::is_convex`]).

@@ -21,10 +21,12 @@ use super::vbd_contact::{
     ContactContext, SurfaceContactScratch, SurfaceContactSettings, advance_certified, advance_scale, begin_step,
     detect, limit_move, surface_contact_on,
 };
-use super::vbd_vertex::{VertexInputs, residual_sum_part, unbalanced_force, update_vertex};
+use super::vbd_vertex::{VertexInputs, update_vertex};
 use crate::collision::surface_pairs::pair_bodies;
 use crate::collision::{ContactModel, Obstacle, limit_step};
 use crate::state::{FROZEN_CONTACT, FROZEN_DIVERGED, SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
+
+mod impulses;
 
 /// Chebyshev stops for the rest of a step, for one body, when a sweep's squared residual of
 /// that body exceeds this multiple of the smallest one seen in the step (the residual norm grew
@@ -123,75 +125,6 @@ impl VbdScratch {
     /// Surface contact pairs of the last detection.
     pub fn contact_pairs(&self) -> &[crate::collision::surface_pairs::ContactPair] {
         &self.surface.pairs
-    }
-
-    /// The impulses \[N·s\] that obstacles and pins gave `vertices` over the last step of
-    /// length `h`, one per vertex into `out`: minus `h` times the vertex's force from
-    /// everything else at its final position (see `vbd_vertex::unbalanced_force`). Exact for a
-    /// solved step; with a fixed sweep count it carries the vertex's remaining residual.
-    pub(crate) fn environment_impulses(
-        &mut self,
-        state: &mut SimState,
-        contact: ContactModel,
-        h: f32,
-        vertices: &[u32],
-        out: &mut Vec<Vec3A>,
-    ) {
-        out.clear();
-        if vertices.is_empty() {
-            return;
-        }
-        self.with_vertex_inputs(state, contact, |pos, inputs| {
-            out.extend(vertices.iter().map(|&v| -unbalanced_force(v as usize, pos, inputs) * h));
-        });
-    }
-
-    /// Per body: minus `h` times the summed unbalanced force of its vertices that `held` (per
-    /// vertex) does not mark, added into `out` (see `vbd_vertex::residual_sum_part`; the cost
-    /// is that of the held vertices, not of the whole body).
-    pub(crate) fn free_residual_impulses(
-        &mut self,
-        state: &mut SimState,
-        contact: ContactModel,
-        h: f32,
-        held: &[bool],
-        out: &mut [Vec3A],
-    ) {
-        self.with_vertex_inputs(state, contact, |pos, inputs| {
-            for (v, (&held, &b)) in held.iter().zip(&inputs.state.vertex_body).enumerate() {
-                out[b as usize] -= residual_sum_part(v, held, pos, inputs) * h;
-            }
-        });
-    }
-
-    /// Runs `f` with the vertex-update inputs of the last step at the current positions, and
-    /// no obstacles.
-    fn with_vertex_inputs(
-        &mut self,
-        state: &mut SimState,
-        contact: ContactModel,
-        f: impl FnOnce(&SharedSlice<'_, Vec4>, &VertexInputs<'_>),
-    ) {
-        let mut positions = std::mem::take(&mut state.positions);
-        let surface = PhaseCell::new(std::mem::take(&mut self.surface));
-        {
-            let pos = SharedSlice::new(&mut positions);
-            let clamp = SharedSlice::new(&mut self.clamp);
-            let inputs = VertexInputs {
-                state,
-                start: &self.start,
-                inertia: &self.inertia,
-                velocity: &self.velocity,
-                obstacles: &[],
-                contact,
-                tet_rates: &self.tet_rates,
-                surface: &surface,
-                clamp: &clamp,
-            };
-            f(&pos, &inputs);
-        }
-        self.surface = surface.into_inner();
-        state.positions = positions;
     }
 
     /// Surface edges against posed obstacles of the last step (`vbd_edges`).
