@@ -1,14 +1,20 @@
-//! A step that would produce NaN or infinity is rolled back for the offending body: the caller
-//! never sees a non-finite value, the body is restored at rest, the event names the body, and
-//! other bodies carry on.
+//! A step that would produce NaN or infinity never reaches the caller. With the fallback off the
+//! offending body is rolled back at rest, the event names it, and other bodies carry on; with
+//! the fallback on (the default) its island's step is redone by the augmented-Lagrangian solver,
+//! which keeps the body intact.
 
 use pliant::prelude::*;
 
 #[test]
 fn overflowing_step_is_rolled_back_with_an_event_naming_the_body() {
     // Surface contact off: with it on, a pinned vertex approaches its target only within its
-    // contact displacement bound, so this glitch could not even reach the elements.
-    let config = StepConfig { surface_contact: false, ..StepConfig::default() };
+    // contact displacement bound, so this glitch could not even reach the elements. The
+    // fallback off: this is the last guard's test.
+    let config = StepConfig {
+        surface_contact: false,
+        fallback: pliant::runtime::FallbackPolicy::Never,
+        ..StepConfig::default()
+    };
     let mut world = World::new(config).unwrap();
     let mesh = TetMesh::box_mesh(Vec3::splat(0.1), [2, 2, 2], TetSplit::Six).unwrap();
     let corner = (0..mesh.vertex_count() as u32).find(|&i| mesh.positions()[i as usize] == Vec3::splat(0.05)).unwrap();
@@ -53,4 +59,47 @@ fn overflowing_step_is_rolled_back_with_an_event_naming_the_body() {
     let r = world.step();
     assert!(!r.nan_detected);
     assert!(world.drain_events().is_empty());
+}
+
+/// The same glitch with the fallback on: the safety check sees the non-finite fast step, the
+/// augmented-Lagrangian step redoes it; a redo that cannot be valid either is put back at rest.
+/// No inverted tet, no non-finite value, and the body steps normally once the target is sane.
+#[test]
+fn overflowing_step_is_redone_by_the_fallback() {
+    let config = StepConfig { surface_contact: false, ..StepConfig::default() };
+    let mut world = World::new(config).unwrap();
+    let mesh = TetMesh::box_mesh(Vec3::splat(0.1), [2, 2, 2], TetSplit::Six).unwrap();
+    let corner = (0..mesh.vertex_count() as u32).find(|&i| mesh.positions()[i as usize] == Vec3::splat(0.05)).unwrap();
+    let wild = world.bodies.insert(
+        SoftBodyBuilder::tetrahedral(mesh)
+            .name("hand_driven")
+            .translation(Vec3::new(0.0, 1.0, 0.0))
+            .pin(Pin::scripted(vec![corner], vec![Vec3::new(0.05, 1.05, 0.05)]))
+            .build()
+            .unwrap(),
+    );
+    assert!(!world.step().nan_detected);
+    world.set_pin_targets(wild, 0, &[Vec3::splat(3e38)]).unwrap();
+    let report = world.step();
+    assert!(report.nan_detected, "the fast step's overflow is reported");
+    let island = report.islands.iter().find(|i| i.bodies.contains(&wild)).unwrap();
+    assert_eq!(island.reason, Some(pliant::runtime::FallbackReason::NonFinite));
+    // Redone, or (when even the redo cannot be valid, as for this target) put back at rest.
+    use pliant::runtime::StepPath;
+    assert!(matches!(island.path, StepPath::Fallback | StepPath::FallbackTruncated | StepPath::Restored));
+    if island.path == StepPath::Restored {
+        assert_eq!(report.rolled_back, vec![wild]);
+    }
+    let st = world.state();
+    assert!(st.positions.iter().chain(&st.velocities).all(|p| p.is_finite()));
+    for t in &st.tets {
+        let x = t.vertices.map(|i| st.positions[i as usize].truncate());
+        let ds = glam::Mat3::from_cols(x[1] - x[0], x[2] - x[0], x[3] - x[0]);
+        assert!((ds * glam::Mat3::from(t.dm_inv())).determinant() > 0.0, "an inverted tet");
+    }
+    world.set_pin_targets(wild, 0, &[Vec3::new(0.05, 1.05, 0.05)]).unwrap();
+    for _ in 0..3 {
+        let r = world.step();
+        assert!(!r.nan_detected);
+    }
 }

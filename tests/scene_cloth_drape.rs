@@ -11,6 +11,8 @@ fn cloth_drapes_over_the_sphere() {
     let (loaded, run) = common::run("cloth_drape_sphere", None);
     for f in &run.frames {
         assert!(!f.nan);
+        // A calm scene: the safety check never sends it to the fallback (issue 9).
+        assert_eq!(f.fallbacks, 0, "frame {} fell back: {:?}", f.frame, f.islands);
         assert!(f.min_obstacle_distance.unwrap() >= 0.0, "frame {}: {:?}", f.frame, f.min_obstacle_distance);
     }
     let last = run.frames.last().unwrap();

@@ -9,6 +9,7 @@ mod common;
 use pliant::io::bundled::bundled_scene;
 use pliant::io::scene::GeneratorSpec;
 use pliant::io::{LoadedScene, RunOptions, RunResult, Scene, parse_scene, run_scene};
+use pliant::runtime::StepPath;
 
 /// Loads a bundled scene after `edit` (coarser meshes, fewer frames).
 fn load_edited(name: &str, edit: impl FnOnce(&mut Scene)) -> LoadedScene {
@@ -48,6 +49,8 @@ fn set_cells(scene: &mut Scene, body: usize, cells: &[u32]) {
 fn stack_soft_cubes_rests_with_the_analytic_shortening() {
     let mut loaded = load_edited("stack_soft_cubes", |_| {});
     let run = run_checked(&mut loaded, 300);
+    // A calm scene: the safety check never sends it to the fallback (issue 9).
+    assert_eq!(run.summary.fallback_frames, 0, "the stack fell back");
     let offset = 1e-3;
     let (first, last) = (&run.frames[0], run.frames.last().unwrap());
     // At rest (SCENES.md): over the last 0.5 s, kinetic energy below 1e-6 × the gravitational
@@ -135,17 +138,22 @@ fn projectile_never_passes_the_wall() {
     let mut loaded = load_edited("projectile_wall", |s| {
         set_cells(s, 0, &[25, 25, 2]);
         set_cells(s, 1, &[6]);
+        // A frame budget: the impact's fallback stops at it with its current iterate
+        // (intersection-free, short of the full step), which is what this test checks. Unbounded
+        // it converges in 129 outer iterations, a minute and a half on one core.
+        s.solver.budget_ms = Some(100.0);
     });
     let run = run_checked(&mut loaded, 30);
+    // The impact step is never an accepted fast step (SCENES.md 13): at 60 m/s the check sends
+    // it to the fallback, which dents the wall instead of stopping the ball dead. Surfaces never
+    // cross (`run_checked`), so the dent is the wall's own deformation.
+    assert!(run.frames[0].islands.iter().any(|i| i.path != StepPath::Fast), "{:?}", run.frames[0].islands);
     for f in &run.frames {
         // The ball's back (largest z) must stay in front of the wall's back face: a ball that
         // tunnelled would be behind it.
         let ball_max_z = f.probes["ball_bbox"][5];
         let wall_back = f.probes["wall_back"][2];
         assert!(ball_max_z > wall_back, "frame {}: ball behind the wall ({ball_max_z} vs {wall_back})", f.frame);
-        let ball_min_z = f.probes["ball_bbox"][2];
-        let wall_front = f.probes["wall_front"][2];
-        assert!(ball_min_z > wall_front - 0.002, "frame {}: ball inside the wall", f.frame);
     }
 }
 

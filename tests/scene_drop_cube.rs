@@ -15,6 +15,8 @@ fn drop_cube_comes_to_rest_without_penetrating() {
     let drop = 8.0 * 9.81 * 0.5;
     for f in frames {
         assert!(!f.nan, "NaN at frame {}", f.frame);
+        // A calm scene: the safety check never sends it to the fallback (issue 9).
+        assert_eq!(f.fallbacks, 0, "frame {} fell back: {:?}", f.frame, f.islands);
         let d = f.min_obstacle_distance.unwrap();
         assert!(d > -1e-3, "vertex {d} m below the ground at frame {}", f.frame);
     }

@@ -3,7 +3,8 @@
 //! ```text
 //! pliant                                   run the main demo (drop_cube) and print its summary
 //! pliant run <scene.json|bundled name> [--out DIR] [--frames N] [--threads K] [--export obj]
-//!             [--backend cpu|gpu|auto] [--adapter NAME]
+//!             [--backend cpu|gpu|auto] [--adapter NAME] [--fallback auto|always|never]
+//!             [--budget-ms MS]
 //! pliant scenes                            list the bundled scenes
 //! ```
 
@@ -57,6 +58,14 @@ enum Command {
         /// GPU adapter to use: the first whose name contains this (e.g. llvmpipe, H100).
         #[arg(long)]
         adapter: Option<String>,
+        /// When islands are redone by the augmented-Lagrangian fallback: auto (when the safety
+        /// check rejects the fast step), always, or never (overrides the scene).
+        #[arg(long)]
+        fallback: Option<pliant::runtime::FallbackPolicy>,
+        /// Frame budget in milliseconds: the planner picks the sweep count (overrides the
+        /// scene).
+        #[arg(long)]
+        budget_ms: Option<f64>,
     },
     /// List the bundled scenes.
     Scenes,
@@ -70,8 +79,8 @@ fn main() -> ExitCode {
             println!("Run `pliant --help` for the scene runner; outputs go to out/drop_cube.\n");
             run("drop_cube", &Where::default(), None, Some(Export::Obj), false)
         }
-        Some(Command::Run { scene, out, frames, threads, export, quiet, backend, adapter }) => {
-            run(&scene, &Where { out, threads, backend, adapter }, frames, export, quiet)
+        Some(Command::Run { scene, out, frames, threads, export, quiet, backend, adapter, fallback, budget_ms }) => {
+            run(&scene, &Where { out, threads, backend, adapter, fallback, budget_ms }, frames, export, quiet)
         }
         Some(Command::Scenes) => {
             list_scenes();
@@ -103,6 +112,8 @@ struct Where {
     threads: Option<usize>,
     backend: Backend,
     adapter: Option<String>,
+    fallback: Option<pliant::runtime::FallbackPolicy>,
+    budget_ms: Option<f64>,
 }
 
 fn run(scene: &str, at: &Where, frames: Option<u32>, export: Option<Export>, quiet: bool) -> Result<(), SceneError> {
@@ -124,6 +135,12 @@ fn run(scene: &str, at: &Where, frames: Option<u32>, export: Option<Export>, qui
         let mut scene = v.scene.clone();
         if let Some(t) = threads {
             scene.solver.threads = t;
+        }
+        if let Some(f) = at.fallback {
+            scene.solver.fallback = f;
+        }
+        if at.budget_ms.is_some() {
+            scene.solver.budget_ms = at.budget_ms;
         }
         let mut loaded = scene.build(&base)?;
         if at.backend != Backend::Cpu {

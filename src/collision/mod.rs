@@ -11,6 +11,7 @@ mod obstacle;
 mod posed;
 pub mod surface_check;
 pub mod surface_pairs;
+pub(crate) mod swept;
 
 pub use contact::{
     ContactModel, ContactParams, ContactPoint, ContactStiffness, add_contact, friction_f0, friction_f1_over_u,

@@ -55,6 +55,11 @@ pub struct FrameMetrics {
     pub rolled_back: Vec<String>,
     /// Probe values by name.
     pub probes: BTreeMap<String, Vec<f64>>,
+    /// Islands that fell back to the augmented-Lagrangian step this frame.
+    pub fallbacks: u32,
+    /// Every island of every substep: path (`fast`, `fallback`, `fallback_truncated`,
+    /// `restored`), why, iterations, time, residual.
+    pub islands: Vec<crate::runtime::IslandReport>,
 }
 
 /// Percentiles and totals of a run.
@@ -108,6 +113,10 @@ pub struct RunSummary {
     pub final_kinetic_energy: f64,
     /// Probe values at the last frame.
     pub final_probes: BTreeMap<String, Vec<f64>>,
+    /// Frames in which some island fell back.
+    pub fallback_frames: u64,
+    /// `fallback_frames / frames`.
+    pub fallback_share: f64,
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -154,6 +163,8 @@ impl RunSummary {
             energy_gain_max: frames.windows(2).map(|w| w[1].energy_total - w[0].energy_total).fold(0.0, f64::max),
             final_kinetic_energy: frames.last().map_or(0.0, |f| f.energy.kinetic),
             final_probes: frames.last().map(|f| f.probes.clone()).unwrap_or_default(),
+            fallback_frames: frames.iter().filter(|f| f.fallbacks > 0).count() as u64,
+            fallback_share: frames.iter().filter(|f| f.fallbacks > 0).count() as f64 / frames.len().max(1) as f64,
         }
     }
 }

@@ -112,6 +112,8 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
                 .filter_map(|h| loaded.world.bodies.get(*h).map(|b| b.name().to_owned()))
                 .collect(),
             probes,
+            fallbacks: r.fallbacks,
+            islands: r.islands.clone(),
         };
         if r.frame.is_multiple_of(every) {
             write_obj(loaded, r.frame)?;

@@ -117,6 +117,13 @@ pub struct SolverSpec {
     /// `translation_correction` is accepted as its former name.
     #[serde(default = "default_true", alias = "translation_correction")]
     pub rigid_correction: bool,
+    /// `auto` (default: when the safety check rejects the fast path), `always` or `never`.
+    #[serde(default)]
+    pub fallback: crate::runtime::FallbackPolicy,
+    /// Frame budget \[ms\]; the planner then picks the sweep count (`iterations` is the first
+    /// step's). `null` (default) pins the count.
+    #[serde(default)]
+    pub budget_ms: Option<f64>,
 }
 
 fn default_true() -> bool {
@@ -126,6 +133,8 @@ fn default_true() -> bool {
 impl Default for SolverSpec {
     fn default() -> Self {
         Self {
+            fallback: crate::runtime::FallbackPolicy::Auto,
+            budget_ms: None,
             iterations: default_iterations(),
             substeps: 1,
             chebyshev_rho: default_rho(),

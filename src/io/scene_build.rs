@@ -133,6 +133,8 @@ impl Scene {
             rigid_correction: self.solver.rigid_correction,
             surface_contact: self.solver.contact.surface,
             contact_detection_interval: self.solver.contact.detection_interval,
+            fallback: self.solver.fallback,
+            budget_ms: self.solver.budget_ms,
             // Where to run is the caller's choice (`pliant run --backend`), not the scene's.
             ..StepConfig::default()
         }

@@ -7,7 +7,7 @@ mod real;
 mod sym3;
 
 pub use atan::atan2_f32;
-pub use dense::cholesky_solve;
+pub use dense::{cholesky_solve, project_psd};
 pub use real::{Matrix3, Real, Vector3, lit, outer, skew};
 pub use sym3::{is_positive_definite, project_abs3, project_psd3, solve_sym3, sym3_eigen};
 

@@ -56,6 +56,32 @@ impl std::str::FromStr for Backend {
     }
 }
 
+/// When an island's step is redone by the augmented-Lagrangian fallback.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
+pub enum FallbackPolicy {
+    /// When the safety check rejects the fast path's result (default).
+    #[default]
+    Auto,
+    /// Every step of every island (the fast path still runs first and warm-starts it).
+    Always,
+    /// Never: the fast path's result is kept; a non-finite one is rolled back with zero
+    /// velocity.
+    Never,
+}
+
+impl std::str::FromStr for FallbackPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "always" => Ok(Self::Always),
+            "never" => Ok(Self::Never),
+            other => Err(format!("unknown fallback policy {other:?}: use auto, always or never")),
+        }
+    }
+}
+
 /// How a step is taken.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepConfig {
@@ -117,6 +143,14 @@ pub struct StepConfig {
     /// does not either can switch the pass off (a few per cent of a small body's step) and
     /// measure on demand with [`crate::runtime::World::complete_report`].
     pub measure_state: bool,
+    /// When the safety check sends an island to the augmented-Lagrangian fallback. Default
+    /// [`FallbackPolicy::Auto`].
+    pub fallback: FallbackPolicy,
+    /// Frame budget \[ms\]: with a budget the planner picks each step's sweep count from the
+    /// measured cost per sweep (70 % of the budget; the rest is kept for fallbacks, which stop
+    /// at the budget's end with their current, intersection-free iterate). `None` (default)
+    /// pins the count to `iterations`, for deterministic replays.
+    pub budget_ms: Option<f64>,
 }
 
 impl Default for StepConfig {
@@ -140,6 +174,8 @@ impl Default for StepConfig {
             gpu_adapter: None,
             gpu_contact_pairs: 0,
             measure_state: true,
+            fallback: FallbackPolicy::Auto,
+            budget_ms: None,
         }
     }
 }
@@ -186,6 +222,11 @@ impl StepConfig {
         }
         if !(self.contact_offset.is_finite() && self.contact_offset > 0.0) {
             return err("contact_offset", self.contact_offset.to_string(), "must be finite and > 0 m");
+        }
+        if let Some(b) = self.budget_ms
+            && !(b.is_finite() && b > 0.0)
+        {
+            return err("budget_ms", b.to_string(), "must be finite and > 0 ms");
         }
         if !(self.friction_eps_v.is_finite() && self.friction_eps_v > 0.0) {
             return err("friction_eps_v", self.friction_eps_v.to_string(), "must be finite and > 0 m/s");

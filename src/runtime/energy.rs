@@ -87,3 +87,58 @@ pub(crate) fn first_non_finite(st: &SimState, range: std::ops::Range<usize>) -> 
     }
     None
 }
+
+/// Per body, `(kinetic + elastic, gravitational + obstacle contact)` energy \[J\] of positions
+/// `x` and velocities `v`, for the safety check's energy test (the contact layer's energy
+/// counts, so a body springing back from it does not read as a gain).
+pub(crate) fn body_energies(
+    st: &SimState,
+    (x, v): (&[Vec4], &[Vec4]),
+    gravity: Vec3A,
+    obstacles: &[Obstacle],
+    contact: &ContactModel,
+    out: &mut Vec<(f64, f64)>,
+) {
+    out.clear();
+    out.resize(st.bodies.len(), (0.0, 0.0));
+    let at = |i: u32| Vec3A::from_vec4(x[i as usize]);
+    for (i, (&p, &u)) in x.iter().zip(v).enumerate() {
+        let m = st.masses[i] as f64;
+        let e = &mut out[st.vertex_body[i] as usize];
+        e.0 += 0.5 * m * Vec3A::from_vec4(u).length_squared() as f64;
+        e.1 -= m * gravity.dot(Vec3A::from_vec4(p)) as f64;
+        let k_c = contact.stiffness.for_mass(st.masses[i]) as f64;
+        for o in obstacles.iter().filter(|o| o.applies_to(st.vertex_body[i])) {
+            let d = (contact.offset - o.signed_distance(Vec3A::from_vec4(p)).0) as f64;
+            if d > 0.0 {
+                e.1 += 0.5 * k_c * d * d;
+            }
+        }
+    }
+    for t in &st.tets {
+        let f = tet::deformation_gradient::<f32>(&t.vertices.map(at), &t.dm_inv());
+        let m = &st.materials[t.material as usize];
+        let psi = if m.model == MODEL_STABLE_NEO_HOOKEAN {
+            stable_neo_hookean::energy_density::<f32>(&f, m.mu, m.lambda)
+        } else {
+            stvk::energy_density::<f32>(&f, m.mu, m.lambda)
+        };
+        out[st.vertex_body[t.vertices[0] as usize] as usize].0 += (t.volume * psi) as f64;
+    }
+    for t in &st.tris {
+        let m = &st.materials[t.material as usize];
+        let dm = [[t.dm_inv[0], t.dm_inv[1]], [t.dm_inv[2], t.dm_inv[3]]];
+        let e = membrane::element_energy::<f32>(
+            &[at(t.vertices[0]), at(t.vertices[1]), at(t.vertices[2])],
+            &dm,
+            t.measure,
+            m.mu,
+            m.lambda,
+        );
+        out[st.vertex_body[t.vertices[0] as usize] as usize].0 += e as f64;
+    }
+    for h in &st.hinges {
+        let e = bending::element_energy::<f32>(&h.vertices.map(at), h.rest_angle, h.stiffness);
+        out[st.vertex_body[h.vertices[0] as usize] as usize].0 += e as f64;
+    }
+}

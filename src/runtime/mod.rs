@@ -1,16 +1,22 @@
 //! The runtime: `World`, step configuration, reports and events.
 
 mod assemble;
+mod budget;
 mod config;
 mod energy;
 mod events;
+mod fallback;
+mod islands;
 mod kinematics;
 mod report;
+mod safety;
 mod transaction;
 mod world;
 
-pub use config::{Backend, ConfigError, StepConfig};
+pub use config::{Backend, ConfigError, FallbackPolicy, StepConfig};
 pub use events::PliantEvent;
-pub use report::{Energies, StepReport};
+pub use fallback::{HOLD_FRAMES, MAX_HOLD_FRAMES};
+pub use report::{Energies, IslandReport, StepPath, StepReport};
+pub use safety::{CLAMP_LOCK_SHARE, DIVERGED_WEIGHTS, FallbackReason, INVERSION_J, MAX_SPEED, RESIDUAL_WEIGHT_SHARE};
 pub(crate) use world::SubstepContext;
 pub use world::{Intersection, World};

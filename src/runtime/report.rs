@@ -1,6 +1,58 @@
 //! What a step reports.
 
 use crate::body::SoftBodyHandle;
+use crate::runtime::FallbackReason;
+
+/// Which solver produced an island's step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(rename_all = "snake_case"))]
+pub enum StepPath {
+    /// The fast path (VBD) with the planned iteration count; its result passed the safety check.
+    #[default]
+    Fast,
+    /// Rolled back and redone by the augmented-Lagrangian fallback, converged.
+    Fallback,
+    /// Rolled back and redone by the fallback, which ran out of time or iterations and returned
+    /// its last iterate: intersection-free, less converged (see `IslandReport::travelled`).
+    FallbackTruncated,
+    /// Rolled back to the step's start with zero velocity: the fast path failed and the
+    /// fallback could not take the step (it produced non-finite values, or the island touches a
+    /// moving collider, which the fallback does not model yet).
+    Restored,
+}
+
+/// One island's step: bodies connected through contact or whose motions over the step
+/// overlap.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct IslandReport {
+    /// The island's bodies.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub bodies: Vec<SoftBodyHandle>,
+    /// Substep (0-based) the island was stepped in; every substep reports its islands.
+    pub substep: u32,
+    /// The solver that produced the step.
+    pub path: StepPath,
+    /// Why the fast path's result was not kept (`None` on the fast path).
+    pub reason: Option<FallbackReason>,
+    /// Iterations: VBD sweeps on the fast path, outer augmented-Lagrangian iterations on the
+    /// fallback.
+    pub iterations: u32,
+    /// Newton iterations of the fallback (0 on the fast path).
+    pub newton_iterations: u32,
+    /// Conjugate-gradient iterations of the fallback's Newton solves (0 on the fast path).
+    pub cg_iterations: u32,
+    /// Time the island's step took \[ms\]: on the fast path the whole world's sweeps and the
+    /// safety check (islands share them); on the fallback its own solve.
+    pub ms: f64,
+    /// Force residual at the end \[N\]: the sweeps' on the fast path, `‖∇L‖` on the fallback.
+    pub residual: f64,
+    /// Smallest distance of a contact pair the fallback held at the end \[m\] (`None` on the
+    /// fast path, or without pairs).
+    pub min_distance: Option<f64>,
+    /// Fraction of the step the fallback travelled (1 on the fast path and when converged).
+    pub travelled: f64,
+}
 
 /// Energies of the whole world at the end of a step \[J\].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -88,4 +140,9 @@ pub struct StepReport {
     pub nan_detected: bool,
     /// Bodies whose substep was rolled back (their velocity zeroed); see the world's events.
     pub rolled_back: Vec<SoftBodyHandle>,
+    /// Every island of every substep (CPU backend): path, iterations, time, residual, and why
+    /// it fell back.
+    pub islands: Vec<IslandReport>,
+    /// Islands (over all substeps) that fell back to the augmented-Lagrangian step.
+    pub fallbacks: u32,
 }

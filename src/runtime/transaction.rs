@@ -27,6 +27,36 @@ impl Snapshot {
         copy(&mut self.flags, &st.flags);
     }
 
+    /// Saved positions.
+    pub fn positions(&self) -> &[Vec4] {
+        &self.positions
+    }
+
+    /// Saved velocities.
+    pub fn velocities(&self) -> &[Vec4] {
+        &self.velocities
+    }
+
+    /// Saved accelerations.
+    pub fn accelerations(&self) -> &[Vec4] {
+        &self.accelerations
+    }
+
+    /// Saved flags.
+    pub fn flags(&self) -> &[u32] {
+        &self.flags
+    }
+
+    /// Restores the vertices in `range` exactly as saved (the step is to be redone).
+    pub fn restore(&self, st: &mut SimState, range: std::ops::Range<usize>) {
+        for i in range {
+            st.positions[i] = self.positions[i];
+            st.velocities[i] = self.velocities[i];
+            st.accelerations[i] = self.accelerations[i];
+            st.flags[i] = self.flags[i];
+        }
+    }
+
     /// Restores the vertices in `range` to the saved positions with zero velocity and no
     /// integrator history (ARCHITECTURE, fallback policy: "restore, zero velocity, report").
     pub fn restore_at_rest(&self, st: &mut SimState, range: std::ops::Range<usize>) {

@@ -12,6 +12,7 @@ use super::assemble::{BodySlot, assemble, rebuild_color_lists};
 use super::config::{Backend, ConfigError, StepConfig};
 use super::energy;
 use super::events::PliantEvent;
+use super::fallback::{Settle, SubstepInfo, settle_substep};
 use super::kinematics::{reset_anchors, update_pin_flags, write_targets};
 use super::report::StepReport;
 use super::transaction::Snapshot;
@@ -104,6 +105,8 @@ pub struct World {
     /// Scratch for `update_pin_flags`.
     pin_marks: Vec<bool>,
     momentum: crate::solver::momentum::MomentumScratch,
+    /// The safety check's and fallback's state (hysteresis, active set, budget planner).
+    fallback: super::fallback::FallbackRuntime,
     /// Obstacles moving during the coming frame, at its start and end poses (rapier colliders);
     /// each substep takes its share of the motion. Set by a coupling before the step.
     pub(crate) moving_obstacles: Vec<Obstacle>,
@@ -138,6 +141,7 @@ impl World {
             events: Vec::new(),
             pin_marks: Vec::new(),
             momentum: Default::default(),
+            fallback: Default::default(),
             moving_obstacles: Vec::new(),
             carrier_bodies: Vec::new(),
             #[cfg(feature = "rapier")]
@@ -231,6 +235,7 @@ impl World {
         update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, self.time, &mut self.pin_marks);
         rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
         self.scratch.topology_changed();
+        self.fallback.al.clear();
         self.built_version = Some(version);
     }
 
@@ -460,8 +465,12 @@ impl World {
         let h = c.substep_dt();
         let threads = c.resolved_threads(self.state.color_vertices.len());
         let contact = self.contact_model(h);
+        let iterations = self.fallback.planner.iterations(c.budget_ms, c.substeps, c.iterations);
+        // Fallbacks stop at the end of the frame's budget with their current iterate.
+        let deadline = c.budget_ms.map(|b| wall + std::time::Duration::from_secs_f64(b * 1e-3));
+        let mut fast_and_check_ms = 0.0;
         let settings = VbdSettings {
-            iterations: c.iterations,
+            iterations,
             chebyshev_rho: c.chebyshev_rho,
             initialization: c.initialization,
             integrator: c.integrator,
@@ -471,13 +480,8 @@ impl World {
             rigid_correction: c.rigid_correction,
             surface_contact: c.surface_settings(),
         };
-        let mut report = StepReport {
-            backend: Backend::Cpu,
-            substeps: c.substeps,
-            iterations: c.iterations,
-            threads,
-            ..StepReport::default()
-        };
+        let mut report =
+            StepReport { backend: Backend::Cpu, substeps: c.substeps, iterations, threads, ..StepReport::default() };
         // Carried obstacles: the rest of the frame's motion, re-based after each substep on the
         // pose the substep solved.
         let mut remaining: Vec<Option<PosedShape>> = self
@@ -522,7 +526,9 @@ impl World {
             let n = c.substeps as f32;
             self.scratch.carriers.clear();
             self.scratch.carriers.extend(self.carrier_bodies.iter().map(|b| b.at((substep + 1) as f32 / n, h)));
+            let fast_start = Instant::now();
             let stats = vbd_step(&mut self.state, &mut self.scratch, &obstacles, h, &settings);
+            let fast_ms = fast_start.elapsed().as_secs_f64() * 1e3;
             let fixed = self.obstacles.len();
             let obstacles = if self.scratch.moved_obstacles.len() == obstacles.len() {
                 let moved = std::mem::take(&mut self.scratch.moved_obstacles);
@@ -537,6 +543,18 @@ impl World {
             report.contact_vertices = stats.contact_vertices;
             report.contact_pairs = stats.contact_pairs;
             report.min_pair_distance = stats.min_pair_distance.is_finite().then_some(stats.min_pair_distance);
+            let info = SubstepInfo { h, substep, iterations, fast_ms, residual: stats.residual, deadline, contact };
+            let settle = Settle {
+                state: &mut self.state,
+                snapshot: &self.snapshot,
+                scratch: &self.scratch,
+                runtime: &mut self.fallback,
+                slots: &self.slots,
+                bodies: &self.bodies,
+                config: &self.config,
+                frame: self.frame + 1,
+            };
+            fast_and_check_ms += fast_ms + settle_substep(settle, &obstacles, &info, &mut report);
             for s in &self.slots {
                 if let Some((i, field)) = energy::first_non_finite(&self.state, s.range()) {
                     self.snapshot.restore_at_rest(&mut self.state, s.range());
@@ -585,6 +603,7 @@ impl World {
                 *p = p.with_end(r.start);
             }
         }
+        self.fallback.planner.observe(fast_and_check_ms, self.config.substeps, iterations);
         self.frame += 1;
         report.frame = self.frame;
         report.state_frame = self.frame;

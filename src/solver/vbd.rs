@@ -50,6 +50,8 @@ struct BodyScratch {
     /// Residual of the last sweep, and the smallest in the step.
     residual2: Vec<f64>,
     min_residual2: Vec<f64>,
+    /// Residual of the first sweep (at the initial guess), for the safety check's progress test.
+    first_residual2: Vec<f64>,
 }
 
 impl BodyScratch {
@@ -61,6 +63,7 @@ impl BodyScratch {
         self.motions.resize(bodies, RigidMotion::IDENTITY);
         self.residual2.resize(bodies, 0.0);
         self.min_residual2.resize(bodies, f64::INFINITY);
+        self.first_residual2.resize(bodies, 0.0);
     }
 }
 
@@ -122,6 +125,30 @@ pub struct VbdScratch {
 }
 
 impl VbdScratch {
+    /// Whether vertex `v` ended the last step held by its displacement bound (its last sweep's
+    /// Newton step was cut short by the conservative clamp).
+    pub(crate) fn clamped(&self, v: usize) -> bool {
+        self.in_contact.get(v).is_some_and(|&c| c & 2 != 0)
+    }
+
+    /// Per body, the last step's force residual² of its first and of its last sweep
+    /// (`(‖f‖²` at the initial guess, `‖f‖²` at the end`)`) \[N²\].
+    pub(crate) fn body_residuals(&self, st: &SimState, out: &mut Vec<(f64, f64)>) {
+        out.clear();
+        out.extend(self.body_scratch.first_residual2.iter().take(st.bodies.len()).map(|&r| (r, 0.0)));
+        out.resize(st.bodies.len(), (0.0, 0.0));
+        for &v in &st.color_vertices {
+            if let Some(r) = self.residual2.get(v as usize) {
+                out[st.vertex_body[v as usize] as usize].1 += *r as f64;
+            }
+        }
+    }
+
+    /// Each vertex's end-of-step target (kinematic vertices) from the last step's inputs.
+    pub(crate) fn targets(&self) -> &[Vec4] {
+        &self.targets
+    }
+
     /// Surface contact pairs of the last detection.
     pub fn contact_pairs(&self) -> &[crate::collision::surface_pairs::ContactPair] {
         &self.surface.pairs
@@ -298,6 +325,7 @@ pub fn vbd_step(
             motions,
             residual2: body_r2,
             min_residual2: body_min_r2,
+            first_residual2: body_first_r2,
         } = body_scratch;
         let touching: &[bool] = touching;
         body_toi.fill(1.0);
@@ -309,6 +337,7 @@ pub fn vbd_step(
         let frozen_sh = SharedSlice::new(frozen);
         let body_r2_sh = SharedSlice::new(body_r2);
         let body_min_r2_sh = SharedSlice::new(body_min_r2);
+        let body_first_r2_sh = SharedSlice::new(body_first_r2);
         let motions_sh = SharedSlice::new(motions);
         let rigid_scratch = parking_lot::Mutex::new(std::mem::take(rigid_buf));
         let rigid = RigidBuffers { motions: &motions_sh, eligible, scratch: &rigid_scratch };
@@ -566,8 +595,13 @@ pub fn vbd_step(
                         unsafe {
                             new_sh.set(c0 + k, u.position.extend(0.0));
                             res_sh.set(v, u.residual2);
-                            if u.in_contact {
-                                contact_sh.set(v, 1);
+                            // Bit 1: touched a contact this step; bit 2: held by its
+                            // displacement bound in the last sweep (the safety check's clamp
+                            // lock).
+                            let clamped = u.bounded && iteration + 1 == s.iterations;
+                            if u.in_contact || clamped {
+                                contact_sh
+                                    .set(v, contact_sh.get(v) | u32::from(u.in_contact) | (u32::from(clamped) << 1));
                             }
                         }
                     }
@@ -580,6 +614,24 @@ pub fn vbd_step(
                         // SAFETY: commit phase: each vertex of this color is written by exactly
                         // one thread and read by none until the barrier.
                         unsafe { pos.set(v, new_sh.get(c0 + k)) };
+                    }
+                    barrier.wait();
+                }
+                if iteration == 0 {
+                    // The first sweep's residual per body: the force at the initial guess, which
+                    // the step must reduce (the safety check's progress test).
+                    if t == 0 {
+                        // SAFETY: thread 0 alone; residuals were written in the color passes,
+                        // which ended at the barrier.
+                        unsafe {
+                            for b in 0..body_first_r2_sh.len() {
+                                body_first_r2_sh.set(b, 0.0);
+                            }
+                            for &v in &st.color_vertices {
+                                let b = st.vertex_body[v as usize] as usize;
+                                body_first_r2_sh.set(b, body_first_r2_sh.get(b) + res_sh.get(v as usize) as f64);
+                            }
+                        }
                     }
                     barrier.wait();
                 }
@@ -600,7 +652,7 @@ pub fn vbd_step(
                                 // in contact and undo the rigid correction ([VBD]
                                 // §3.8 skips contact vertices; ALGORITHMS §2.8 turns acceleration
                                 // off for islands in contact).
-                                if contact_sh.get(v) != 0 {
+                                if contact_sh.get(v) & 1 != 0 {
                                     frozen_sh.set(b, frozen_sh.get(b).max(FROZEN_CONTACT));
                                 }
                             }
@@ -716,7 +768,7 @@ pub fn vbd_step(
     // Fixed-order reductions (thread-count independent).
     let residual =
         state.color_vertices.iter().map(|&v| scratch.residual2[v as usize] as f64).sum::<f64>().sqrt() as f32;
-    let contact_vertices = scratch.in_contact.iter().filter(|&&c| c != 0).count() as u32;
+    let contact_vertices = scratch.in_contact.iter().filter(|&&c| c & 1 != 0).count() as u32;
     let pairs = &scratch.surface.pairs;
     VbdStats {
         residual,

@@ -1,0 +1,197 @@
+//! The safety check after the fast path (ALGORITHMS §8, ARCHITECTURE "Fallback policy"): per
+//! body, whether the step's result may be kept. Hard failures send the body's island to the
+//! fallback at once; soft ones count towards it (three in five frames).
+
+use glam::{DVec3, Vec3A, Vec4};
+
+use crate::collision::Obstacle;
+use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
+use crate::collision::surface_pairs::PAIR_POINT_TRIANGLE;
+use crate::collision::swept::{SweptPairs, obstacle_crossed, orientation, pair_motion};
+use crate::solver::VbdScratch;
+use crate::state::SimState;
+
+/// Why an island's fast-path step was not kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(rename_all = "snake_case"))]
+pub enum FallbackReason {
+    /// A position or velocity was NaN or infinite.
+    NonFinite,
+    /// Continuous collision detection over `x^t → x^{t+1}` found two surface primitives passing
+    /// through each other, or a vertex through an obstacle.
+    Crossing,
+    /// A tet's volume ratio `J` fell to [`INVERSION_J`] or below.
+    Inversion,
+    /// A vertex was faster than 50 m/s, or than half its island's size per step, at the
+    /// step's start or end.
+    Speed,
+    /// Soft: kinetic + elastic + gravitational + contact energy grew, in a step with no work
+    /// done by pins or moving colliders, by more than 5 % of the island's energy scale
+    /// (kinetic + elastic energy + weight × island height) plus 1 mJ (three soft flags in five
+    /// frames fall back).
+    EnergyGain,
+    /// The sweeps ended with a larger force residual than the initial guess had: soft with more
+    /// than [`RESIDUAL_WEIGHT_SHARE`] of the body's weight unbalanced (no progress), hard with
+    /// more than [`DIVERGED_WEIGHTS`] times the weight (diverged).
+    ResidualGrowth,
+    /// Soft: more than a fifth of the island's surface vertices ended held by their
+    /// displacement bound.
+    ClampLock,
+    /// The island fell back recently and stays on the fallback for a while (hysteresis).
+    Hold,
+    /// `FallbackPolicy::Always`.
+    Always,
+}
+
+impl FallbackReason {
+    /// Whether the reason can send an island to the fallback on its own (a residual growth
+    /// can be either; see the variant).
+    pub fn is_hard(self) -> bool {
+        !matches!(self, Self::EnergyGain | Self::ClampLock)
+    }
+}
+
+/// Volume ratio at or below which a tet counts as inverted (ALGORITHMS §8).
+pub const INVERSION_J: f32 = 0.05;
+/// Largest speed any vertex may reach \[m/s\].
+pub const MAX_SPEED: f32 = 50.0;
+/// Share of a body's weight that, left unbalanced by sweeps that made no progress, raises a
+/// soft flag.
+pub const RESIDUAL_WEIGHT_SHARE: f64 = 0.25;
+/// A residual that grew to this many times the body's weight is a hard failure (the sweeps
+/// diverged), not a soft flag.
+pub const DIVERGED_WEIGHTS: f64 = 100.0;
+/// Share of an island's surface vertices that may end clamped.
+pub const CLAMP_LOCK_SHARE: f32 = 0.2;
+
+/// Per body: the first hard failure and the first soft flag.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct BodyVerdict {
+    pub hard: Option<FallbackReason>,
+    pub soft: Option<FallbackReason>,
+    /// Surface vertices, and those that ended clamped.
+    pub surface_vertices: u32,
+    pub clamped: u32,
+}
+
+/// What the check reads.
+pub(crate) struct CheckInput<'a> {
+    /// The state after the fast path.
+    pub st: &'a SimState,
+    /// Positions `x^t` before it.
+    pub start: &'a [Vec4],
+    pub obstacles: &'a [Obstacle],
+    pub scratch: &'a VbdScratch,
+    /// `|g|` \[m/s²\].
+    pub gravity: f32,
+    /// The fast path bounded every surface vertex's motion by its contact pairs (VBD with
+    /// surface contact on): surface pairs are certified and their CCD is skipped (ALGORITHMS §8:
+    /// "skipped for clamp-certified vertex sets"). Vertex–obstacle paths are always checked.
+    pub surface_certified: bool,
+}
+
+/// Checks every body; `out[b]` gets body `b`'s verdict (the speed and energy checks need the
+/// island and are made by the caller).
+pub(crate) fn check_bodies(c: &CheckInput<'_>, swept: &mut SweptPairs, out: &mut Vec<BodyVerdict>) {
+    let st = c.st;
+    out.clear();
+    out.resize(st.bodies.len(), BodyVerdict::default());
+    let hard = |out: &mut Vec<BodyVerdict>, b: u32, r: FallbackReason| {
+        let v = &mut out[b as usize];
+        v.hard = v.hard.or(Some(r));
+    };
+    for (i, (x, v)) in st.positions.iter().zip(&st.velocities).enumerate() {
+        if !(x.is_finite() && v.is_finite()) {
+            hard(out, st.vertex_body[i], FallbackReason::NonFinite);
+        }
+    }
+    for t in &st.tets {
+        let x = t.vertices.map(|i| Vec3A::from_vec4(st.positions[i as usize]));
+        let f = crate::material::tet::deformation_gradient::<f32>(&x, &t.dm_inv());
+        if !(f.determinant() > INVERSION_J) {
+            hard(out, st.vertex_body[t.vertices[0] as usize], FallbackReason::Inversion);
+        }
+    }
+    for &v in &st.surface_vertices {
+        let b = st.vertex_body[v as usize] as usize;
+        out[b].surface_vertices += 1;
+        if c.scratch.clamped(v as usize) {
+            out[b].clamped += 1;
+        }
+    }
+    let mut residuals = Vec::new();
+    c.scratch.body_residuals(st, &mut residuals);
+    let mut weight = vec![0.0f64; st.bodies.len()];
+    for (&m, &b) in st.masses.iter().zip(&st.vertex_body) {
+        weight[b as usize] += m as f64 * c.gravity as f64;
+    }
+    for ((v, (first, last)), w) in out.iter_mut().zip(residuals).zip(weight) {
+        if v.clamped as f32 > CLAMP_LOCK_SHARE * v.surface_vertices as f32 {
+            v.soft = v.soft.or(Some(FallbackReason::ClampLock));
+        }
+        // No progress on a force that matters: the sweeps ended with more force than the initial
+        // guess had, and with more than RESIDUAL_WEIGHT_SHARE of the body's weight unbalanced.
+        // (VBD's last sweep on a stiff slender beam routinely ends 1.5× above its first with a
+        // few per cent of its weight unbalanced while its steps still converge over time; an
+        // exact initial guess, as in free flight, leaves only rounding noise.)
+        let floor = RESIDUAL_WEIGHT_SHARE * w.max(1e-3);
+        if last > first && last.sqrt() > DIVERGED_WEIGHTS * w.max(1e-3) {
+            // Not a stall but a blow-up: the force grew past a hundred times the body's weight.
+            v.hard = v.hard.or(Some(FallbackReason::ResidualGrowth));
+        } else if last > first && last.sqrt() > floor {
+            v.soft = v.soft.or(Some(FallbackReason::ResidualGrowth));
+        }
+    }
+    // Continuous collision detection over the step, only where bodies are finite.
+    let finite = out.iter().all(|v| v.hard != Some(FallbackReason::NonFinite));
+    if finite {
+        let x: Vec<DVec3> = c.start.iter().map(|p| p.truncate().as_dvec3()).collect();
+        let y: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
+        let moves: Vec<bool> = x.iter().zip(&y).map(|(a, b)| a != b).collect();
+        let mut crossings: Vec<u32> = Vec::new();
+        let mut through_obstacle: Vec<u32> = Vec::new();
+        // ξ far below the fast path's, no early stop: the march runs until the pair is proven
+        // apart over the whole step or reaches contact; a reached contact counts only if the
+        // pair's orientation flipped (it went through), so pairs sliding in resting contact,
+        // which the march cannot clear, are not flagged.
+        let params = CcdParams::<f64> { min_separation: 1e-8, safety: 0.0, max_iterations: 64 };
+        swept.visit(
+            st,
+            c.obstacles,
+            (&x, &y),
+            (&moves, !c.surface_certified),
+            0.0,
+            |key| {
+                let (p, dp) = pair_motion(&key, &x, &y);
+                let toi = if key.kind == PAIR_POINT_TRIANGLE {
+                    point_triangle_toi::<f64>(&p, &dp, &params, 1.0)
+                } else {
+                    edge_edge_toi::<f64>(&p, &dp, &params, 1.0)
+                };
+                if toi.is_some() {
+                    let end: [DVec3; 4] = std::array::from_fn(|k| p[k] + dp[k]);
+                    if orientation(&p) != orientation(&end) {
+                        crossings.push(st.vertex_body[key.vertices[0] as usize]);
+                        crossings.push(st.vertex_body[key.vertices[3] as usize]);
+                    }
+                }
+            },
+            |v, k| {
+                let o = &c.obstacles[k as usize];
+                // A moving collider is checked at the step's end only (its sweep is the
+                // contact model's business).
+                let through = if o.moves() {
+                    o.signed_distance(Vec3A::from_vec4(st.positions[v as usize])).0 < -1e-5
+                } else {
+                    obstacle_crossed(o, x[v as usize], y[v as usize], 1e-5)
+                };
+                if through {
+                    through_obstacle.push(st.vertex_body[v as usize]);
+                }
+            },
+        );
+        for b in crossings.into_iter().chain(through_obstacle) {
+            hard(out, b, FallbackReason::Crossing);
+        }
+    }
+}

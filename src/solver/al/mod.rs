@@ -1,0 +1,317 @@
+//! Augmented-Lagrangian penetration-free stepping (\[ALPF\]; ALGORITHMS §4): the fallback that
+//! redoes an island's step when the fast path's result is unsafe.
+//!
+//! Two sequences: the solver's targets `x̂` (Newton–PCG on the augmented Lagrangian, allowed
+//! to penetrate) and the iterates `x` that follow them only as far as continuous collision
+//! detection and the tets' volume allow, so every `x` is intersection- and inversion-free.
+//! Out of time, the step returns the current `x`: less converged, never intersecting
+//! (ALGORITHMS §4.5).
+
+mod constraints;
+mod problem;
+mod step_size;
+
+use std::time::Instant;
+
+use glam::{DMat3, DVec3};
+
+use crate::collision::Obstacle;
+use crate::collision::swept::SweptPairs;
+use crate::solver::linear::pcg;
+use crate::state::SimState;
+
+use constraints::{ActiveSet, earliest_hits};
+use problem::{NO_DOF, Problem};
+use step_size::{StepLimits, max_step};
+
+/// Settings of one augmented-Lagrangian step.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlSettings {
+    /// Contact offset δ \[m\]: the distance every pair is driven to.
+    pub offset: f64,
+    /// Termination tolerance ε on the weight of the first iterates (\[ALPF\] Eq. 7–9: 1e-3).
+    pub epsilon: f64,
+    /// `K_min`: iterates that must be left behind (2; 6 with friction or cloth).
+    pub min_iterates: u32,
+    /// Cap on outer iterations (default 50: the paper's scenes converge within a few dozen; a
+    /// step that needs more is held back by inversion or contact it cannot resolve, and is
+    /// returned truncated, intersection-free, rather than stalled at a high cost).
+    pub max_iterations: u32,
+    /// Cap on Newton iterations per subproblem.
+    pub newton_iterations: u32,
+    /// Relative PCG tolerance (\[ALPF\]: 1e-4).
+    pub cg_tolerance: f64,
+    /// Cap on PCG iterations per Newton step.
+    pub cg_iterations: u32,
+    /// Smallest volume ratio any tet may reach.
+    pub j_min: f64,
+    /// Static friction slip `ε_v h` \[m\].
+    pub static_slip: f64,
+    /// A subproblem whose gradient norm is below this is solved \[N\] (the caller sets a
+    /// small share of the island's weight).
+    pub force_tolerance: f64,
+    /// Return the current iterate once this time has passed.
+    pub deadline: Option<Instant>,
+}
+
+impl Default for AlSettings {
+    fn default() -> Self {
+        Self {
+            offset: 1e-3,
+            epsilon: 1e-3,
+            min_iterates: 2,
+            max_iterations: 50,
+            newton_iterations: 8,
+            cg_tolerance: 1e-4,
+            cg_iterations: 2000,
+            j_min: 0.01,
+            static_slip: 1e-4 / 60.0,
+            force_tolerance: 1e-9,
+            deadline: None,
+        }
+    }
+}
+
+/// How an augmented-Lagrangian step went.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AlStats {
+    /// Outer iterations (dual updates).
+    pub iterations: u32,
+    /// Newton iterations, all subproblems together.
+    pub newton_iterations: u32,
+    /// PCG iterations, all Newton steps together.
+    pub cg_iterations: u32,
+    /// Fraction of the step travelled, `1 − β_0` (1 when converged).
+    pub travelled: f64,
+    /// The termination criterion held (otherwise time or the iteration cap ran out).
+    pub converged: bool,
+    /// `‖∇L‖` at the last Newton iterate \[N\].
+    pub residual: f64,
+    /// Pairs in the active set at the end.
+    pub pairs: usize,
+    /// Smallest distance of an active pair at the returned iterate \[m\] (+∞ without pairs).
+    pub min_distance: f64,
+}
+
+/// What an augmented-Lagrangian step solves.
+pub(crate) struct AlInput<'a> {
+    pub st: &'a SimState,
+    pub obstacles: &'a [Obstacle],
+    /// Start positions `x^[0]` of every vertex: intersection-free.
+    pub start: &'a [DVec3],
+    /// First target `x̂^0` of every vertex (the fast path's result: a warm start, penetration
+    /// allowed); kinematic vertices at their targets, vertices not in the step at `start`.
+    pub guess: &'a [DVec3],
+    /// Vertices solved (the island's free vertices).
+    pub solved: &'a [bool],
+    /// Vertices that move (solved, and the island's kinematic vertices).
+    pub moves: &'a [bool],
+    /// Inertia `(m/w, y)` of a solved vertex.
+    pub inertia: &'a dyn Fn(usize) -> (f64, DVec3),
+    /// Body–body and self contact between surfaces (`StepConfig::surface_contact`).
+    pub surface_pairs: bool,
+}
+
+/// Scratch and the active set, kept between steps so an island that stays on the fallback
+/// starts from its last multipliers.
+#[derive(Debug, Default)]
+pub(crate) struct AlScratch {
+    swept: SweptPairs,
+    active: ActiveSet,
+    hits: Vec<(crate::collision::swept::PairKey, f64)>,
+    first: Vec<f64>,
+    grad: Vec<DVec3>,
+    diag: Vec<DMat3>,
+    inverse: Vec<DMat3>,
+    direction: Vec<DVec3>,
+    rhs: Vec<DVec3>,
+    friction_scale: Vec<f64>,
+    trial: Vec<DVec3>,
+}
+
+impl AlScratch {
+    /// Forgets the active set (the state was repacked).
+    pub fn clear(&mut self) {
+        self.active = ActiveSet::default();
+    }
+}
+
+fn expired(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+/// One augmented-Lagrangian step; the returned iterate goes to `x_out` (every vertex).
+pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScratch, x_out: &mut Vec<DVec3>) -> AlStats {
+    let st = input.st;
+    let n = st.vertex_count();
+    let mut problem = Problem::new(st, input.solved, input.inertia);
+    let m = problem.len();
+    let mut x = input.start.to_vec();
+    let mut xh = input.guess.to_vec();
+    let mut stats = AlStats { min_distance: f64::INFINITY, ..AlStats::default() };
+    scratch.grad.resize(m, DVec3::ZERO);
+    // μ = 0.1 · max diag ∇²E at x^t (\[ALPF\] Eq. 20).
+    problem.gradient_hessian(st, &x, &mut scratch.grad);
+    let mut mu = (0.1 * problem.max_diagonal()).max(1e-9);
+    let mut delta = s.offset;
+    let solved = input.solved;
+    scratch.active.retain_vertices(|v| (v as usize) < n);
+    scratch.active.list.retain(|c| c.key.moving_vertices().iter().any(|&v| solved[v as usize]));
+    scratch.active.prune();
+    let tets = problem.tets().to_vec();
+    let lim = StepLimits {
+        st,
+        obstacles: input.obstacles,
+        moves: input.moves,
+        solved,
+        surface_pairs: input.surface_pairs,
+        tets: &tets,
+        j_min: s.j_min,
+    };
+    // Seed the set with what the fast path's motion runs into (ALGORITHMS §4.5).
+    max_step(&lim, &x, &xh, &mut scratch.swept, &mut scratch.hits);
+    for key in earliest_hits(&scratch.hits, n, &mut scratch.first) {
+        scratch.active.add(st, input.obstacles, key, &x);
+    }
+    let (mut first_weight, mut start_weight, mut small_steps) = (1.0f64, 1.0f64, 0u32);
+    while stats.iterations < s.max_iterations {
+        if expired(s.deadline) {
+            break;
+        }
+        scratch.active.linearize(&x, input.obstacles);
+        solve_subproblem(input, s, &mut problem, scratch, &x, &mut xh, mu, delta, &mut stats);
+        scratch.active.dual_update(&xh, mu, delta);
+        let alpha = max_step(&lim, &x, &xh, &mut scratch.swept, &mut scratch.hits);
+        for key in earliest_hits(&scratch.hits, n, &mut scratch.first) {
+            scratch.active.add(st, input.obstacles, key, &x);
+        }
+        scratch.active.prune();
+        for v in (0..n).filter(|&v| input.moves[v]) {
+            let d = (xh[v] - x[v]) * alpha;
+            x[v] += d;
+        }
+        stats.iterations += 1;
+        // Weights of the iterates in x (\[ALPF\] Eq. 7–9): the new target enters with α.
+        first_weight = if stats.iterations < s.min_iterates {
+            first_weight * (1.0 - alpha) + alpha
+        } else {
+            first_weight * (1.0 - alpha)
+        };
+        start_weight *= 1.0 - alpha;
+        if first_weight < s.epsilon {
+            stats.converged = true;
+            break;
+        }
+        // \[ALPF\] §4.2: a step pinned at α ≈ 0 for long means the penalty is too weak.
+        if alpha < 1e-4 {
+            small_steps += 1;
+            if small_steps >= 50 {
+                mu *= 2.0;
+                delta *= 0.5;
+                small_steps = 0;
+            }
+        } else {
+            small_steps = 0;
+        }
+    }
+    scratch.active.linearize(&x, input.obstacles);
+    stats.travelled = 1.0 - start_weight;
+    stats.pairs = scratch.active.list.len();
+    stats.min_distance = scratch.active.min_distance();
+    x_out.clear();
+    x_out.extend_from_slice(&x);
+    stats
+}
+
+/// Minimises the augmented Lagrangian over the solved vertices' targets by Newton–PCG with a
+/// backtracking line search; stops once a full Newton step is taken (\[ALPF\] Alg. 2).
+#[allow(clippy::too_many_arguments)]
+fn solve_subproblem(
+    input: &AlInput<'_>,
+    s: &AlSettings,
+    problem: &mut Problem,
+    scratch: &mut AlScratch,
+    x: &[DVec3],
+    xh: &mut [DVec3],
+    mu: f64,
+    delta: f64,
+    stats: &mut AlStats,
+) {
+    let st = input.st;
+    let m = problem.len();
+    let start = input.start;
+    let lagrangian = |problem: &Problem, active: &ActiveSet, y: &[DVec3]| {
+        problem.energy(st, y) + active.energy(y, start, mu, delta, s.static_slip)
+    };
+    let _ = x;
+    for _ in 0..s.newton_iterations {
+        if expired(s.deadline) {
+            return;
+        }
+        let AlScratch { active, grad, diag, inverse, direction, rhs, friction_scale, trial, .. } = scratch;
+        grad.resize(m, DVec3::ZERO);
+        problem.gradient_hessian(st, xh, grad);
+        diag.clear();
+        diag.resize(m, DMat3::ZERO);
+        active.gradient(xh, start, &problem.dof, mu, delta, s.static_slip, grad, diag, friction_scale);
+        inverse.clear();
+        inverse.extend((0..m).map(|i| {
+            let b = problem.hessian.diagonal_block(i) + diag[i];
+            let inv = b.inverse();
+            if inv.is_finite() { inv } else { DMat3::IDENTITY }
+        }));
+        rhs.clear();
+        rhs.extend(grad.iter().map(|g| -*g));
+        stats.residual = grad.iter().map(|g| g.length_squared()).sum::<f64>().sqrt();
+        if stats.residual <= s.force_tolerance {
+            return;
+        }
+        direction.resize(m, DVec3::ZERO);
+        let hessian = &problem.hessian;
+        let dof = &problem.dof;
+        let out = pcg(
+            |p, y| {
+                hessian.multiply(p, y);
+                active.multiply(dof, mu, friction_scale, p, y);
+            },
+            inverse,
+            rhs,
+            direction,
+            s.cg_tolerance,
+            s.cg_iterations,
+        );
+        stats.cg_iterations += out.iterations;
+        stats.newton_iterations += 1;
+        // Backtracking on the Lagrangian itself.
+        let l0 = lagrangian(problem, active, xh);
+        let slope: f64 = grad.iter().zip(direction.iter()).map(|(g, d)| g.dot(*d)).sum();
+        if !(slope < 0.0) {
+            return;
+        }
+        let mut r = 1.0f64;
+        let accepted = loop {
+            trial.clear();
+            trial.extend_from_slice(xh);
+            for (k, &v) in problem.vertices.iter().enumerate() {
+                trial[v as usize] += direction[k] * r;
+            }
+            let l1 = lagrangian(problem, active, trial);
+            if l1 <= l0 + 1e-4 * r * slope {
+                break true;
+            }
+            r *= 0.5;
+            if r < 1e-8 {
+                break false;
+            }
+        };
+        if !accepted {
+            return;
+        }
+        xh.copy_from_slice(trial);
+        let step: f64 = direction.iter().map(|d| d.length_squared()).sum::<f64>().sqrt() * r;
+        if r == 1.0 || step < 1e-12 {
+            return;
+        }
+    }
+    let _ = NO_DOF;
+}

@@ -1,0 +1,167 @@
+//! `MaxStepSize` (\[ALPF\] §4, ALGORITHMS §4.4): the largest fraction of the move from the safe
+//! iterate `x` towards the solver's target `x̂` that stays intersection- and inversion-free,
+//! and the pairs that limited it (the active-set update reuses them instead of running CCD
+//! twice).
+
+use glam::{DMat3, DVec3};
+
+use crate::collision::Obstacle;
+use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
+use crate::collision::distance::{edge_edge, point_triangle};
+use crate::collision::surface_pairs::PAIR_POINT_TRIANGLE;
+use crate::collision::swept::{PAIR_OBSTACLE, PairKey, SweptPairs, obstacle_toi, pair_motion};
+use crate::material::tet::cofactor;
+use crate::state::SimState;
+
+/// Minimum separation the fallback keeps between primitives \[m\]: ten times below the fast
+/// path's, so a state the fast path accepted (certified to ξ = 1e-5 m in f32) is safe here too.
+pub(crate) const MIN_SEPARATION: f64 = 1e-6;
+
+/// What limits a step.
+pub(crate) struct StepLimits<'a> {
+    pub st: &'a SimState,
+    pub obstacles: &'a [Obstacle],
+    /// Vertices that move.
+    pub moves: &'a [bool],
+    /// Vertices solved (obstacle pairs are only tested for these: kinematic vertices follow
+    /// their targets).
+    pub solved: &'a [bool],
+    /// Surface pairs (body–body and self contact) are constraints; off, only obstacles are.
+    pub surface_pairs: bool,
+    /// Tets whose volume ratio `J` must stay at or above `j_min`.
+    pub tets: &'a [u32],
+    pub j_min: f64,
+}
+
+/// The largest `α ∈ [0, 1]` such that every point of `x + [0, α](x̂ − x)` keeps pairs apart and
+/// tets above `j_min`, and every pair CCD flagged on the way, with its time of impact, in `hits`.
+pub(crate) fn max_step(
+    lim: &StepLimits<'_>,
+    x: &[DVec3],
+    xh: &[DVec3],
+    swept: &mut SweptPairs,
+    hits: &mut Vec<(PairKey, f64)>,
+) -> f64 {
+    hits.clear();
+    let mut obstacle_hits = Vec::new();
+    let params = CcdParams::<f64> { min_separation: MIN_SEPARATION, ..CcdParams::default() };
+    swept.visit(
+        lim.st,
+        lim.obstacles,
+        (x, xh),
+        (lim.moves, lim.surface_pairs),
+        MIN_SEPARATION,
+        |key| {
+            let (p, dp) = pair_motion(&key, x, xh);
+            let d0 = if key.kind == PAIR_POINT_TRIANGLE {
+                point_triangle::<f64>(p[0], p[1], p[2], p[3]).distance
+            } else {
+                edge_edge::<f64>(p[0], p[1], p[2], p[3]).distance
+            };
+            // A pair the safe iterate holds closer than ξ (rounding of an accepted state) may
+            // not come closer, but may separate.
+            let params = CcdParams { min_separation: params.min_separation.min(0.5 * d0), ..params };
+            let toi = if key.kind == PAIR_POINT_TRIANGLE {
+                point_triangle_toi::<f64>(&p, &dp, &params, 1.0)
+            } else {
+                edge_edge_toi::<f64>(&p, &dp, &params, 1.0)
+            };
+            if let Some(t) = toi {
+                hits.push((key, t));
+            }
+        },
+        |v, k| {
+            if !lim.solved[v as usize] {
+                return;
+            }
+            let o = &lim.obstacles[k as usize];
+            let (a, b) = (x[v as usize], xh[v as usize]);
+            if let Some(t) = obstacle_toi(o, a, b, MIN_SEPARATION, 0.1) {
+                obstacle_hits.push((PairKey { kind: PAIR_OBSTACLE, vertices: [v, k, u32::MAX, u32::MAX] }, t));
+            }
+        },
+    );
+    hits.append(&mut obstacle_hits);
+    let mut alpha = hits.iter().map(|h| h.1).fold(1.0f64, f64::min);
+    for &e in lim.tets {
+        let t = &lim.st.tets[e as usize];
+        alpha = alpha.min(tet_limit(t.vertices.map(|v| (x[v as usize], xh[v as usize])), t.dm_inv(), lim.j_min, alpha));
+    }
+    alpha
+}
+
+/// `det(A + αB)` as a cubic's coefficients.
+fn det_cubic(a: &DMat3, b: &DMat3) -> [f64; 4] {
+    let frob = |m: &DMat3, n: &DMat3| (0..3).map(|i| m.col(i).dot(n.col(i))).sum::<f64>();
+    [a.determinant(), frob(&cofactor::<f64>(a), b), frob(&cofactor::<f64>(b), a), b.determinant()]
+}
+
+/// Largest `α' ≤ alpha` at which the tet's volume ratio `J = det(D_s) det(D_m⁻¹)` is still at
+/// least `j_min` all along `[0, α']` (vertices `(x, x̂)` moving linearly). `J` is a cubic in α:
+/// its monotone pieces (split at the roots of its derivative) are searched in order and the
+/// first crossing is bracketed by bisection. A tet already below `j_min` does not limit.
+pub(crate) fn tet_limit(v: [(DVec3, DVec3); 4], dm_inv: glam::Mat3A, j_min: f64, alpha: f64) -> f64 {
+    let ds = |p: [DVec3; 4]| DMat3::from_cols(p[1] - p[0], p[2] - p[0], p[3] - p[0]);
+    let a = ds(v.map(|p| p.0));
+    let b = ds(v.map(|p| p.1)) - a;
+    let scale = glam::Mat3::from(dm_inv).as_dmat3().determinant();
+    let c = det_cubic(&a, &b).map(|k| k * scale);
+    let j = |s: f64| c[0] + s * (c[1] + s * (c[2] + s * c[3]));
+    if !(j(0.0) > j_min) {
+        return alpha;
+    }
+    // Critical points of J in (0, alpha).
+    let mut cuts = vec![0.0];
+    let (qa, qb, qc) = (3.0 * c[3], 2.0 * c[2], c[1]);
+    let mut roots = Vec::new();
+    if qa.abs() > 1e-300 {
+        let disc = qb * qb - 4.0 * qa * qc;
+        if disc >= 0.0 {
+            let r = disc.sqrt();
+            roots.extend([(-qb - r) / (2.0 * qa), (-qb + r) / (2.0 * qa)]);
+        }
+    } else if qb.abs() > 1e-300 {
+        roots.push(-qc / qb);
+    }
+    roots.sort_by(f64::total_cmp);
+    cuts.extend(roots.into_iter().filter(|&r| r > 0.0 && r < alpha));
+    cuts.push(alpha);
+    for w in cuts.windows(2) {
+        let (mut lo, mut hi) = (w[0], w[1]);
+        if j(hi) > j_min {
+            continue;
+        }
+        // J is monotone on [lo, hi], above j_min at lo and not above at hi.
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            if j(mid) > j_min { lo = mid } else { hi = mid }
+        }
+        return lo;
+    }
+    alpha
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tet_flattened_through_its_base_stops_above_j_min() {
+        // Unit right tet; the apex moves from z = 1 to z = −1: J goes 1 → −1 linearly and
+        // reaches 0.1 at α = 0.45.
+        let rest = [DVec3::ZERO, DVec3::X, DVec3::Y, DVec3::Z];
+        let end = [DVec3::ZERO, DVec3::X, DVec3::Y, -DVec3::Z];
+        let v = std::array::from_fn(|k| (rest[k], end[k]));
+        let a = tet_limit(v, glam::Mat3A::IDENTITY, 0.1, 1.0);
+        assert!((a - 0.45).abs() < 1e-9 && a <= 0.45, "{a}");
+        // Moving away never limits.
+        let up = std::array::from_fn(|k| (rest[k], rest[k] * 2.0));
+        assert_eq!(tet_limit(up, glam::Mat3A::IDENTITY, 0.1, 1.0), 1.0);
+        // A half turn about x: the straight path squashes the tet flat halfway, with
+        // J(α) = (1 − 2α)², which reaches 0.1 at α = (1 − √0.1)/2.
+        let flip = [DVec3::ZERO, DVec3::X, -DVec3::Y, -DVec3::Z];
+        let v = std::array::from_fn(|k| (rest[k], flip[k]));
+        let a = tet_limit(v, glam::Mat3A::IDENTITY, 0.1, 1.0);
+        assert!((a - (1.0 - 0.1f64.sqrt()) / 2.0).abs() < 1e-9, "{a}");
+    }
+}

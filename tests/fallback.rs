@@ -1,0 +1,129 @@
+//! The fallback (issue 9): scenes where the fast path at its fixed sweep count is unsafe are
+//! caught by the safety check and redone by the augmented-Lagrangian step, and no frame
+//! intersects; calm scenes never fall back (asserted in their own scene tests). The scenes are
+//! the bundled `fallback_*` scene files, which `bench_budget` times.
+
+mod common;
+
+use pliant::prelude::*;
+use pliant::runtime::{FallbackReason, StepPath};
+
+/// The handle of a loaded scene's body by name.
+fn body(loaded: &pliant::io::LoadedScene, name: &str) -> SoftBodyHandle {
+    loaded.bodies.iter().find(|b| b.name == name).map(|b| b.handle).unwrap_or_else(|| panic!("no body {name}"))
+}
+
+/// Steps `frames` frames; every frame must be free of intersections, inverted tets and NaN.
+/// Returns the reports.
+fn run(world: &mut World, frames: usize) -> Vec<StepReport> {
+    let mut out = Vec::new();
+    for _ in 0..frames {
+        let r = world.step();
+        assert!(!r.nan_detected, "frame {}: NaN", r.frame);
+        let crossings = world.find_intersections();
+        assert!(
+            crossings.is_empty(),
+            "frame {}: {} intersections, first {:?}; islands {:?}",
+            r.frame,
+            crossings.len(),
+            crossings[0],
+            r.islands
+        );
+        assert!(min_volume_ratio(world) > 0.0, "frame {}: an inverted tet", r.frame);
+        out.push(r);
+    }
+    out
+}
+
+/// The safety check itself rejected at least one fast step (not a hold or a forced policy),
+/// and the fallback took it.
+fn assert_detected(reports: &[StepReport]) -> Vec<FallbackReason> {
+    let detected: Vec<FallbackReason> = reports
+        .iter()
+        .flat_map(|r| &r.islands)
+        .filter(|i| matches!(i.path, StepPath::Fallback | StepPath::FallbackTruncated))
+        .filter_map(|i| i.reason)
+        .filter(|r| !matches!(r, FallbackReason::Hold | FallbackReason::Always))
+        .collect();
+    assert!(!detected.is_empty(), "the safety check never rejected a fast step");
+    for r in reports {
+        for i in &r.islands {
+            assert_ne!(i.path, StepPath::Restored, "frame {}: an island had to be restored", r.frame);
+        }
+    }
+    detected
+}
+
+/// Smallest volume ratio `J` of any tet.
+fn min_volume_ratio(world: &World) -> f32 {
+    let st = world.state();
+    st.tets
+        .iter()
+        .map(|t| {
+            let x = t.vertices.map(|i| st.positions[i as usize].truncate());
+            let ds = glam::Mat3::from_cols(x[1] - x[0], x[2] - x[0], x[3] - x[0]);
+            (ds * glam::Mat3::from(t.dm_inv())).determinant()
+        })
+        .fold(f32::INFINITY, f32::min)
+}
+
+fn lowest_y(world: &World, h: SoftBodyHandle) -> f32 {
+    world.body_positions(h).unwrap().iter().map(|p| p.y).fold(f32::INFINITY, f32::min)
+}
+
+fn centroid_y(world: &World, h: SoftBodyHandle) -> f32 {
+    let p = world.body_positions(h).unwrap();
+    p.iter().map(|p| p.y).sum::<f32>() / p.len() as f32
+}
+
+/// A 3 cm steel cube at 60 m/s at a pinned cloth: one frame spans a metre. The check rejects
+/// the fast step (its speed, and the sweeps' diverging residual) and the fallback catches the
+/// cube on the cloth's near side.
+#[test]
+fn projectile_at_a_cloth_is_caught_on_its_near_side() {
+    let mut loaded = common::load("fallback_projectile_cloth");
+    let (sheet, shot) = (body(&loaded, "sheet"), body(&loaded, "cube"));
+    let reports = run(&mut loaded.world, 20);
+    assert_detected(&reports);
+    // The impact frame was never an accepted fast step.
+    assert_ne!(reports[0].islands.iter().find(|i| i.bodies.contains(&shot)).unwrap().path, StepPath::Fast);
+    let (cube, cloth) = (centroid_y(&loaded.world, shot), lowest_y(&loaded.world, sheet));
+    assert!(cube > cloth, "cube centre {cube} below the cloth's lowest point {cloth}");
+}
+
+/// A 1e9 Pa block dropped on a 1e4 Pa tet sheet lying on the ground: the fast path's sweeps
+/// cannot resolve the stiffness ratio (their residual grows); the check sees it and the fallback
+/// keeps every tet un-inverted.
+#[test]
+fn stiff_block_on_a_soft_sheet_never_inverts_it() {
+    let mut loaded = common::load("fallback_stiff_on_soft");
+    let (soft, hard) = (body(&loaded, "sheet"), body(&loaded, "block"));
+    let reports = run(&mut loaded.world, 60);
+    assert_detected(&reports);
+    assert!(lowest_y(&loaded.world, hard) > lowest_y(&loaded.world, soft));
+    assert!(min_volume_ratio(&loaded.world) > 0.0);
+}
+
+/// A 7.8 kg steel block (E = 1e11 Pa) set on a pinned cloth of 0.03 kg: the fast path's sweeps
+/// diverge on the mass ratio; the check rejects them and the fallback keeps every frame free of
+/// crossings. (Known defect, not asserted: the cloth overstretched in the fast steps before the
+/// detection throws the block up when the fallback releases it.)
+#[test]
+fn heavy_rigid_weight_on_a_thin_sheet_never_crosses_it() {
+    let mut loaded = common::load("fallback_weight_on_sheet");
+    let reports = run(&mut loaded.world, 60);
+    assert_detected(&reports);
+}
+
+/// A cloth pulled down at 2 m/s through a 1 cm slot between two boxes bunches up and slides
+/// through; the fast path's straight vertex paths cut the boxes' edges and are rejected.
+#[test]
+fn cloth_pulled_through_a_narrow_gap_never_crosses() {
+    let mut loaded = common::load("fallback_cloth_gap");
+    let cloth = body(&loaded, "cloth");
+    let reports = run(&mut loaded.world, 40);
+    let detected = assert_detected(&reports);
+    assert!(detected.contains(&FallbackReason::Crossing), "{detected:?}");
+    // It went through: the pulled row is below the boxes.
+    assert!(lowest_y(&loaded.world, cloth) < -0.2);
+}
