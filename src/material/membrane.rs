@@ -103,10 +103,21 @@ pub fn element_gradient<R: Real>(x: &[R::V3; 3], dm_inv: &[[R; 2]; 2], measure: 
 /// Full Hessian blocks (not projected), same form as tet StVK with 2-D `g_a`.
 pub fn element_hessian<R: Real>(x: &[R::V3; 3], dm_inv: &[[R; 2]; 2], measure: R, mu: R, lambda: R) -> [[R::M3; 3]; 3] {
     let f = deformation_gradient::<R>(x, dm_inv);
-    let s = pk2::<R>(&f, mu, lambda);
+    hessian_with_stress::<R>(&f, pk2::<R>(&f, mu, lambda), dm_inv, measure, mu, lambda)
+}
+
+/// The Hessian's blocks with the stress `S` (`[s11, s12, s22]`) of its geometric term given.
+fn hessian_with_stress<R: Real>(
+    f: &[R::V3; 2],
+    s: [R; 3],
+    dm_inv: &[[R; 2]; 2],
+    measure: R,
+    mu: R,
+    lambda: R,
+) -> [[R::M3; 3]; 3] {
     let f_ft = outer::<R>(f[0], f[0]) + outer::<R>(f[1], f[1]);
     let g = shape_gradients(dm_inv);
-    let u = g.map(|ga| mul_f::<R>(&f, ga));
+    let u = g.map(|ga| mul_f::<R>(f, ga));
     let mut h = [[R::M3::ZERO; 3]; 3];
     for a in 0..3 {
         for b in 0..3 {
@@ -157,23 +168,7 @@ pub fn element_hessian_psd<R: Real>(
     lambda: R,
 ) -> [[R::M3; 3]; 3] {
     let f = deformation_gradient::<R>(x, dm_inv);
-    let s = positive_part::<R>(pk2::<R>(&f, mu, lambda));
-    let f_ft = outer::<R>(f[0], f[0]) + outer::<R>(f[1], f[1]);
-    let g = shape_gradients(dm_inv);
-    let u = g.map(|ga| mul_f::<R>(&f, ga));
-    let mut h = [[R::M3::ZERO; 3]; 3];
-    for a in 0..3 {
-        for b in 0..3 {
-            let sgb = apply(&s, g[b]);
-            let gab = g[a][0] * g[b][0] + g[a][1] * g[b][1];
-            let blk = R::M3::from_diagonal_scalar(g[a][0] * sgb[0] + g[a][1] * sgb[1])
-                + outer::<R>(u[b], u[a]) * mu
-                + f_ft * (mu * gab)
-                + outer::<R>(u[a], u[b]) * lambda;
-            h[a][b] = blk * measure;
-        }
-    }
-    h
+    hessian_with_stress::<R>(&f, positive_part::<R>(pk2::<R>(&f, mu, lambda)), dm_inv, measure, mu, lambda)
 }
 
 /// `(∂E/∂x_a, g_aᵀ S g_a · A t, PSD part · A t)` (see [`super::stvk`]).

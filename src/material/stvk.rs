@@ -46,21 +46,7 @@ pub fn element_gradient<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambd
 /// `H_ab = V ((g_aᵀ S g_b) I + μ u_b u_aᵀ + μ (g_a·g_b) F Fᵀ + λ u_a u_bᵀ)`, `u_a = F g_a`.
 pub fn element_hessian<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda: R) -> [[R::M3; 4]; 4] {
     let f = deformation_gradient::<R>(x, &rest.dm_inv);
-    let s = pk2::<R>(&green::<R>(&f), mu, lambda);
-    let f_ft = f.mul_mat(&f.transpose());
-    let g = rest.shape_gradients();
-    let u = g.map(|ga| f.mul_vec(ga));
-    let mut h = [[R::M3::ZERO; 4]; 4];
-    for a in 0..4 {
-        for b in 0..4 {
-            let blk = R::M3::from_diagonal_scalar(g[a].dot(s.mul_vec(g[b])))
-                + outer::<R>(u[b], u[a]) * mu
-                + f_ft * (mu * g[a].dot(g[b]))
-                + outer::<R>(u[a], u[b]) * lambda;
-            h[a][b] = blk * rest.volume;
-        }
-    }
-    h
+    hessian_with_stress::<R>(&f, &pk2::<R>(&green::<R>(&f), mu, lambda), rest, mu, lambda)
 }
 
 /// Hessian blocks made positive semi-definite for Newton solves: the stress term
@@ -71,6 +57,11 @@ pub fn element_hessian_psd<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, la
     let f = deformation_gradient::<R>(x, &rest.dm_inv);
     let (l, v) = crate::math::sym3_eigen::<R>(&pk2::<R>(&green::<R>(&f), mu, lambda));
     let s = (0..3).fold(R::M3::ZERO, |acc, k| acc + outer::<R>(v.col(k), v.col(k)) * l[k].max(R::ZERO));
+    hessian_with_stress::<R>(&f, &s, rest, mu, lambda)
+}
+
+/// The Hessian's blocks with the stress `S` of its geometric term given.
+fn hessian_with_stress<R: Real>(f: &R::M3, s: &R::M3, rest: &TetRest<R>, mu: R, lambda: R) -> [[R::M3; 4]; 4] {
     let f_ft = f.mul_mat(&f.transpose());
     let g = rest.shape_gradients();
     let u = g.map(|ga| f.mul_vec(ga));

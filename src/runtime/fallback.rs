@@ -13,11 +13,10 @@ use super::config::{FallbackPolicy, StepConfig};
 use super::energy::body_energies;
 use super::islands::islands;
 use super::report::{IslandReport, StepPath, StepReport};
-use super::safety::{BodyVerdict, CheckInput, FallbackReason, MAX_SPEED, check_bodies};
+use super::safety::{BodyVerdict, CheckInput, CheckScratch, FallbackReason, MAX_SPEED, check_bodies};
 use super::transaction::Snapshot;
-use crate::body::{BodySet, SoftBodyHandle};
+use crate::body::SoftBodyHandle;
 use crate::collision::Obstacle;
-use crate::collision::swept::SweptPairs;
 use crate::solver::VbdScratch;
 use crate::solver::al::{AlInput, AlScratch, AlSettings, al_step};
 use crate::solver::union_find::UnionFind;
@@ -51,7 +50,7 @@ struct History {
 pub(crate) struct FallbackRuntime {
     history: HashMap<SoftBodyHandle, History>,
     pub al: AlScratch,
-    swept: SweptPairs,
+    check: CheckScratch,
     verdicts: Vec<BodyVerdict>,
     uf: UnionFind,
     energies_before: Vec<(f64, f64)>,
@@ -66,7 +65,6 @@ pub(crate) struct Settle<'a> {
     pub scratch: &'a VbdScratch,
     pub runtime: &'a mut FallbackRuntime,
     pub slots: &'a [BodySlot],
-    pub bodies: &'a BodySet,
     pub config: &'a StepConfig,
     /// The frame being stepped (1 for the first).
     pub frame: u64,
@@ -91,7 +89,7 @@ pub(crate) fn settle_substep(
     info: &SubstepInfo,
     report: &mut StepReport,
 ) -> f64 {
-    let Settle { state, snapshot, scratch, runtime, slots, bodies, config, frame } = s;
+    let Settle { state, snapshot, scratch, runtime, slots, config, frame } = s;
     if config.fallback == FallbackPolicy::Never {
         return 0.0;
     }
@@ -105,7 +103,7 @@ pub(crate) fn settle_substep(
         gravity: config.gravity.length(),
         surface_certified: config.surface_contact,
     };
-    check_bodies(&input, &mut rt.swept, &mut rt.verdicts);
+    check_bodies(&input, &mut rt.check, &mut rt.verdicts);
     let margin = 2.0 * config.contact_offset + 1e-3;
     let found = islands(
         state,
@@ -192,15 +190,10 @@ pub(crate) fn settle_substep(
         }
         match reason {
             Some(r) => redo.push((k, r)),
-            None => report.islands.push(IslandReport {
-                bodies: members.iter().map(|&b| slots[b as usize].handle).collect(),
-                substep: info.substep,
-                path: StepPath::Fast,
-                iterations: info.iterations,
-                residual: info.residual as f64,
-                travelled: 1.0,
-                ..IslandReport::default()
-            }),
+            None => {
+                let handles = members.iter().map(|&b| slots[b as usize].handle).collect();
+                report.islands.push(island(handles, info, StepPath::Fast, None));
+            }
         }
     }
     let check_ms = check_start.elapsed().as_secs_f64() * 1e3;
@@ -277,7 +270,6 @@ pub(crate) fn settle_substep(
                 hist.hold_until = frame + hist.hold as u64;
             }
         }
-        let _ = bodies;
         report.islands.push(IslandReport {
             bodies: handles,
             substep: info.substep,
@@ -301,7 +293,18 @@ fn island(
     path: StepPath,
     reason: Option<FallbackReason>,
 ) -> IslandReport {
-    IslandReport { bodies, substep: info.substep, path, reason, travelled: 0.0, ..IslandReport::default() }
+    // A kept fast step reports its sweeps; a restored one travelled nothing.
+    let fast = path == StepPath::Fast;
+    IslandReport {
+        bodies,
+        substep: info.substep,
+        path,
+        reason,
+        iterations: if fast { info.iterations } else { 0 },
+        residual: if fast { info.residual as f64 } else { 0.0 },
+        travelled: if fast { 1.0 } else { 0.0 },
+        ..IslandReport::default()
+    }
 }
 
 /// Redoes one island's substep (its vertices are at the step's start) with the

@@ -74,6 +74,18 @@ pub(crate) struct BodyVerdict {
     pub clamped: u32,
 }
 
+/// The check's buffers, kept between steps (its per-vertex arrays are not reallocated on the
+/// step's path).
+#[derive(Debug, Default)]
+pub(crate) struct CheckScratch {
+    swept: SweptPairs,
+    x: Vec<DVec3>,
+    y: Vec<DVec3>,
+    moves: Vec<bool>,
+    residuals: Vec<(f64, f64)>,
+    weight: Vec<f64>,
+}
+
 /// What the check reads.
 pub(crate) struct CheckInput<'a> {
     /// The state after the fast path.
@@ -92,7 +104,7 @@ pub(crate) struct CheckInput<'a> {
 
 /// Checks every body; `out[b]` gets body `b`'s verdict (the speed and energy checks need the
 /// island and are made by the caller).
-pub(crate) fn check_bodies(c: &CheckInput<'_>, swept: &mut SweptPairs, out: &mut Vec<BodyVerdict>) {
+pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: &mut Vec<BodyVerdict>) {
     let st = c.st;
     out.clear();
     out.resize(st.bodies.len(), BodyVerdict::default());
@@ -119,13 +131,14 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, swept: &mut SweptPairs, out: &mut
             out[b].clamped += 1;
         }
     }
-    let mut residuals = Vec::new();
-    c.scratch.body_residuals(st, &mut residuals);
-    let mut weight = vec![0.0f64; st.bodies.len()];
+    let CheckScratch { swept, x, y, moves, residuals, weight } = scratch;
+    c.scratch.body_residuals(st, residuals);
+    weight.clear();
+    weight.resize(st.bodies.len(), 0.0);
     for (&m, &b) in st.masses.iter().zip(&st.vertex_body) {
         weight[b as usize] += m as f64 * c.gravity as f64;
     }
-    for ((v, (first, last)), w) in out.iter_mut().zip(residuals).zip(weight) {
+    for ((v, &(first, last)), &w) in out.iter_mut().zip(residuals.iter()).zip(weight.iter()) {
         if v.clamped as f32 > CLAMP_LOCK_SHARE * v.surface_vertices as f32 {
             v.soft = v.soft.or(Some(FallbackReason::ClampLock));
         }
@@ -145,9 +158,13 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, swept: &mut SweptPairs, out: &mut
     // Continuous collision detection over the step, only where bodies are finite.
     let finite = out.iter().all(|v| v.hard != Some(FallbackReason::NonFinite));
     if finite {
-        let x: Vec<DVec3> = c.start.iter().map(|p| p.truncate().as_dvec3()).collect();
-        let y: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
-        let moves: Vec<bool> = x.iter().zip(&y).map(|(a, b)| a != b).collect();
+        x.clear();
+        x.extend(c.start.iter().map(|p| p.truncate().as_dvec3()));
+        y.clear();
+        y.extend(st.positions.iter().map(|p| p.truncate().as_dvec3()));
+        moves.clear();
+        moves.extend(x.iter().zip(y.iter()).map(|(a, b)| a != b));
+        let (x, y): (&[DVec3], &[DVec3]) = (x, y);
         let mut crossings: Vec<u32> = Vec::new();
         let mut through_obstacle: Vec<u32> = Vec::new();
         // ξ far below the fast path's, no early stop: the march runs until the pair is proven
@@ -158,11 +175,11 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, swept: &mut SweptPairs, out: &mut
         swept.visit(
             st,
             c.obstacles,
-            (&x, &y),
-            (&moves, !c.surface_certified),
+            (x, y),
+            (moves, !c.surface_certified),
             0.0,
             |key| {
-                let (p, dp) = pair_motion(&key, &x, &y);
+                let (p, dp) = pair_motion(&key, x, y);
                 let toi = if key.kind == PAIR_POINT_TRIANGLE {
                     point_triangle_toi::<f64>(&p, &dp, &params, 1.0)
                 } else {

@@ -550,7 +550,6 @@ impl World {
                 scratch: &self.scratch,
                 runtime: &mut self.fallback,
                 slots: &self.slots,
-                bodies: &self.bodies,
                 config: &self.config,
                 frame: self.frame + 1,
             };

@@ -27,6 +27,7 @@ use crate::collision::{ContactModel, Obstacle, limit_step};
 use crate::state::{FROZEN_CONTACT, FROZEN_DIVERGED, SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
 mod impulses;
+mod measures;
 
 /// Chebyshev stops for the rest of a step, for one body, when a sweep's squared residual of
 /// that body exceeds this multiple of the smallest one seen in the step (the residual norm grew
@@ -125,30 +126,6 @@ pub struct VbdScratch {
 }
 
 impl VbdScratch {
-    /// Whether vertex `v` ended the last step held by its displacement bound (its last sweep's
-    /// Newton step was cut short by the conservative clamp).
-    pub(crate) fn clamped(&self, v: usize) -> bool {
-        self.in_contact.get(v).is_some_and(|&c| c & 2 != 0)
-    }
-
-    /// Per body, the last step's force residual² of its first and of its last sweep
-    /// (`(‖f‖²` at the initial guess, `‖f‖²` at the end`)`) \[N²\].
-    pub(crate) fn body_residuals(&self, st: &SimState, out: &mut Vec<(f64, f64)>) {
-        out.clear();
-        out.extend(self.body_scratch.first_residual2.iter().take(st.bodies.len()).map(|&r| (r, 0.0)));
-        out.resize(st.bodies.len(), (0.0, 0.0));
-        for &v in &st.color_vertices {
-            if let Some(r) = self.residual2.get(v as usize) {
-                out[st.vertex_body[v as usize] as usize].1 += *r as f64;
-            }
-        }
-    }
-
-    /// Each vertex's end-of-step target (kinematic vertices) from the last step's inputs.
-    pub(crate) fn targets(&self) -> &[Vec4] {
-        &self.targets
-    }
-
     /// Surface contact pairs of the last detection.
     pub fn contact_pairs(&self) -> &[crate::collision::surface_pairs::ContactPair] {
         &self.surface.pairs

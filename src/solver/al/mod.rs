@@ -21,7 +21,7 @@ use crate::solver::linear::pcg;
 use crate::state::SimState;
 
 use constraints::{ActiveSet, earliest_hits};
-use problem::{NO_DOF, Problem};
+use problem::Problem;
 use step_size::{StepLimits, max_step};
 
 /// Settings of one augmented-Lagrangian step.
@@ -179,7 +179,7 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
             break;
         }
         scratch.active.linearize(&x, input.obstacles);
-        solve_subproblem(input, s, &mut problem, scratch, &x, &mut xh, mu, delta, &mut stats);
+        solve_subproblem(input, s, &mut problem, scratch, &mut xh, mu, delta, &mut stats);
         scratch.active.dual_update(&xh, mu, delta);
         let alpha = max_step(&lim, &x, &xh, &mut scratch.swept, &mut scratch.hits);
         for key in earliest_hits(&scratch.hits, n, &mut scratch.first) {
@@ -231,7 +231,6 @@ fn solve_subproblem(
     s: &AlSettings,
     problem: &mut Problem,
     scratch: &mut AlScratch,
-    x: &[DVec3],
     xh: &mut [DVec3],
     mu: f64,
     delta: f64,
@@ -243,7 +242,6 @@ fn solve_subproblem(
     let lagrangian = |problem: &Problem, active: &ActiveSet, y: &[DVec3]| {
         problem.energy(st, y) + active.energy(y, start, mu, delta, s.static_slip)
     };
-    let _ = x;
     for _ in 0..s.newton_iterations {
         if expired(s.deadline) {
             return;
@@ -313,5 +311,4 @@ fn solve_subproblem(
             return;
         }
     }
-    let _ = NO_DOF;
 }
