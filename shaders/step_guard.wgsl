@@ -7,7 +7,8 @@
 //      with each finished frame and reports every new one as a PliantEvent::NonFiniteState, so
 //      none is lost when a frame is dropped or the state is downloaded instead).
 // `bad`, per body, two words: u32::MAX − first bad vertex (0: none), and field bits
-// (1 position, 2 velocity, 4 acceleration). `rollbacks`, per body, three words: the count, and
+// (1 position, 2 velocity, 4 acceleration; step_check, run between phases 0 and 1, adds 8
+// inverted tet, 16 speed, 32 path through an obstacle: those bodies are rolled back too). `rollbacks`, per body, three words: the count, and
 // the last rollback's two words. Host wrapper: src/gpu/kernels/step_guard.rs; prepended:
 // lib/step.wgsl.
 

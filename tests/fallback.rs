@@ -127,3 +127,52 @@ fn cloth_pulled_through_a_narrow_gap_never_crosses() {
     // It went through: the pulled row is below the boxes.
     assert!(lowest_y(&loaded.world, cloth) < -0.2);
 }
+
+/// On the GPU backend (lavapipe in CI): the GPU's own check rejects the projectile's fast
+/// step (its speed) and puts the cube back at rest on the device, so no unsafe state is read
+/// back; the world rewinds the frame on the device and steps it again on the CPU with the
+/// fallback, keeps the island there for its hold, then returns to the GPU. No frame intersects
+/// and the cube is caught on the cloth's near side, as on the CPU.
+#[cfg(feature = "gpu")]
+#[test]
+fn on_the_gpu_the_check_rejects_the_projectile_and_the_fallback_redoes_its_frame() {
+    use pliant::runtime::{Backend, PliantEvent};
+    let mut loaded = common::load("fallback_projectile_cloth");
+    let (sheet, shot) = (body(&loaded, "sheet"), body(&loaded, "cube"));
+    let config = StepConfig { backend: Backend::Gpu, ..loaded.world.config().clone() };
+    if let Err(e) = loaded.world.set_config(config) {
+        if std::env::var("PLIANT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+            panic!("PLIANT_REQUIRE_GPU=1 but no GPU: {e}");
+        }
+        eprintln!("skipping a GPU test: {e}");
+        return;
+    }
+    let world = &mut loaded.world;
+    let mut reports = Vec::new();
+    let mut calls = 0;
+    while world.frame() < 40 {
+        calls += 1;
+        assert!(calls < 400, "the world does not advance");
+        let r = world.step();
+        if r.gpu_busy {
+            std::thread::yield_now();
+            continue;
+        }
+        world.wait_for_gpu();
+        let crossings = world.find_intersections();
+        assert!(crossings.is_empty(), "frame {} ({:?}): {:?}", r.frame, r.backend, crossings[0]);
+        assert!(min_volume_ratio(world) > 0.0, "frame {}: an inverted tet", r.frame);
+        reports.push(r);
+    }
+    let events = world.drain_events();
+    let rejected = events.iter().any(|e| {
+        matches!(e, PliantEvent::UnsafeStep { body, reason: FallbackReason::Speed, redone: true, .. } if *body == shot)
+    });
+    assert!(rejected, "the GPU's check did not reject the cube's step: {events:?}");
+    // The redone frame went to the fallback (for the GPU's reason, or its own check's).
+    assert_detected(&reports);
+    let last_cpu = reports.iter().rposition(|r| r.backend == Backend::Cpu).expect("no frame on the CPU");
+    assert!(reports[last_cpu..].iter().any(|r| r.backend == Backend::Gpu), "the world never went back to the GPU");
+    let (cube, cloth) = (centroid_y(world, shot), lowest_y(world, sheet));
+    assert!(cube > cloth, "cube centre {cube} below the cloth's lowest point {cloth}");
+}

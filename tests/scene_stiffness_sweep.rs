@@ -14,11 +14,9 @@ fn every_stiffness_stays_finite_and_bounded() {
     let variants = expand_sweep(bundled_scene("stiffness_sweep").unwrap()).unwrap();
     assert_eq!(variants.len(), 24);
     for v in &variants {
-        // The fast path's robustness over six decades of stiffness. With the fallback on, the
-        // ν = 0.49, E = 1e7 Pa stable neo-Hookean cube's redone landing step moved a corner
-        // vertex 12 cm (7 m/s): an open defect of the fallback on nearly incompressible tets.
-        let mut scene = v.scene.clone();
-        scene.solver.fallback = pliant::runtime::FallbackPolicy::Never;
+        // With the fallback on (the default): at 10 sweeps VBD cannot hold the stiffest
+        // nearly incompressible beams, whose energy then grows and is caught by the check.
+        let scene = v.scene.clone();
         let mut loaded = scene.build(std::path::Path::new("examples/scenes")).unwrap();
         let top = loaded.world.state().positions.iter().map(|p| p.y).fold(f32::MIN, f32::max) as f64;
         let bound = (2.0 * 9.81 * top).sqrt() + 1.0;

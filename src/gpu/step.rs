@@ -14,7 +14,8 @@
 //!               → detection
 //!               → [re-detection (scheduled) → vbd_color ×colours → vbd_divergence
 //!                  → vbd_chebyshev] ×iterations
-//!               → vbd_finish → step_guard ×3
+//!               → vbd_finish → step_guard (non-finite test) → [step_check: tets, vertices]
+//!               → step_guard (rollback, count)
 //! per frame     copy positions, velocities, the guard's flags and the contact counters into
 //!               the readback ring
 //! ```
@@ -37,6 +38,7 @@ use super::contact::{
 };
 use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL};
 use super::kernels::Bound;
+use super::kernels::step_check::{StepCheck, StepCheckBuffers, body_sizes};
 use super::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, StepGuard, StepGuardBuffers, decode};
 use super::kernels::vbd_advance::{VbdAdvance, VbdAdvanceBuffers};
 use super::kernels::vbd_chebyshev::{VbdChebyshev, VbdChebyshevBuffers};
@@ -88,6 +90,10 @@ pub struct GpuStepSettings {
     pub contact_pairs: u32,
     /// The rigid correction of the initial guess (`solver/rigid_correction.rs`).
     pub rigid_correction: bool,
+    /// The safety check after each substep (`step_check`): a body whose step is unsafe is
+    /// rolled back at rest like a non-finite one, and its rollback counted with the reason,
+    /// for the host to redo the frame with the fallback.
+    pub check: bool,
 }
 
 /// Which frame a recorded substep belongs to.
@@ -142,6 +148,8 @@ struct StepBuffers {
     smallest: wgpu::Buffer,
     bad: wgpu::Buffer,
     rollbacks: wgpu::Buffer,
+    /// Per body: the bounding-box diagonal at upload (the check's speed limit).
+    sizes: wgpu::Buffer,
 }
 
 /// The compiled kernels of a step.
@@ -153,6 +161,7 @@ struct Kernels {
     chebyshev: VbdChebyshev,
     finish: VbdFinish,
     guard: StepGuard,
+    check: StepCheck,
 }
 
 /// Every dispatch of a substep, bound once for a set of settings and obstacles.
@@ -258,6 +267,7 @@ impl GpuStepper {
             smallest: output::<[f32; 2]>(c, "smallest", bodies),
             bad: output::<[u32; 2]>(c, "bad", bodies),
             rollbacks: output::<[u32; ROLLBACK_WORDS]>(c, "rollbacks", bodies),
+            sizes: storage(c, "sizes", &body_sizes(&st.positions, &st.vertex_body, bodies), false),
         };
         let kernels = Kernels {
             inertia: VbdInertia::new(c),
@@ -267,6 +277,7 @@ impl GpuStepper {
             chebyshev: VbdChebyshev::new(c),
             finish: VbdFinish::new(c),
             guard: StepGuard::new(c),
+            check: StepCheck::new(c),
         };
         let ring =
             Arc::new(ReadbackRing::with_deferred_unmap(c, "frame", Self::frame_bytes(n, bodies), READBACK_SLOTS));
@@ -537,7 +548,7 @@ impl GpuStepper {
                 flags: &b.flags,
             },
         )];
-        finish.extend(k.guard.bind(
+        let [flag, roll_back, count] = k.guard.bind(
             ctx,
             n,
             self.bodies,
@@ -552,7 +563,28 @@ impl GpuStepper {
                 bad: &b.bad,
                 rollbacks: &b.rollbacks,
             },
-        ));
+        );
+        finish.push(flag);
+        if s.check {
+            // Between the guard's test and its rollback: unsafe bodies are rolled back too.
+            finish.extend(k.check.bind(
+                ctx,
+                (n, self.state.tets.len() as u32),
+                l.vertex_body,
+                s.h,
+                obstacles,
+                &StepCheckBuffers {
+                    positions: &b.positions,
+                    velocities: &b.velocities,
+                    steps: &b.steps,
+                    tets: &b.tets,
+                    index: &b.index,
+                    sizes: &b.sizes,
+                    bad: &b.bad,
+                },
+            ));
+        }
+        finish.extend([roll_back, count]);
         Program { settings: *s, obstacles: *obstacles, prepare, colors, divergence, chebyshev, finish, contact }
     }
 
@@ -569,7 +601,7 @@ impl GpuStepper {
     ) -> Result<(), GpuError> {
         let packed = GpuObstacleSet::pack(obstacles)?;
         self.program(settings, &packed);
-        if settings.surface_contact.is_some() && self.snapshots.is_none() {
+        if (settings.surface_contact.is_some() || settings.check) && self.snapshots.is_none() {
             self.snapshots = Some(Snapshots::new(&self.ctx, self.vertices as usize));
         }
         let n_bytes = self.vertices as u64 * size_of::<Vec4>() as u64;

@@ -34,6 +34,23 @@ pub enum PliantEvent {
         /// The frame was stepped again.
         redone: bool,
     },
+    /// The GPU's safety check found a body's step unsafe (an inverted tet, a vertex too fast
+    /// for its size, a path through an obstacle): the GPU put the body back at its substep's
+    /// start at rest, so no unsafe state was ever read back, and the world stepped the frame
+    /// again on the CPU with the penetration-free fallback (`redone`), unless the state had
+    /// been edited since. The body stays on the fallback for the hold that follows.
+    UnsafeStep {
+        /// The body.
+        body: SoftBodyHandle,
+        /// Its name.
+        name: String,
+        /// Start of the first frame stepped again, or of the frame read back \[s\].
+        time: f64,
+        /// What the check found.
+        reason: crate::runtime::FallbackReason,
+        /// The frame was stepped again from its start.
+        redone: bool,
+    },
     /// Steps run on the CPU although the configuration asked for the GPU (`Backend::Auto` or
     /// `Backend::Gpu`), or run on the GPU again; reported when the reason changes.
     BackendFallback {
@@ -53,6 +70,11 @@ impl std::fmt::Display for PliantEvent {
                 f,
                 "frame {frame}: {pairs} contact pairs for a GPU buffer of {capacity}; buffer grown{}",
                 if *redone { ", frame stepped again" } else { "" }
+            ),
+            Self::UnsafeStep { name, time, reason, redone, .. } => write!(
+                f,
+                "body `{name}`: GPU step from t = {time:.4} s failed the safety check ({reason:?}); {}",
+                if *redone { "stepped again with the fallback" } else { "put back at rest" }
             ),
             Self::BackendFallback { reason: Some(reason) } => write!(f, "stepping on the CPU: {reason}"),
             Self::BackendFallback { reason: None } => write!(f, "stepping on the GPU"),

@@ -43,6 +43,8 @@ struct History {
     hold: u32,
     /// Soft flags of the last substeps, newest in bit 0.
     soft: u32,
+    /// A failure found elsewhere (the GPU's check): the body's next step falls back for it.
+    forced: Option<FallbackReason>,
 }
 
 /// The fallback's state that lives across steps.
@@ -56,6 +58,19 @@ pub(crate) struct FallbackRuntime {
     energies_before: Vec<(f64, f64)>,
     energies_after: Vec<(f64, f64)>,
     pub planner: BudgetPlanner,
+}
+
+impl FallbackRuntime {
+    /// Sends `body`'s island to the fallback in the next step, for `reason` (a failure the
+    /// GPU's check found in a step now being redone), with the hold that follows.
+    pub(crate) fn force(&mut self, body: SoftBodyHandle, reason: FallbackReason) {
+        self.history.entry(body).or_default().forced = Some(reason);
+    }
+
+    /// Whether `body` is to be stepped by the fallback in frame `frame`: forced, or held.
+    pub(crate) fn holds(&self, body: SoftBodyHandle, frame: u64) -> bool {
+        self.history.get(&body).is_some_and(|h| h.forced.is_some() || h.hold_until > frame)
+    }
 }
 
 /// What the settling of a substep works on (disjoint borrows of the world).
@@ -115,10 +130,13 @@ pub(crate) fn settle_substep(
     );
     let gravity = Vec3A::from(config.gravity);
     let contact = info.contact;
-    // Energies only for islands the energy test applies to: nothing else does work on them.
+    // Energies only for islands the energy test applies to: nothing else does work on them. A
+    // pinned vertex that stayed put does no work (a clamped beam is tested like a free body).
     let moved_by_others = |members: &[u32], bx: &crate::collision::bvh::Aabb| {
-        members.iter().flat_map(|&b| slots[b as usize].range()).any(|i| state.flags[i] & VERTEX_KINEMATIC != 0)
-            || obstacles.iter().any(|o| o.moves() && o.box_reaches(bx.min, bx.max, 0.0))
+        members.iter().flat_map(|&b| slots[b as usize].range()).any(|i| {
+            state.flags[i] & VERTEX_KINEMATIC != 0
+                && (state.positions[i] - snapshot.positions()[i]).truncate().length_squared() > 1e-14
+        }) || obstacles.iter().any(|o| o.moves() && o.box_reaches(bx.min, bx.max, 0.0))
     };
     let energy_tested: Vec<bool> = found.iter().map(|(m, bx)| !moved_by_others(m, bx)).collect();
     if energy_tested.iter().any(|&t| t) {
@@ -154,8 +172,8 @@ pub(crate) fn settle_substep(
         if reason.is_none() && ranges().flatten().any(|i| speed(i) > limit) {
             reason = Some(FallbackReason::Speed);
         }
-        // Soft flags: the body's own, then energy (only where no pin or moving collider
-        // does work the check cannot account for).
+        // Soft flags: the body's own, then energy (only where no moving pin or moving
+        // collider does work the check cannot account for).
         let mut soft = members.iter().find_map(|&b| rt.verdicts[b as usize].soft);
         if soft.is_none() && energy_tested[k] {
             let sum = |e: &[(f64, f64)]| {
@@ -175,6 +193,7 @@ pub(crate) fn settle_substep(
         let mut held = false;
         for &b in members {
             let hist = rt.history.entry(slots[b as usize].handle).or_default();
+            reason = reason.or(hist.forced.take());
             hist.soft = ((hist.soft << 1) | u32::from(soft.is_some())) & ((1 << SOFT_WINDOW) - 1);
             if hist.soft.count_ones() >= SOFT_LIMIT {
                 reason = reason.or(soft);

@@ -24,6 +24,7 @@ pub mod rigid_groups;
 pub mod rigid_reduce;
 pub mod rigid_solve;
 pub mod scan;
+pub mod step_check;
 pub mod step_guard;
 pub mod vbd_advance;
 pub mod vbd_chebyshev;
@@ -59,6 +60,7 @@ pub const SHADERS: &[(&str, &str)] = &[
     ("rigid_reduce", rigid_reduce::SHADER),
     ("rigid_solve", rigid_solve::SHADER),
     ("scan", scan::SHADER),
+    ("step_check", step_check::SHADER),
     ("step_guard", step_guard::SHADER),
     ("vbd_advance", vbd_advance::SHADER),
     ("vbd_chebyshev", vbd_chebyshev::SHADER),

@@ -20,14 +20,17 @@ use crate::gpu::contact::ContactStats;
 use crate::gpu::kernels::step_guard::{BAD_POSITION, BAD_VELOCITY, Rollbacks};
 use crate::gpu::step::{CarriedBody, EditedField, FrameTag, GpuStepSettings, GpuStepper, unsupported};
 use crate::gpu::{GpuContext, GpuError, GpuOptions};
+use crate::runtime::FallbackReason;
 use crate::runtime::assemble::rebuild_color_lists;
-use crate::runtime::config::{Backend, ConfigError, StepConfig};
+use crate::runtime::config::{Backend, ConfigError, FallbackPolicy, StepConfig};
 use crate::runtime::events::PliantEvent;
 use crate::runtime::kinematics::{pin_set_changes, update_pin_flags, write_targets};
 use crate::runtime::report::StepReport;
 use crate::solver::vbd_contact::surface_contact_on;
 use crate::state::SimState;
 use crate::state::VERTEX_KINEMATIC;
+
+mod check;
 
 /// Frames whose start time is remembered, to date the rollbacks they report.
 const FRAME_TIMES: usize = 8;
@@ -82,6 +85,11 @@ pub(super) struct GpuRuntime {
     fallback: Option<String>,
     /// Per body: the rollbacks already reported (the GPU counts them since the upload).
     rollbacks_seen: Vec<u32>,
+    /// The newest frame read back that its safety check passed: a body the check rejects
+    /// later was rejected in a frame after it, so a redo starts right after it.
+    checked_frame: u64,
+    /// Bodies the GPU's check rejected, read back and not yet acted on.
+    unsafe_found: Vec<(SoftBodyHandle, FallbackReason)>,
 }
 
 impl GpuRuntime {
@@ -347,12 +355,20 @@ impl World {
         if blocker.is_some() {
             self.drop_gpu_state();
         }
-        self.note_fallback(blocker.clone());
-        if blocker.is_some() {
+        let held = self.held_on_cpu();
+        self.note_fallback(blocker.clone().or(held.clone()));
+        if blocker.is_some() || held.is_some() {
+            self.move_to_cpu_for_fallback();
             return None;
         }
         match self.step_gpu(ctx, wall) {
-            Ok(report) => Some(report),
+            Ok(Some(report)) => Some(report),
+            Ok(None) => {
+                // The check rejected a body: the frame is stepped again on the CPU.
+                self.note_fallback(self.held_on_cpu());
+                self.move_to_cpu_for_fallback();
+                None
+            }
             Err(e) => {
                 self.lose_gpu(&e);
                 None
@@ -360,7 +376,9 @@ impl World {
         }
     }
 
-    fn step_gpu(&mut self, ctx: Arc<GpuContext>, wall: Instant) -> Result<StepReport, GpuError> {
+    /// Steps on the GPU; `None` when the frame is to be stepped on the CPU instead (the check
+    /// rejected a body, whose frame was rewound).
+    fn step_gpu(&mut self, ctx: Arc<GpuContext>, wall: Instant) -> Result<Option<StepReport>, GpuError> {
         let c = self.config.clone();
         let h = c.substep_dt();
         let contact = self.contact_model(h);
@@ -376,6 +394,7 @@ impl World {
             surface_contact: surface_contact_on(&self.state, &surface).then_some(surface),
             contact_pairs: c.gpu_contact_pairs,
             rigid_correction: c.rigid_correction,
+            check: c.fallback != FallbackPolicy::Never,
         };
         let mut report = StepReport {
             backend: Backend::Gpu,
@@ -390,6 +409,10 @@ impl World {
         // bounded.
         let target = self.frame + 1;
         report.frames_redone = self.receive_frame(&mut report)?;
+        let redone = self.settle_unsafe(true);
+        if redone > 0 || self.held_on_cpu().is_some() {
+            return Ok(None);
+        }
         let busy = self.gpu.stepper.as_ref().is_some_and(|s| s.frames_in_flight() >= MAX_FRAMES_IN_FLIGHT);
         if busy && report.frames_redone == 0 {
             report.gpu_busy = true;
@@ -398,7 +421,7 @@ impl World {
             report.state_frame = self.gpu.host_frame;
             report.game_thread_ms = wall.elapsed().as_secs_f64() * 1e3;
             report.wall_ms = report.game_thread_ms;
-            return Ok(report);
+            return Ok(Some(report));
         }
         while self.frame < target {
             self.record_frame(&ctx, &settings)?;
@@ -408,7 +431,7 @@ impl World {
         report.state_frame = self.gpu.host_frame;
         report.game_thread_ms = wall.elapsed().as_secs_f64() * 1e3;
         report.wall_ms = report.game_thread_ms;
-        Ok(report)
+        Ok(Some(report))
     }
 
     /// Records the next frame's substeps and hands the frame to the queue thread.
@@ -431,11 +454,14 @@ impl World {
             if self.gpu.stepper.is_none() {
                 self.gpu.stepper = Some(self.make_stepper(ctx)?);
                 self.gpu.dirty = false;
+                // The host copy the device starts from was stepped (and checked) on the CPU.
+                self.gpu.checked_frame = self.frame;
             }
             let Some(stepper) = self.gpu.stepper.as_mut() else { unreachable!("made above") };
             if self.gpu.dirty {
                 stepper.upload_dynamic(&self.state);
                 self.gpu.dirty = false;
+                self.gpu.checked_frame = self.frame;
             }
             let targets = if has_pins {
                 let n = self.state.vertex_count();
@@ -490,6 +516,7 @@ impl World {
         let Some((id, counts, contact)) = stepper.newest_frame()? else { return Ok(0) };
         let Some(frame) = self.submitted(id) else { return Ok(0) };
         self.report_rollbacks(&counts, frame.start, report);
+        self.mark_checked(frame.frame);
         if id < self.gpu.contact_seen {
             return Ok(0);
         }
@@ -556,6 +583,7 @@ impl World {
         let Some(read) = stepper.take_frame()? else { return Ok(()) };
         let Some(frame) = self.submitted(read.frame) else { return Ok(()) };
         self.report_rollbacks(&read.rollbacks, frame.start, &mut StepReport::default());
+        self.mark_checked(frame.frame);
         if !self.gpu.dirty && frame.frame > self.gpu.host_frame {
             self.state.positions = read.positions;
             self.state.velocities = read.velocities;
@@ -591,6 +619,13 @@ impl World {
             return;
         }
         *seen = r.count;
+        if let Some(reason) = check::unsafe_reason(r.fields) {
+            // Finite but unsafe: acted on by the step (a redo, or the fallback from now on).
+            if !self.gpu.unsafe_found.iter().any(|(b, _)| *b == handle) {
+                self.gpu.unsafe_found.push((handle, reason));
+            }
+            return;
+        }
         report.nan_detected = true;
         report.rolled_back.push(handle);
         let field = match r.fields {

@@ -1,0 +1,173 @@
+//! Host side of `shaders/step_check.wgsl`: the safety check of a GPU substep (inverted tets,
+//! speeds that would tunnel, paths through obstacles), flagging bodies for `step_guard`'s
+//! rollback beside its non-finite test.
+
+use super::{Bound, ComputeKernel};
+use crate::gpu::GpuContext;
+use crate::gpu::obstacles::GpuObstacleSet;
+use bytemuck::{Pod, Zeroable};
+
+/// WGSL source.
+pub const SHADER: &str = super::compose!("step_check", "step", "obstacles");
+
+/// Field bit of a body flagged for an inverted tet (beside the `step_guard::BAD_*` bits).
+pub const BAD_INVERSION: u32 = 8;
+/// Field bit of a body flagged for a vertex too fast for its size.
+pub const BAD_SPEED: u32 = 16;
+/// Field bit of a body flagged for a vertex path through an obstacle.
+pub const BAD_CROSSING: u32 = 32;
+/// Every bit the check sets.
+pub const UNSAFE: u32 = BAD_INVERSION | BAD_SPEED | BAD_CROSSING;
+
+/// The shader's `Params` uniform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct Params {
+    phase: u32,
+    count: u32,
+    vertex_body: u32,
+    h: f32,
+    obstacles: GpuObstacleSet,
+}
+
+/// What the kernel reads and writes.
+pub struct StepCheckBuffers<'a> {
+    /// Positions at the substep's end (vec4).
+    pub positions: &'a wgpu::Buffer,
+    /// Velocities at the substep's end (vec4).
+    pub velocities: &'a wgpu::Buffer,
+    /// Per-vertex [`super::vbd_inertia::GpuVertexStep`] (its `start` begins each path).
+    pub steps: &'a wgpu::Buffer,
+    /// `SimState::tets`.
+    pub tets: &'a wgpu::Buffer,
+    /// [`crate::gpu::pack::pack_index`].
+    pub index: &'a wgpu::Buffer,
+    /// Per body: its rest bounding-box diagonal (f32).
+    pub sizes: &'a wgpu::Buffer,
+    /// `step_guard`'s two u32 per body (zeroed before the substep).
+    pub bad: &'a wgpu::Buffer,
+}
+
+/// The compiled kernel.
+pub struct StepCheck {
+    kernel: ComputeKernel,
+}
+
+impl StepCheck {
+    /// Compiles the shader for `ctx`'s device.
+    pub fn new(ctx: &GpuContext) -> Self {
+        Self { kernel: ComputeKernel::new(ctx, "step_check", SHADER) }
+    }
+
+    /// The tet and vertex phases for substeps of length `h`; recorded between `step_guard`'s
+    /// first phase and its rollback. Empty without tets for the first.
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        (vertices, tets): (u32, u32),
+        vertex_body: u32,
+        h: f32,
+        obstacles: &GpuObstacleSet,
+        b: &StepCheckBuffers<'_>,
+    ) -> Vec<Bound> {
+        let buffers = [b.positions, b.velocities, b.steps, b.tets, b.index, b.sizes, b.bad];
+        [(0, tets), (1, vertices)]
+            .into_iter()
+            .filter(|&(_, count)| count > 0)
+            .map(|(phase, count)| {
+                let params = Params { phase, count, vertex_body, h, obstacles: *obstacles };
+                self.kernel.bind_pod(ctx, &params, &buffers, count)
+            })
+            .collect()
+    }
+}
+
+/// Per body (`vertex_body` names each vertex's): the diagonal of its bounding box at
+/// `positions` (the check's speed limit is half of it per substep).
+pub fn body_sizes(positions: &[glam::Vec4], vertex_body: &[u32], bodies: usize) -> Vec<f32> {
+    let mut lo = vec![glam::Vec3A::splat(f32::INFINITY); bodies];
+    let mut hi = vec![glam::Vec3A::splat(f32::NEG_INFINITY); bodies];
+    for (p, &b) in positions.iter().zip(vertex_body) {
+        let p = glam::Vec3A::from_vec4(*p);
+        lo[b as usize] = lo[b as usize].min(p);
+        hi[b as usize] = hi[b as usize].max(p);
+    }
+    lo.iter().zip(&hi).map(|(l, h)| if l.x <= h.x { (*h - *l).length() } else { 0.0 }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::{Vec3, Vec4};
+
+    use super::*;
+    use crate::collision::Obstacle;
+    use crate::gpu::buffers::{output, read_blocking, storage};
+    use crate::gpu::kernels::record_pass;
+    use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
+    use crate::gpu::test_support;
+    use crate::state::TetElement;
+
+    /// Four one-tet bodies: one fine, one crushed flat, one with a vertex too fast, one with a
+    /// vertex whose path went through the ground; only the last three are flagged, each with its
+    /// bit and its offending vertex.
+    #[test]
+    fn flags_inverted_fast_and_tunnelling_bodies_only() {
+        let Some(ctx) = test_support::context() else { return };
+        let rest = [Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z].map(|p| p * 0.1 + Vec3::Y);
+        let mut start = Vec::new();
+        let mut tets = Vec::new();
+        for b in 0..4u32 {
+            let at = Vec3::new(b as f32, 0.0, 0.0);
+            let x: [Vec3; 4] = rest.map(|p| p + at);
+            // Axis-aligned legs of 0.1 m: D_m = 0.1 I.
+            let dm_inv = [[10.0, 0.0, 0.0, 0.0], [0.0, 10.0, 0.0, 0.0], [0.0, 0.0, 10.0, 0.0]];
+            let vertices = [4 * b, 4 * b + 1, 4 * b + 2, 4 * b + 3];
+            tets.push(TetElement { vertices, dm_inv, volume: 1e-3 / 6.0, material: 0, _pad: [0; 2] });
+            start.extend(x.map(|p| p.extend(0.0)));
+        }
+        let mut end = start.clone();
+        let mut velocities = vec![Vec4::new(0.0, -1.0, 0.0, 0.0); 16];
+        // Body 1: its apex pushed through its base (J = -0.5).
+        end[7] = Vec4::new(1.0, 1.0, -0.05, 0.0);
+        // Body 2: 9 m/s, for a body of 0.17 m at 1/60 s (limit 5.2 m/s).
+        velocities[9] = Vec4::new(0.0, 0.0, 9.0, 0.0);
+        // Body 3: moved whole through the ground, undeformed.
+        for x in &mut end[12..16] {
+            x.y -= 1.6;
+        }
+        let vertex_body: Vec<u32> = (0..16).map(|v| v / 4).collect();
+        let steps: Vec<GpuVertexStep> =
+            start.iter().map(|s| GpuVertexStep { start: s.to_array(), ..Default::default() }).collect();
+        let sizes = body_sizes(&start, &vertex_body, 4);
+        assert!((sizes[0] - 0.1 * 3f32.sqrt()).abs() < 1e-6, "{sizes:?}");
+        let bufs = [
+            storage(&ctx, "positions", &end, false),
+            storage(&ctx, "velocities", &velocities, false),
+            storage(&ctx, "steps", &steps, false),
+            storage(&ctx, "tets", &tets, false),
+            storage(&ctx, "index", &vertex_body, false),
+            storage(&ctx, "sizes", &sizes, false),
+            output::<u32>(&ctx, "bad", 8),
+        ];
+        let b = StepCheckBuffers {
+            positions: &bufs[0],
+            velocities: &bufs[1],
+            steps: &bufs[2],
+            tets: &bufs[3],
+            index: &bufs[4],
+            sizes: &bufs[5],
+            bad: &bufs[6],
+        };
+        let obstacles = GpuObstacleSet::pack(&[Obstacle::ground(0.0, 0.5)]).expect("obstacles");
+        let kernel = StepCheck::new(&ctx);
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        record_pass(&mut encoder, "step_check", &kernel.bind(&ctx, (16, 4), 0, 1.0 / 60.0, &obstacles, &b));
+        ctx.queue.submit([encoder.finish()]);
+        let bad: Vec<u32> = read_blocking(&ctx, &bufs[6], 8).expect("bad");
+        let flagged: Vec<(u32, u32)> = bad.chunks(2).map(|w| (u32::MAX - w[0], w[1])).collect();
+        assert_eq!(flagged[0], (u32::MAX, 0), "{flagged:?}");
+        assert_eq!(flagged[1], (4, BAD_INVERSION), "{flagged:?}");
+        assert_eq!(flagged[2], (9, BAD_SPEED), "{flagged:?}");
+        assert_eq!(flagged[3], (12, BAD_CROSSING), "{flagged:?}");
+    }
+}

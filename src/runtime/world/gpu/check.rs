@@ -1,0 +1,95 @@
+//! The GPU's safety check on the host side: bodies its `step_check` kernel rejected (put back
+//! at rest on the device) are sent to the fallback, which runs on the CPU. The frames from the
+//! first one not known safe are rewound on the device and stepped again there, and the world
+//! stays on the CPU while an island is held on the fallback.
+
+use super::super::World;
+use crate::gpu::kernels::step_check::{BAD_INVERSION, BAD_SPEED, UNSAFE};
+use crate::gpu::kernels::step_guard::{BAD_ACCELERATION, BAD_POSITION, BAD_VELOCITY};
+use crate::runtime::FallbackReason;
+use crate::runtime::config::FallbackPolicy;
+use crate::runtime::events::PliantEvent;
+
+/// The reason of a rollback whose `fields` say the step was finite but unsafe, or `None` (a
+/// non-finite one, reported as such).
+pub(super) fn unsafe_reason(fields: u32) -> Option<FallbackReason> {
+    if fields & (BAD_POSITION | BAD_VELOCITY | BAD_ACCELERATION) != 0 || fields & UNSAFE == 0 {
+        return None;
+    }
+    Some(match fields {
+        f if f & BAD_INVERSION != 0 => FallbackReason::Inversion,
+        f if f & BAD_SPEED != 0 => FallbackReason::Speed,
+        _ => FallbackReason::Crossing,
+    })
+}
+
+impl World {
+    /// Why the next frame steps on the CPU for the fallback (the augmented-Lagrangian solver
+    /// runs there), or `None`.
+    pub(super) fn held_on_cpu(&self) -> Option<String> {
+        if self.config.fallback == FallbackPolicy::Always {
+            return Some(
+                "`fallback: always` steps every island with the augmented-Lagrangian solver, which runs on the CPU"
+                    .into(),
+            );
+        }
+        let next = self.frame + 1;
+        let held = self.slots.iter().find(|s| self.fallback.holds(s.handle, next))?;
+        let name = self.bodies.get(held.handle).map_or("", |b| b.name());
+        Some(format!(
+            "body `{name}` is held on the penetration-free fallback (the augmented-Lagrangian solver runs on the CPU)"
+        ))
+    }
+
+    /// Brings the state to the host for CPU steps (the stepper stays, and takes the host copy
+    /// back at the next GPU step); rejections read back but not redone are reported.
+    pub(super) fn move_to_cpu_for_fallback(&mut self) {
+        self.pull_gpu_state();
+        self.settle_unsafe(false);
+    }
+
+    /// Acts on the bodies the GPU's check rejected: each goes to the fallback (its next step,
+    /// then the hold), with an event saying whether the frames from the first one not known
+    /// safe were stepped again (`redo`: rewound to it on the device, for the CPU to step).
+    /// Returns how many frames were rewound.
+    pub(super) fn settle_unsafe(&mut self, redo: bool) -> u32 {
+        if self.gpu.unsafe_found.is_empty() {
+            return 0;
+        }
+        let from = self.gpu.checked_frame + 1;
+        let first = self.gpu.submitted.iter().find(|s| s.frame == from).copied();
+        let rewound = match (first, self.gpu.stepper.as_mut()) {
+            (Some(f), Some(stepper)) if redo && !self.gpu.dirty && f.frame <= self.frame => {
+                stepper.restore_frame(f.frame).then_some(f)
+            }
+            _ => None,
+        };
+        let redone = match rewound {
+            Some(f) => {
+                let n = (self.frame + 1 - f.frame) as u32;
+                // Frames submitted from this one on are superseded: their readbacks are ignored.
+                self.gpu.submitted.retain(|s| s.frame < f.frame);
+                self.frame = f.frame - 1;
+                self.time = f.start;
+                self.gpu.host_frame = self.gpu.host_frame.min(self.frame);
+                n
+            }
+            None => 0,
+        };
+        let time = rewound.map_or(self.time, |f| f.start);
+        for (body, reason) in std::mem::take(&mut self.gpu.unsafe_found) {
+            self.fallback.force(body, reason);
+            let name = self.bodies.get(body).map_or_else(String::new, |b| b.name().to_owned());
+            log::info!("pliant: body `{name}`: GPU step failed the safety check ({reason:?})");
+            self.events.push(PliantEvent::UnsafeStep { body, name, time, reason, redone: redone > 0 });
+        }
+        redone
+    }
+
+    /// Frame `frame` came back: with no rejection pending, every frame up to it passed the check.
+    pub(super) fn mark_checked(&mut self, frame: u64) {
+        if self.gpu.unsafe_found.is_empty() {
+            self.gpu.checked_frame = self.gpu.checked_frame.max(frame);
+        }
+    }
+}
