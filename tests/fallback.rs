@@ -171,8 +171,8 @@ fn on_the_gpu_the_check_rejects_the_projectile_and_the_fallback_redoes_its_frame
     assert!(rejected, "the GPU's check did not reject the cube's step: {events:?}");
     // The redone frame went to the fallback (for the GPU's reason, or its own check's).
     assert_detected(&reports);
-    let last_cpu = reports.iter().rposition(|r| r.backend == Backend::Cpu).expect("no frame on the CPU");
-    assert!(reports[last_cpu..].iter().any(|r| r.backend == Backend::Gpu), "the world never went back to the GPU");
+    let first_cpu = reports.iter().position(|r| r.backend == Backend::Cpu).expect("no frame on the CPU");
+    assert!(reports[first_cpu..].iter().any(|r| r.backend == Backend::Gpu), "the world never went back to the GPU");
     let (cube, cloth) = (centroid_y(world, shot), lowest_y(world, sheet));
     assert!(cube > cloth, "cube centre {cube} below the cloth's lowest point {cloth}");
 }

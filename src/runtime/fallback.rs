@@ -292,7 +292,7 @@ pub(crate) fn settle_substep(
         report.islands.push(IslandReport {
             bodies: handles,
             substep: info.substep,
-            path: if out.converged { StepPath::Fallback } else { StepPath::FallbackTruncated },
+            path: if out.converged && !out.rewound { StepPath::Fallback } else { StepPath::FallbackTruncated },
             reason: Some(reason),
             iterations: out.iterations,
             newton_iterations: out.newton_iterations,

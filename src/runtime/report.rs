@@ -12,8 +12,10 @@ pub enum StepPath {
     Fast,
     /// Rolled back and redone by the augmented-Lagrangian fallback, converged.
     Fallback,
-    /// Rolled back and redone by the fallback, which ran out of time or iterations and returned
-    /// its last iterate: intersection-free, less converged (see `IslandReport::travelled`).
+    /// Rolled back and redone by the fallback, which ran out of time or iterations, or whose
+    /// last iterate had a higher incremental potential than an earlier one, and returned its
+    /// last (or that lower) iterate: intersection-free, less converged (see
+    /// `IslandReport::travelled`).
     FallbackTruncated,
     /// Rolled back to the step's start with zero velocity: the fast path failed and the
     /// fallback could not take the step (it produced non-finite values, or the island touches a

@@ -85,6 +85,9 @@ pub struct AlStats {
     pub travelled: f64,
     /// The termination criterion held (otherwise time or the iteration cap ran out).
     pub converged: bool,
+    /// The last iterate's incremental potential was above an earlier one's, which was
+    /// returned instead (an inexact solve that went uphill; see [`al_step`]).
+    pub rewound: bool,
     /// `‖∇L‖` at the last Newton iterate \[N\].
     pub residual: f64,
     /// Pairs in the active set at the end.
@@ -127,6 +130,8 @@ pub(crate) struct AlScratch {
     rhs: Vec<DVec3>,
     friction_scale: Vec<f64>,
     trial: Vec<DVec3>,
+    /// The iterate with the lowest incremental potential so far.
+    best: Vec<DVec3>,
 }
 
 impl AlScratch {
@@ -174,6 +179,20 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
         scratch.active.add(st, input.obstacles, key, &x);
     }
     let (mut first_weight, mut start_weight, mut small_steps) = (1.0f64, 1.0f64, 0u32);
+    // Every iterate x^[k] is feasible (intersection-free, no tet below j_min), and the step's
+    // answer is the feasible point of lowest incremental potential: the start x^[0] is one
+    // (staying put), so the answer's potential is at most the start's. The iterates are
+    // meant to descend towards it, but inexact subproblems on badly conditioned islands (a
+    // 1e11 Pa block on a 30 g cloth) can leave the last one far above the start, flinging
+    // vertices metres in a step with energy from nowhere; the lowest one seen is returned.
+    // Only where no kinematic vertex moves: a pin's target is part of the step's answer, and
+    // the iterates carry the pins only part of the way, so their potentials do not compare.
+    let comparable = (0..n).all(|v| !input.moves[v] || input.solved[v] || input.start[v] == input.guess[v]);
+    let mut best_energy = if comparable { problem.energy(st, &x) } else { f64::NEG_INFINITY };
+    let mut best_travelled = 0.0;
+    if comparable {
+        scratch.best.clone_from(&x);
+    }
     while stats.iterations < s.max_iterations {
         if expired(s.deadline) {
             break;
@@ -198,6 +217,14 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
             first_weight * (1.0 - alpha)
         };
         start_weight *= 1.0 - alpha;
+        if comparable {
+            let energy = problem.energy(st, &x);
+            if energy <= best_energy {
+                best_energy = energy;
+                best_travelled = 1.0 - start_weight;
+                scratch.best.clone_from(&x);
+            }
+        }
         if first_weight < s.epsilon {
             stats.converged = true;
             break;
@@ -214,8 +241,13 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
             small_steps = 0;
         }
     }
-    scratch.active.linearize(&x, input.obstacles);
     stats.travelled = 1.0 - start_weight;
+    if comparable && problem.energy(st, &x) > best_energy {
+        stats.rewound = true;
+        stats.travelled = best_travelled;
+        x.clone_from(&scratch.best);
+    }
+    scratch.active.linearize(&x, input.obstacles);
     stats.pairs = scratch.active.list.len();
     stats.min_distance = scratch.active.min_distance();
     x_out.clear();
@@ -310,5 +342,87 @@ fn solve_subproblem(
         if r == 1.0 || step < 1e-12 {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::{DVec3, Vec3};
+
+    use super::*;
+    use crate::prelude::*;
+    use crate::test_rng::Rng;
+
+    const H: f64 = 1.0 / 60.0;
+    const G: DVec3 = DVec3::new(0.0, -9.81, 0.0);
+
+    /// A 0.1 m stable neo-Hookean cube (E = 1e5 Pa, default density) whose lowest face is at `y`,
+    /// at rest.
+    fn cube_at(y: f32) -> SimState {
+        let mut w = World::new(StepConfig::default()).expect("world");
+        let mesh = TetMesh::box_mesh(Vec3::splat(0.1), [2, 2, 2], TetSplit::Six).expect("mesh");
+        let material = crate::material::StableNeoHookean::from_young_poisson(1e5, 0.3);
+        let body = SoftBodyBuilder::tetrahedral(mesh).material(material).translation(Vec3::new(0.0, y + 0.05, 0.0));
+        w.bodies.insert(body.build().expect("body"));
+        w.sync();
+        w.state().clone()
+    }
+
+    /// Runs a backward-Euler step from rest with first target `guess`; returns the result,
+    /// its stats, and the incremental potentials at the start and at the result.
+    fn step(st: &SimState, obstacles: &[Obstacle], guess: &[DVec3]) -> (Vec<DVec3>, AlStats, f64, f64) {
+        let start: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
+        let n = start.len();
+        let (solved, moves) = (vec![true; n], vec![true; n]);
+        let inertia = |i: usize| (st.masses[i] as f64 / (H * H), start[i] + G * H * H);
+        let input = AlInput {
+            st,
+            obstacles,
+            start: &start,
+            guess,
+            solved: &solved,
+            moves: &moves,
+            inertia: &inertia,
+            surface_pairs: false,
+        };
+        let settings = AlSettings { offset: 1e-3, ..AlSettings::default() };
+        let mut x = Vec::new();
+        let stats = al_step(&input, &settings, &mut AlScratch::default(), &mut x);
+        let problem = Problem::new(st, &solved, inertia);
+        let (e0, e1) = (problem.energy(st, &start), problem.energy(st, &x));
+        (x, stats, e0, e1)
+    }
+
+    /// With nothing in the way, the step is the inertia target: every vertex falls h²g.
+    #[test]
+    fn free_fall_converges_to_the_predictor() {
+        let st = cube_at(1.0);
+        let start: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
+        let (x, stats, e0, e1) = step(&st, &[], &start);
+        assert!(stats.converged && !stats.rewound, "{stats:?}");
+        assert!((stats.travelled - 1.0).abs() < 1e-3, "{stats:?}");
+        for (a, b) in x.iter().zip(&start) {
+            assert!((*a - (*b + G * H * H)).length() < 1e-6, "{a} vs {b}");
+        }
+        assert!(e1 < e0);
+    }
+
+    /// A first target scrambled by up to 0.3 m per vertex (tets inverted, vertices deep in the
+    /// ground): the result is feasible (above the ground, no tet below j_min) and its
+    /// incremental potential is no higher than staying put.
+    #[test]
+    fn a_wild_guess_gives_a_feasible_result_no_worse_than_the_start() {
+        let st = cube_at(0.002);
+        let ground = [Obstacle::ground(0.0, 0.0)];
+        let mut rng = Rng(7);
+        let guess: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3() + rng.vec() * 0.3).collect();
+        let (x, stats, e0, e1) = step(&st, &ground, &guess);
+        assert!(x.iter().all(|p| p.y > -1e-9), "{stats:?}");
+        for t in &st.tets {
+            let xs = t.vertices.map(|i| x[i as usize].as_vec3a());
+            let j = crate::material::tet::deformation_gradient::<f32>(&xs, &t.dm_inv()).determinant();
+            assert!(j > 0.0099, "J = {j}");
+        }
+        assert!(e1 <= e0 + 1e-12, "{e1} > {e0}: {stats:?}");
     }
 }
