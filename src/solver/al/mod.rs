@@ -86,7 +86,8 @@ pub struct AlStats {
     /// The termination criterion held (otherwise time or the iteration cap ran out).
     pub converged: bool,
     /// The last iterate's incremental potential was above an earlier one's, which was
-    /// returned instead (an inexact solve that went uphill; see [`al_step`]).
+    /// returned instead: an inexact solve went uphill, and the step answers with its feasible
+    /// iterate of lowest potential.
     pub rewound: bool,
     /// `‖∇L‖` at the last Newton iterate \[N\].
     pub residual: f64,
