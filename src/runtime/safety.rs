@@ -30,9 +30,10 @@ pub enum FallbackReason {
     /// (kinetic + elastic energy + weight × island height) plus 1 mJ (three soft flags in five
     /// frames fall back).
     EnergyGain,
-    /// The sweeps ended with a larger force residual than the initial guess had: soft with more
-    /// than [`RESIDUAL_WEIGHT_SHARE`] of the body's weight unbalanced (no progress), hard with
-    /// more than [`DIVERGED_WEIGHTS`] times the weight (diverged).
+    /// The sweeps ended with a larger force residual than the initial guess had: soft when it
+    /// grew [`RESIDUAL_GROWTH`] times with more than [`RESIDUAL_WEIGHT_SHARE`] of the body's
+    /// weight unbalanced (no progress), hard with more than [`DIVERGED_WEIGHTS`] times the
+    /// weight (diverged).
     ResidualGrowth,
     /// Soft: more than a fifth of the island's surface vertices ended held by their
     /// displacement bound.
@@ -61,6 +62,17 @@ pub const RESIDUAL_WEIGHT_SHARE: f64 = 0.25;
 /// A residual that grew to this many times the body's weight is a hard failure (the sweeps
 /// diverged), not a soft flag.
 pub const DIVERGED_WEIGHTS: f64 = 100.0;
+/// Growth of the residual over the sweeps (last over first) that counts as no progress. Sweeps
+/// that stall on a pile of bodies, each carrying the ones above, end 1.0–1.2× above their first
+/// residual from one step to the next; the sweeps of a steel block on a trampoline that cannot
+/// hold it end 1.2–6× above. Cloth, and a tet body touching one [`STIFFNESS_CONTRAST`] times
+/// stiffer or softer, are flagged on any growth: there the sweeps stall for good (a 1e9 Pa block
+/// on a 1e4 Pa sheet ends 1.0–1.3× above), and stacked cloth layers sink closer than half the
+/// contact offset.
+pub const RESIDUAL_GROWTH: f64 = 1.5;
+/// Ratio of shear moduli between two tet bodies in contact beyond which the fast path's
+/// per-vertex sweeps cannot carry the force across (ALGORITHMS §8's stiffness ratios).
+pub const STIFFNESS_CONTRAST: f64 = 1e3;
 /// Share of an island's surface vertices that may end clamped.
 pub const CLAMP_LOCK_SHARE: f32 = 0.2;
 
@@ -133,17 +145,19 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
     }
     let CheckScratch { swept, x, y, moves, residuals, weight } = scratch;
     c.scratch.body_residuals(st, residuals);
+    let strict = any_growth_stalls(st, c.scratch.contact_pairs());
     weight.clear();
     weight.resize(st.bodies.len(), 0.0);
     for (&m, &b) in st.masses.iter().zip(&st.vertex_body) {
         weight[b as usize] += m as f64 * c.gravity as f64;
     }
-    for ((v, &(first, last)), &w) in out.iter_mut().zip(residuals.iter()).zip(weight.iter()) {
+    for (((v, &(first, last)), &w), &strict) in out.iter_mut().zip(residuals.iter()).zip(weight.iter()).zip(&strict) {
         if v.clamped as f32 > CLAMP_LOCK_SHARE * v.surface_vertices as f32 {
             v.soft = v.soft.or(Some(FallbackReason::ClampLock));
         }
-        // No progress on a force that matters: the sweeps ended with more force than the initial
-        // guess had, and with more than RESIDUAL_WEIGHT_SHARE of the body's weight unbalanced.
+        // No progress on a force that matters: the sweeps ended with clearly more force than the
+        // initial guess had (residuals are squared here), and with more than
+        // RESIDUAL_WEIGHT_SHARE of the body's weight unbalanced.
         // (VBD's last sweep on a stiff slender beam routinely ends 1.5× above its first with a
         // few per cent of its weight unbalanced while its steps still converge over time; an
         // exact initial guess, as in free flight, leaves only rounding noise.)
@@ -151,7 +165,7 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
         if last > first && last.sqrt() > DIVERGED_WEIGHTS * w.max(1e-3) {
             // Not a stall but a blow-up: the force grew past a hundred times the body's weight.
             v.hard = v.hard.or(Some(FallbackReason::ResidualGrowth));
-        } else if last > first && last.sqrt() > floor {
+        } else if last > if strict { first } else { RESIDUAL_GROWTH * RESIDUAL_GROWTH * first } && last.sqrt() > floor {
             v.soft = v.soft.or(Some(FallbackReason::ResidualGrowth));
         }
     }
@@ -211,4 +225,25 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
             hard(out, b, FallbackReason::Crossing);
         }
     }
+}
+
+/// Per body: whether any growth of its residual counts as a stall: it has no tets (cloth), or
+/// it touches (through the step's contact pairs) a tet body whose shear modulus differs from
+/// its own by more than [`STIFFNESS_CONTRAST`].
+fn any_growth_stalls(st: &SimState, pairs: &[crate::collision::surface_pairs::ContactPair]) -> Vec<bool> {
+    let mut shear = vec![0.0f64; st.bodies.len()];
+    for t in &st.tets {
+        let b = st.vertex_body[t.vertices[0] as usize] as usize;
+        shear[b] = shear[b].max(st.materials[t.material as usize].mu as f64);
+    }
+    let mut out: Vec<bool> = shear.iter().map(|&s| s == 0.0).collect();
+    for p in pairs {
+        let (a, b) = (st.vertex_body[p.vertices[0] as usize] as usize, st.vertex_body[p.vertices[3] as usize] as usize);
+        let (sa, sb) = (shear[a], shear[b]);
+        if a != b && sa > 0.0 && sb > 0.0 && sa.max(sb) > STIFFNESS_CONTRAST * sa.min(sb) {
+            out[a] = true;
+            out[b] = true;
+        }
+    }
+    out
 }
