@@ -141,10 +141,7 @@ fn on_the_gpu_the_check_rejects_the_projectile_and_the_fallback_redoes_its_frame
     let (sheet, shot) = (body(&loaded, "sheet"), body(&loaded, "cube"));
     let config = StepConfig { backend: Backend::Gpu, ..loaded.world.config().clone() };
     if let Err(e) = loaded.world.set_config(config) {
-        if std::env::var("PLIANT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-            panic!("PLIANT_REQUIRE_GPU=1 but no GPU: {e}");
-        }
-        eprintln!("skipping a GPU test: {e}");
+        common::no_gpu(&e);
         return;
     }
     let world = &mut loaded.world;

@@ -4,21 +4,14 @@
 //! asynchronous contract (a step returns before the GPU has run it; finished frames come back
 //! in order). Skipped without an adapter unless `PLIANT_REQUIRE_GPU=1` (CI, on lavapipe).
 
+mod common;
+
 use pliant::prelude::*;
 use pliant::runtime::{Backend, PliantEvent};
 
 /// A GPU world for `config`, or `None` (skip) on a machine without an adapter.
 fn gpu_world(config: StepConfig) -> Option<World> {
-    match World::new(StepConfig { backend: Backend::Gpu, ..config }) {
-        Ok(w) => Some(w),
-        Err(e) if std::env::var("PLIANT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
-            panic!("PLIANT_REQUIRE_GPU=1 but no GPU: {e}")
-        }
-        Err(e) => {
-            eprintln!("skipping a GPU test: {e}");
-            None
-        }
-    }
+    World::new(StepConfig { backend: Backend::Gpu, ..config }).map_err(|e| common::no_gpu(&e)).ok()
 }
 
 /// The default configuration (rigid correction and surface contact on), 20 sweeps.

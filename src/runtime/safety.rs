@@ -96,6 +96,10 @@ pub(crate) struct CheckScratch {
     moves: Vec<bool>,
     residuals: Vec<(f64, f64)>,
     weight: Vec<f64>,
+    /// Per body: the largest shear modulus of its tets (0 for cloth).
+    shear: Vec<f64>,
+    /// Per body: any growth of its residual counts as a stall.
+    strict: Vec<bool>,
 }
 
 /// What the check reads.
@@ -129,7 +133,12 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
             hard(out, st.vertex_body[i], FallbackReason::NonFinite);
         }
     }
+    let CheckScratch { swept, x, y, moves, residuals, weight, shear, strict } = scratch;
+    shear.clear();
+    shear.resize(st.bodies.len(), 0.0);
     for t in &st.tets {
+        let b = st.vertex_body[t.vertices[0] as usize] as usize;
+        shear[b] = shear[b].max(st.materials[t.material as usize].mu as f64);
         let x = t.vertices.map(|i| Vec3A::from_vec4(st.positions[i as usize]));
         let f = crate::material::tet::deformation_gradient::<f32>(&x, &t.dm_inv());
         if !(f.determinant() > INVERSION_J) {
@@ -143,15 +152,16 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
             out[b].clamped += 1;
         }
     }
-    let CheckScratch { swept, x, y, moves, residuals, weight } = scratch;
     c.scratch.body_residuals(st, residuals);
-    let strict = any_growth_stalls(st, c.scratch.contact_pairs());
+    any_growth_stalls(st, shear, c.scratch.contact_pairs(), strict);
     weight.clear();
     weight.resize(st.bodies.len(), 0.0);
     for (&m, &b) in st.masses.iter().zip(&st.vertex_body) {
         weight[b as usize] += m as f64 * c.gravity as f64;
     }
-    for (((v, &(first, last)), &w), &strict) in out.iter_mut().zip(residuals.iter()).zip(weight.iter()).zip(&strict) {
+    for (((v, &(first, last)), &w), &strict) in
+        out.iter_mut().zip(residuals.iter()).zip(weight.iter()).zip(strict.iter())
+    {
         if v.clamped as f32 > CLAMP_LOCK_SHARE * v.surface_vertices as f32 {
             v.soft = v.soft.or(Some(FallbackReason::ClampLock));
         }
@@ -227,16 +237,18 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
     }
 }
 
-/// Per body: whether any growth of its residual counts as a stall: it has no tets (cloth), or
-/// it touches (through the step's contact pairs) a tet body whose shear modulus differs from
-/// its own by more than [`STIFFNESS_CONTRAST`].
-fn any_growth_stalls(st: &SimState, pairs: &[crate::collision::surface_pairs::ContactPair]) -> Vec<bool> {
-    let mut shear = vec![0.0f64; st.bodies.len()];
-    for t in &st.tets {
-        let b = st.vertex_body[t.vertices[0] as usize] as usize;
-        shear[b] = shear[b].max(st.materials[t.material as usize].mu as f64);
-    }
-    let mut out: Vec<bool> = shear.iter().map(|&s| s == 0.0).collect();
+/// Per body: whether any growth of its residual counts as a stall (into `out`): it has no tets
+/// (cloth; `shear` is each body's largest tet shear modulus, 0 without tets), or it touches
+/// (through the step's contact pairs) a tet body whose shear modulus differs from its own by
+/// more than [`STIFFNESS_CONTRAST`].
+fn any_growth_stalls(
+    st: &SimState,
+    shear: &[f64],
+    pairs: &[crate::collision::surface_pairs::ContactPair],
+    out: &mut Vec<bool>,
+) {
+    out.clear();
+    out.extend(shear.iter().map(|&s| s == 0.0));
     for p in pairs {
         let (a, b) = (st.vertex_body[p.vertices[0] as usize] as usize, st.vertex_body[p.vertices[3] as usize] as usize);
         let (sa, sb) = (shear[a], shear[b]);
@@ -245,5 +257,4 @@ fn any_growth_stalls(st: &SimState, pairs: &[crate::collision::surface_pairs::Co
             out[b] = true;
         }
     }
-    out
 }

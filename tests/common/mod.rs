@@ -57,3 +57,12 @@ pub fn quadratic_fit(t: &[f64], s: &[f64]) -> [f64; 3] {
     }
     [a[0][3] / a[0][0], a[1][3] / a[1][1], a[2][3] / a[2][2]]
 }
+
+/// Where a GPU test finds no adapter: a failure when `PLIANT_REQUIRE_GPU=1` (CI, on lavapipe),
+/// otherwise a note that the test is skipped.
+pub fn no_gpu(e: &dyn std::fmt::Display) {
+    if std::env::var("PLIANT_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("PLIANT_REQUIRE_GPU=1 but no GPU: {e}");
+    }
+    eprintln!("skipping a GPU test: {e}");
+}

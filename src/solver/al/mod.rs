@@ -189,9 +189,11 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
     // Only where no kinematic vertex moves: a pin's target is part of the step's answer, and
     // the iterates carry the pins only part of the way, so their potentials do not compare.
     let comparable = (0..n).all(|v| !input.moves[v] || input.solved[v] || input.start[v] == input.guess[v]);
-    let mut best_energy = if comparable { problem.energy(st, &x) } else { f64::NEG_INFINITY };
-    let mut best_travelled = 0.0;
-    if comparable {
+    // (potential, travelled) of the lowest iterate so far (in `scratch.best`), and the last
+    // iterate's potential.
+    let mut lowest = comparable.then(|| (problem.energy(st, &x), 0.0));
+    let mut last_energy = lowest.map_or(f64::NEG_INFINITY, |l| l.0);
+    if lowest.is_some() {
         scratch.best.clone_from(&x);
     }
     while stats.iterations < s.max_iterations {
@@ -218,11 +220,10 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
             first_weight * (1.0 - alpha)
         };
         start_weight *= 1.0 - alpha;
-        if comparable {
-            let energy = problem.energy(st, &x);
-            if energy <= best_energy {
-                best_energy = energy;
-                best_travelled = 1.0 - start_weight;
+        if let Some((energy, travelled)) = &mut lowest {
+            last_energy = problem.energy(st, &x);
+            if last_energy <= *energy {
+                (*energy, *travelled) = (last_energy, 1.0 - start_weight);
                 scratch.best.clone_from(&x);
             }
         }
@@ -243,9 +244,11 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
         }
     }
     stats.travelled = 1.0 - start_weight;
-    if comparable && problem.energy(st, &x) > best_energy {
+    if let Some((energy, travelled)) = lowest
+        && last_energy > energy
+    {
         stats.rewound = true;
-        stats.travelled = best_travelled;
+        stats.travelled = travelled;
         x.clone_from(&scratch.best);
     }
     scratch.active.linearize(&x, input.obstacles);
