@@ -33,6 +33,8 @@
 
 pub mod body;
 pub mod collision;
+#[cfg(all(feature = "debug-render", feature = "serde"))]
+pub mod debug;
 pub mod error;
 #[cfg(feature = "gpu")]
 pub mod gpu;

@@ -9,7 +9,11 @@ use pliant::io::{RunOptions, expand_sweep, load_scene_file, run_scene};
 fn bundled_list_matches_the_directory_and_every_scene_builds() {
     let mut on_disk: Vec<String> = std::fs::read_dir("examples/scenes")
         .unwrap()
-        .filter_map(|e| e.ok()?.path().file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            // Scenes are the JSON files; `assets/` holds what they load.
+            (path.extension()? == "json").then(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))?
+        })
         .collect();
     on_disk.sort();
     let bundled: Vec<String> = BUNDLED_SCENES.iter().map(|(n, _)| n.to_string()).collect();
@@ -32,6 +36,7 @@ fn runner_writes_obj_frames_and_metrics() {
             frames: Some(12),
             out_dir: Some(dir.path().into()),
             export_obj: true,
+            export_gltf: false,
             on_frame: None,
             check_intersections: true,
         },

@@ -2,9 +2,11 @@
 //!
 //! ```text
 //! pliant                                   run the main demo (drop_cube) and print its summary
-//! pliant run <scene.json|bundled name> [--out DIR] [--frames N] [--threads K] [--export obj]
-//!             [--backend cpu|gpu|auto] [--adapter NAME] [--fallback auto|always|never]
-//!             [--budget-ms MS]
+//! pliant run <scene.json|bundled name> [--out DIR] [--frames N] [--threads K]
+//!             [--export obj,gltf] [--backend cpu|gpu|auto] [--adapter NAME]
+//!             [--fallback auto|always|never] [--budget-ms MS]
+//! pliant render <out dir> [--frame N | --every K] [--contacts] [--width W] [--height H]
+//!                                          PNG pictures of a run's exported OBJ frames
 //! pliant scenes                            list the bundled scenes
 //! ```
 
@@ -13,12 +15,17 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use pliant::debug::{RenderRunOptions, RunFrames, render_run};
 use pliant::io::bundled::{BUNDLED_SCENES, bundled_scene};
 use pliant::io::{LoadedScene, RunOptions, RunResult, SceneError, expand_sweep, run_scene};
 use pliant::runtime::Backend;
 
 #[derive(Parser)]
-#[command(name = "pliant", version, about = "Run Pliant soft-body scenes headless: metrics, probes, OBJ frames.")]
+#[command(
+    name = "pliant",
+    version,
+    about = "Run Pliant soft-body scenes headless: metrics, probes, OBJ and glTF frames, pictures."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -26,8 +33,11 @@ struct Cli {
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Export {
-    /// One Wavefront OBJ per exported frame: `<out>/frames/frame_NNNNN.obj`.
+    /// One Wavefront OBJ per exported frame: `<out>/frames/frame_NNNNN.obj` (`pliant render`
+    /// draws these).
     Obj,
+    /// The exported frames as one animated GLB: `<out>/run.glb`.
+    Gltf,
 }
 
 #[derive(Subcommand)]
@@ -45,9 +55,9 @@ enum Command {
         /// Worker threads (overrides the scene; 0 = all cores).
         #[arg(long)]
         threads: Option<usize>,
-        /// Export frames in this format.
-        #[arg(long, value_enum)]
-        export: Option<Export>,
+        /// Export frames in these formats (every `output.obj_every` frames), e.g. `obj,gltf`.
+        #[arg(long, value_enum, value_delimiter = ',')]
+        export: Vec<Export>,
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
@@ -67,6 +77,30 @@ enum Command {
         #[arg(long)]
         budget_ms: Option<f64>,
     },
+    /// Draw PNG pictures of a run's exported OBJ frames into `<dir>/render/` (headless wgpu on
+    /// any adapter, lavapipe included).
+    Render {
+        /// The run's output directory (`pliant run --out`), holding `frames/` and `scene.json`.
+        dir: PathBuf,
+        /// The frame to draw (default: the last exported).
+        #[arg(long, conflicts_with = "every")]
+        frame: Option<u64>,
+        /// Draw every K-th exported frame (and the last), with one camera.
+        #[arg(long)]
+        every: Option<u64>,
+        /// Mark contact points.
+        #[arg(long)]
+        contacts: bool,
+        /// Picture width in pixels.
+        #[arg(long, default_value_t = 1280)]
+        width: u32,
+        /// Picture height in pixels.
+        #[arg(long, default_value_t = 720)]
+        height: u32,
+        /// GPU adapter to use: the first whose name contains this.
+        #[arg(long)]
+        adapter: Option<String>,
+    },
     /// List the bundled scenes.
     Scenes,
 }
@@ -77,10 +111,30 @@ fn main() -> ExitCode {
         None => {
             println!("Pliant demo: a soft cube dropped on the ground (bundled scene `drop_cube`).");
             println!("Run `pliant --help` for the scene runner; outputs go to out/drop_cube.\n");
-            run("drop_cube", &Where::default(), None, Some(Export::Obj), false)
+            run("drop_cube", &Where::default(), None, &[Export::Obj, Export::Gltf], false).map(|()| demo_picture())
+        }
+        Some(Command::Render { dir, frame, every, contacts, width, height, adapter }) => {
+            let frames = match (frame, every) {
+                (Some(n), _) => RunFrames::One(n),
+                (None, Some(k)) => RunFrames::Every(k),
+                (None, None) => RunFrames::Last,
+            };
+            let options = RenderRunOptions { frames, width, height, contacts, adapter };
+            match render_run(&dir, &options) {
+                Ok(files) => {
+                    for f in files {
+                        println!("{}", f.display());
+                    }
+                    Ok(())
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
         }
         Some(Command::Run { scene, out, frames, threads, export, quiet, backend, adapter, fallback, budget_ms }) => {
-            run(&scene, &Where { out, threads, backend, adapter, fallback, budget_ms }, frames, export, quiet)
+            run(&scene, &Where { out, threads, backend, adapter, fallback, budget_ms }, frames, &export, quiet)
         }
         Some(Command::Scenes) => {
             list_scenes();
@@ -116,7 +170,21 @@ struct Where {
     budget_ms: Option<f64>,
 }
 
-fn run(scene: &str, at: &Where, frames: Option<u32>, export: Option<Export>, quiet: bool) -> Result<(), SceneError> {
+/// The demo's picture of its last frame, where a GPU adapter (or lavapipe) exists.
+fn demo_picture() {
+    let dir = Path::new("out").join("drop_cube");
+    match render_run(&dir, &RenderRunOptions::default()) {
+        Ok(files) => {
+            for f in files {
+                println!("picture      {}", f.display());
+            }
+        }
+        Err(e) => println!("picture      none ({e})"),
+    }
+    println!("animation    {}", dir.join("run.glb").display());
+}
+
+fn run(scene: &str, at: &Where, frames: Option<u32>, export: &[Export], quiet: bool) -> Result<(), SceneError> {
     let (out, threads) = (at.out.clone(), at.threads);
     let (json, base) = match bundled_scene(scene) {
         Some(j) if !Path::new(scene).exists() => (j.to_owned(), PathBuf::from("examples/scenes")),
@@ -182,7 +250,7 @@ fn run_one(
     loaded: &mut LoadedScene,
     dir: &Path,
     frames: Option<u32>,
-    export: Option<Export>,
+    export: &[Export],
     quiet: bool,
 ) -> Result<RunResult, SceneError> {
     let total = frames.unwrap_or(loaded.scene.frames) as u64;
@@ -200,7 +268,8 @@ fn run_one(
         RunOptions {
             frames,
             out_dir: Some(dir.to_owned()),
-            export_obj: export == Some(Export::Obj),
+            export_obj: export.contains(&Export::Obj),
+            export_gltf: export.contains(&Export::Gltf),
             on_frame: Some(&mut on_frame),
             check_intersections: true,
         },

@@ -53,11 +53,15 @@ pub(crate) mod test_support {
 mod tests {
     /// Every kernel, composed with the `shaders/lib/` files it uses, parses and validates for
     /// the WebGPU baseline: no capabilities beyond the default (in particular no f64). Every
-    /// `shaders/*.wgsl` file is a registered kernel.
+    /// `shaders/*.wgsl` file is a registered kernel or render shader.
     #[test]
     fn every_shader_validates_for_webgpu() {
-        use super::kernels::SHADERS;
-        for (name, source) in SHADERS {
+        #[cfg(all(feature = "debug-render", feature = "serde"))]
+        let render = crate::debug::SHADERS;
+        #[cfg(not(all(feature = "debug-render", feature = "serde")))]
+        let render: &[(&str, &str)] = &[];
+        let shaders: Vec<(&str, &str)> = super::kernels::SHADERS.iter().chain(render).copied().collect();
+        for &(name, source) in &shaders {
             let module =
                 naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
@@ -70,11 +74,11 @@ mod tests {
             let path = entry.expect("directory entry").path();
             if path.extension().is_some_and(|e| e == "wgsl") {
                 let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
-                assert!(SHADERS.iter().any(|(name, _)| *name == stem), "{} is not a registered kernel", path.display());
+                assert!(shaders.iter().any(|(name, _)| *name == stem), "{} is not a registered shader", path.display());
                 files += 1;
             }
         }
-        assert_eq!(files, SHADERS.len());
+        assert_eq!(files, shaders.len());
     }
 
     /// A kernel is compiled once per device: a stepper made again (bodies added or removed)

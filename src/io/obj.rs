@@ -1,44 +1,139 @@
-//! Wavefront OBJ export of a frame: every body's surface as its own `o <name>` group, in metres
-//! with y up.
+//! Wavefront OBJ frames: every body's mesh as its own `o <name>` group, in metres with y up,
+//! and optionally the frame's contact points as point elements (`p`) in a group `contacts`.
+//! [`parse_obj_frame`] reads such a file back (for `pliant render`).
 
 use std::fmt::Write;
 
-use crate::body::SoftBodyHandle;
-use crate::runtime::World;
+use glam::Vec3;
 
-/// Renders the surfaces of `bodies` (name, handle) as OBJ text.
-pub fn frame_obj(world: &World, bodies: &[(String, SoftBodyHandle)]) -> String {
+use crate::mesh::RenderMesh;
+
+/// The OBJ group name that carries contact points.
+pub const CONTACTS_GROUP: &str = "contacts";
+
+/// Renders `meshes` (and `contacts`, when any) as OBJ text.
+pub fn frame_obj(meshes: &[RenderMesh], contacts: &[Vec3]) -> String {
     let mut out = String::from("# Pliant frame export (metres, y up)\n");
     let mut base = 1usize; // OBJ indices are 1-based and global across objects
-    for (name, h) in bodies {
-        let (Some(body), Some(x)) = (world.bodies.get(*h), world.body_positions(*h)) else { continue };
-        let surface = &body.shared().surface;
-        // Only the vertices the surface uses, renumbered.
-        let mut local = vec![u32::MAX; x.len()];
-        let mut used = Vec::new();
-        for t in surface {
-            for &i in t {
-                if local[i as usize] == u32::MAX {
-                    local[i as usize] = used.len() as u32;
-                    used.push(i);
-                }
-            }
-        }
-        let _ = writeln!(out, "o {name}");
-        for &i in &used {
-            let p = x[i as usize];
+    for m in meshes {
+        let _ = writeln!(out, "o {}", m.name);
+        for p in &m.positions {
             let _ = writeln!(out, "v {} {} {}", p.x, p.y, p.z);
         }
-        for t in surface {
-            let _ = writeln!(
-                out,
-                "f {} {} {}",
-                base + local[t[0] as usize] as usize,
-                base + local[t[1] as usize] as usize,
-                base + local[t[2] as usize] as usize
-            );
+        for t in &m.triangles {
+            let _ = writeln!(out, "f {} {} {}", base + t[0] as usize, base + t[1] as usize, base + t[2] as usize);
         }
-        base += used.len();
+        base += m.positions.len();
+    }
+    if !contacts.is_empty() {
+        let _ = writeln!(out, "o {CONTACTS_GROUP}");
+        for p in contacts {
+            let _ = writeln!(out, "v {} {} {}", p.x, p.y, p.z);
+        }
+        let _ = write!(out, "p");
+        for k in 0..contacts.len() {
+            let _ = write!(out, " {}", base + k);
+        }
+        out.push('\n');
     }
     out
+}
+
+/// Reads an OBJ frame: one mesh per `o` group (faces with more than three corners are fanned,
+/// `v/vt/vn` references keep the vertex), and the points of the [`CONTACTS_GROUP`] group.
+/// Errors name the line.
+pub fn parse_obj_frame(text: &str) -> Result<(Vec<RenderMesh>, Vec<Vec3>), String> {
+    let mut vertices: Vec<Vec3> = Vec::new();
+    let mut groups: Vec<(String, Vec<[usize; 3]>, Vec<usize>)> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut tok = line.split_whitespace();
+        let err = |what: &str| format!("line {}: {what}: `{line}`", n + 1);
+        let index = |s: &str, count: usize| -> Result<usize, String> {
+            let i: i64 = s.split('/').next().unwrap_or("").parse().map_err(|_| err("bad index"))?;
+            let k = if i < 0 { count as i64 + i } else { i - 1 };
+            if k < 0 || k as usize >= count {
+                return Err(err("index out of range"));
+            }
+            Ok(k as usize)
+        };
+        match tok.next() {
+            Some("v") => {
+                let c: Vec<f32> =
+                    tok.take(3).map(|t| t.parse().map_err(|_| err("bad coordinate"))).collect::<Result<_, _>>()?;
+                if c.len() < 3 {
+                    return Err(err("a vertex needs three coordinates"));
+                }
+                vertices.push(Vec3::new(c[0], c[1], c[2]));
+            }
+            Some("o") | Some("g") => groups.push((tok.collect::<Vec<_>>().join(" "), Vec::new(), Vec::new())),
+            Some("f") => {
+                let idx: Vec<usize> = tok.map(|t| index(t, vertices.len())).collect::<Result<_, _>>()?;
+                if idx.len() < 3 {
+                    return Err(err("a face needs three corners"));
+                }
+                if groups.is_empty() {
+                    groups.push(("mesh".into(), Vec::new(), Vec::new()));
+                }
+                if let Some(g) = groups.last_mut() {
+                    g.1.extend((2..idx.len()).map(|k| [idx[0], idx[k - 1], idx[k]]));
+                }
+            }
+            Some("p") => {
+                let idx: Vec<usize> = tok.map(|t| index(t, vertices.len())).collect::<Result<_, _>>()?;
+                if let Some(g) = groups.last_mut() {
+                    g.2.extend(idx);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut meshes = Vec::new();
+    let mut contacts = Vec::new();
+    for (name, faces, points) in groups {
+        if name == CONTACTS_GROUP {
+            contacts.extend(points.iter().map(|&i| vertices[i]));
+            continue;
+        }
+        if faces.is_empty() {
+            continue;
+        }
+        // Renumber the vertices this group uses, in file order.
+        let mut used: Vec<usize> = faces.iter().flatten().copied().collect();
+        used.sort_unstable();
+        used.dedup();
+        let local: std::collections::HashMap<usize, u32> =
+            used.iter().enumerate().map(|(k, &i)| (i, k as u32)).collect();
+        let positions = used.iter().map(|&i| vertices[i]).collect();
+        let triangles = faces.iter().map(|f| f.map(|i| local[&i])).collect();
+        meshes.push(RenderMesh { name, positions, normals: None, triangles });
+    }
+    Ok((meshes, contacts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_read_back_as_written() {
+        let torus = RenderMesh::torus(0.3, 0.1, 8, 6);
+        let cube = RenderMesh {
+            name: "cube".into(),
+            positions: vec![Vec3::ZERO, Vec3::X, Vec3::Y, Vec3::Z],
+            normals: None,
+            triangles: vec![[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]],
+        };
+        let contacts = [Vec3::new(0.5, 0.0, 0.25), Vec3::new(-1.0, 2.0, 3.0)];
+        let text = frame_obj(&[torus.clone(), cube.clone()], &contacts);
+        let (meshes, points) = parse_obj_frame(&text).unwrap();
+        assert_eq!(points, contacts);
+        assert_eq!(meshes.len(), 2);
+        for (a, b) in meshes.iter().zip([&torus, &cube]) {
+            assert_eq!(a.name, b.name);
+            assert_eq!(a.triangles, b.triangles);
+            assert_eq!(a.positions, b.positions);
+        }
+        assert!(parse_obj_frame("v 0 0 0\nf 1 2 3\n").unwrap_err().starts_with("line 2"));
+        assert!(parse_obj_frame("v 0 0\n").unwrap_err().contains("three coordinates"));
+    }
 }

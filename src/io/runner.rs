@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::SceneError;
+use super::frame::{contact_points, frame_meshes};
 use super::metrics::{FrameMetrics, RunSummary};
 use super::obj::frame_obj;
 use super::probe::evaluate;
@@ -21,8 +22,11 @@ pub struct RunOptions<'a> {
     pub frames: Option<u32>,
     /// Output directory for `metrics.json` and OBJ frames.
     pub out_dir: Option<PathBuf>,
-    /// Write `frames/frame_NNNNN.obj` (every `output.obj_every` frames, and frame 0).
+    /// Write `frames/frame_NNNNN.obj` (every `output.obj_every` frames, and frame 0), with the
+    /// frame's contact points; `pliant render` draws these.
     pub export_obj: bool,
+    /// Write `run.glb`: the same frames as an animated GLB (feature `gltf`).
+    pub export_gltf: bool,
     /// Called after every frame (progress bars).
     pub on_frame: Option<&'a mut dyn FnMut(&FrameMetrics)>,
     /// Run the exact intersection check (`World::find_intersections`) after every frame and
@@ -46,22 +50,43 @@ fn io_err(path: &std::path::Path, e: std::io::Error) -> SceneError {
 /// Runs the scene.
 pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<RunResult, SceneError> {
     let frames = opts.frames.unwrap_or(loaded.scene.frames);
-    let names: Vec<(String, crate::body::SoftBodyHandle)> =
-        loaded.bodies.iter().map(|b| (b.name.clone(), b.handle)).collect();
     let every = loaded.scene.output.obj_every.max(1) as u64;
     let frame_dir = opts.out_dir.as_ref().map(|d| d.join("frames"));
     if let Some(d) = &opts.out_dir {
         std::fs::create_dir_all(d).map_err(|e| io_err(d, e))?;
+        // The scene as run (overrides applied): `pliant render` takes the obstacles from it.
+        let path = d.join("scene.json");
+        let json = serde_json::to_string_pretty(&loaded.scene)
+            .map_err(|e| SceneError::Output { path: path.clone(), message: e.to_string() })?;
+        std::fs::write(&path, json).map_err(|e| io_err(&path, e))?;
     }
-    let write_obj = |loaded: &LoadedScene, frame: u64| -> Result<(), SceneError> {
+    #[cfg(feature = "gltf")]
+    let mut glb = opts.export_gltf.then(super::gltf::AnimatedGlb::new);
+    #[cfg(not(feature = "gltf"))]
+    if opts.export_gltf {
+        return Err(SceneError::invalid("--export", "gltf", "this build of pliant has no `gltf` feature"));
+    }
+    let mut export = |loaded: &LoadedScene, frame: u64| -> Result<(), SceneError> {
+        let meshes = frame_meshes(&loaded.world, &loaded.export_bodies());
         if let (true, Some(dir)) = (opts.export_obj, &frame_dir) {
             std::fs::create_dir_all(dir).map_err(|e| io_err(dir, e))?;
             let path = dir.join(format!("frame_{frame:05}.obj"));
-            std::fs::write(&path, frame_obj(&loaded.world, &names)).map_err(|e| io_err(&path, e))?;
+            let text = frame_obj(&meshes, &contact_points(&loaded.world));
+            std::fs::write(&path, text).map_err(|e| io_err(&path, e))?;
+        }
+        #[cfg(feature = "gltf")]
+        if let Some(glb) = glb.as_mut() {
+            let gltf_err = |e: super::gltf::GltfError| SceneError::invalid("--export", "gltf", e.to_string());
+            if glb.frame_count() == 0 {
+                for m in &meshes {
+                    glb.add_mesh(&m.name, m.triangles.clone()).map_err(gltf_err)?;
+                }
+            }
+            glb.push_frame(loaded.world.time(), meshes.into_iter().map(|m| m.positions).collect()).map_err(gltf_err)?;
         }
         Ok(())
     };
-    write_obj(loaded, 0)?;
+    export(loaded, 0)?;
     let mut records = Vec::with_capacity(frames as usize);
     let mut threads = None;
     for _ in 0..frames {
@@ -116,7 +141,7 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
             islands: r.islands.clone(),
         };
         if r.frame.is_multiple_of(every) {
-            write_obj(loaded, r.frame)?;
+            export(loaded, r.frame)?;
         }
         if let Some(cb) = opts.on_frame.as_mut() {
             cb(&m);
@@ -131,6 +156,11 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
         threads.unwrap_or(1),
         &records,
     );
+    #[cfg(feature = "gltf")]
+    if let (Some(glb), Some(d)) = (glb, &opts.out_dir) {
+        let path = d.join("run.glb");
+        glb.write(&path).map_err(|e| SceneError::Output { path: path.clone(), message: e.to_string() })?;
+    }
     let result = RunResult { frames: records, summary };
     if let Some(d) = &opts.out_dir {
         let path = d.join("metrics.json");

@@ -368,17 +368,51 @@ pub struct TetgenSpec {
     pub path: String,
 }
 
+/// A glTF render mesh (`.gltf` or `.glb`), simulated through a tet mesh it is embedded in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GltfSpec {
+    /// Path to the file, relative to the scene file.
+    pub path: String,
+    /// Name of the node whose mesh to take (default: the first node with a mesh).
+    #[serde(default)]
+    pub node: Option<String>,
+    /// Voxel edge \[m\] of the generated tet mesh (exclusive with `resolution`).
+    #[serde(default)]
+    pub cell: Option<f32>,
+    /// Voxels across the mesh's longest side (default 10; exclusive with `cell`).
+    #[serde(default)]
+    pub resolution: Option<u32>,
+    /// `five`, `six` or `six_mirrored` (default) tets per voxel.
+    #[serde(default = "default_voxel_split")]
+    pub split: TetSplit,
+    /// A TetGen `.node` file (relative to the scene file) to embed the render mesh in, instead
+    /// of generating voxel tets.
+    #[serde(default)]
+    pub tetgen: Option<String>,
+}
+
+fn default_voxel_split() -> TetSplit {
+    // No preferred diagonal: a voxel body settles straight (see `TetSplit::SixMirrored`).
+    TetSplit::SixMirrored
+}
+
 /// A mesh file; `format` selects the kind.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "format", rename_all = "snake_case")]
 pub enum MeshFileSpec {
     /// TetGen `.node` + `.ele` pair.
     Tetgen(TetgenSpec),
+    /// A glTF render mesh, tetrahedralised on load and embedded.
+    Gltf(GltfSpec),
 }
 
 impl<'de> Deserialize<'de> for MeshFileSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        tagged(d, "format", &["tetgen"], |_, v| payload(v).map(Self::Tetgen))
+        tagged(d, "format", &["tetgen", "gltf"], |tag, v| match tag {
+            "tetgen" => payload(v).map(Self::Tetgen),
+            _ => payload(v).map(Self::Gltf),
+        })
     }
 }
 

@@ -6,11 +6,12 @@ use glam::{EulerRot, Quat, Vec2, Vec3};
 
 use super::scene::PATH_MARK;
 use super::scene::*;
+use super::scene_gltf::gltf_geometry;
 use super::{SceneError, tetgen};
 use crate::body::{ClothBuilder, Keyframe, KinematicPath, Pin, SoftBodyBuilder, SoftBodyHandle};
 use crate::collision::Obstacle;
 use crate::material::{ClothMaterial, MaterialError, SolidMaterial, StVK, StableNeoHookean};
-use crate::mesh::{MeshError, TetMesh, TriMesh};
+use crate::mesh::{EmbeddedMesh, MeshError, TetMesh, TriMesh};
 use crate::runtime::{ConfigError, StepConfig, World};
 
 /// A body of a loaded scene.
@@ -22,6 +23,8 @@ pub struct SceneBody {
     pub handle: SoftBodyHandle,
     /// Rest (initial) positions \[m\].
     pub rest: Vec<Vec3>,
+    /// The render mesh that follows the body (bodies from glTF), at rest in the world frame.
+    pub render: Option<EmbeddedMesh>,
 }
 
 /// A probe with its body and vertices resolved.
@@ -48,6 +51,16 @@ pub struct LoadedScene {
     pub bodies: Vec<SceneBody>,
     /// Probes.
     pub probes: Vec<ResolvedProbe>,
+}
+
+impl LoadedScene {
+    /// The bodies as exported and drawn (render meshes for glTF bodies).
+    pub fn export_bodies(&self) -> Vec<super::frame::ExportBody<'_>> {
+        self.bodies
+            .iter()
+            .map(|b| super::frame::ExportBody { name: &b.name, handle: b.handle, render: b.render.as_ref() })
+            .collect()
+    }
 }
 
 /// Parses scene JSON; errors name the field (`bodies[0].generator.cells`).
@@ -140,6 +153,11 @@ impl Scene {
         }
     }
 
+    /// The obstacles of `obstacles`, validated (without building the bodies).
+    pub fn build_obstacles(&self) -> Result<Vec<Obstacle>, SceneError> {
+        self.obstacles.iter().enumerate().map(|(i, o)| obstacle_from_spec(i, o)).collect()
+    }
+
     /// Validates and builds the world. `base` is the directory mesh paths are relative to.
     pub fn build(&self, base: &Path) -> Result<LoadedScene, SceneError> {
         if self.version != SCENE_VERSION {
@@ -169,9 +187,9 @@ impl Scene {
             if self.bodies[..i].iter().any(|o| o.name == b.name) {
                 return Err(SceneError::invalid(format!("bodies[{i}].name"), &b.name, "duplicate body name"));
             }
-            let (body, rest) = self.build_body(i, b, base)?;
+            let (body, rest, render) = self.build_body(i, b, base)?;
             let handle = world.bodies.insert(body);
-            bodies.push(SceneBody { name: b.name.clone(), handle, rest });
+            bodies.push(SceneBody { name: b.name.clone(), handle, rest, render });
         }
         for (i, o) in self.obstacles.iter().enumerate() {
             world.obstacles.push(obstacle_from_spec(i, o)?);
@@ -222,7 +240,7 @@ impl Scene {
         i: usize,
         b: &BodySpec,
         base: &Path,
-    ) -> Result<(crate::body::SoftBody, Vec<Vec3>), SceneError> {
+    ) -> Result<(crate::body::SoftBody, Vec<Vec3>, Option<EmbeddedMesh>), SceneError> {
         let field = format!("bodies[{i}]");
         let material = self.materials.get(&b.material).ok_or_else(|| {
             SceneError::invalid(format!("{field}.material"), &b.material, "no material with this name")
@@ -241,6 +259,7 @@ impl Scene {
             Solid(TetMesh),
             Cloth(TriMesh),
         }
+        let mut render = None;
         let geometry = match (&b.generator, &b.mesh) {
             (Some(g), None) => {
                 let gf = format!("{field}.generator");
@@ -273,6 +292,16 @@ impl Scene {
                     other => SceneError::invalid(format!("{field}.mesh.path"), node.display(), other.to_string()),
                 })?)
             }
+            (None, Some(MeshFileSpec::Gltf(spec))) => {
+                let f = format!("{field}.mesh");
+                let (tets, mesh) = gltf_geometry(&f, spec, base)?;
+                // Embedded at rest in the file's frame; the embedding survives the body's rigid
+                // placement, which the render mesh then takes too.
+                let embedded = EmbeddedMesh::new(mesh, &tets)
+                    .map_err(|e| SceneError::invalid(format!("{f}.path"), &spec.path, e.to_string()))?;
+                render = Some(embedded);
+                Geometry::Solid(tets)
+            }
             (Some(_), Some(_)) => {
                 return Err(SceneError::invalid(
                     &field,
@@ -282,6 +311,15 @@ impl Scene {
             }
             (None, None) => return Err(SceneError::invalid(&field, "(none)", "give one of `generator` and `mesh`")),
         };
+        if let Some(e) = render.as_mut() {
+            let e: &mut EmbeddedMesh = e;
+            for p in &mut e.mesh.positions {
+                *p = rotation * *p + translation;
+            }
+            if let Some(n) = &mut e.mesh.normals {
+                n.iter_mut().for_each(|n| *n = rotation * *n);
+            }
+        }
         let rest_local: Vec<Vec3> = match &geometry {
             Geometry::Solid(m) => m.positions().to_vec(),
             Geometry::Cloth(m) => m.positions().to_vec(),
@@ -353,7 +391,7 @@ impl Scene {
                 ));
             }
         };
-        Ok((body, rest))
+        Ok((body, rest, render))
     }
 }
 

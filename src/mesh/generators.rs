@@ -62,6 +62,27 @@ fn check_positive(field: &'static str, v: f32) -> Result<(), MeshError> {
     Ok(())
 }
 
+/// Splits the lattice cell whose lowest corner is `cell` into tets, given as lattice points.
+/// The pattern depends only on the cell's lattice index, so any set of cells split this way
+/// is conforming (neighbours share face diagonals): the voxel meshes rely on it.
+pub(crate) fn split_cell(split: TetSplit, cell: IVec3, mut emit: impl FnMut([IVec3; 4])) {
+    let pattern: &[[usize; 4]] = match split {
+        TetSplit::Six | TetSplit::SixMirrored => &SIX,
+        TetSplit::Five if (cell.x + cell.y + cell.z).rem_euclid(2) == 0 => &FIVE_EVEN,
+        TetSplit::Five => &FIVE_ODD,
+    };
+    // Cells with an odd index along an axis use the split mirrored along that axis (corner bit
+    // flipped).
+    let mirror = if split == TetSplit::SixMirrored {
+        (cell.x.rem_euclid(2) | cell.y.rem_euclid(2) << 1 | cell.z.rem_euclid(2) << 2) as usize
+    } else {
+        0
+    };
+    for t in pattern {
+        emit(t.map(|k| cell + CORNER[k ^ mirror]));
+    }
+}
+
 /// A lattice of `cells` hexahedra mapped through `place` (lattice index → position), split into
 /// tets. Orientation is fixed after mapping, so any orientation-reversing map still works.
 fn lattice(cells: [u32; 3], split: TetSplit, place: impl Fn(IVec3) -> Vec3) -> Result<TetMesh, MeshError> {
@@ -80,20 +101,7 @@ fn lattice(cells: [u32; 3], split: TetSplit, place: impl Fn(IVec3) -> Vec3) -> R
     for z in 0..nz {
         for y in 0..ny {
             for x in 0..nx {
-                let base = IVec3::new(x, y, z);
-                let corner = |k: usize| index(base + CORNER[k]);
-                let pattern: &[[usize; 4]] = match split {
-                    TetSplit::Six | TetSplit::SixMirrored => &SIX,
-                    TetSplit::Five if (x + y + z) % 2 == 0 => &FIVE_EVEN,
-                    TetSplit::Five => &FIVE_ODD,
-                };
-                // Cells with an odd index along an axis use the split mirrored along that axis
-                // (corner bit flipped).
-                let mirror =
-                    if split == TetSplit::SixMirrored { ((x & 1) | (y & 1) << 1 | (z & 1) << 2) as usize } else { 0 };
-                for t in pattern {
-                    tets.push(t.map(|k| corner(k ^ mirror)));
-                }
+                split_cell(split, IVec3::new(x, y, z), |t| tets.push(t.map(index)));
             }
         }
     }
