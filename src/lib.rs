@@ -33,7 +33,7 @@
 
 pub mod body;
 pub mod collision;
-#[cfg(all(feature = "debug-render", feature = "serde"))]
+#[cfg(feature = "debug-render")]
 pub mod debug;
 pub mod error;
 #[cfg(feature = "gpu")]

@@ -155,6 +155,8 @@ fn the_render_mesh_follows_the_simulation_and_the_run_exports_an_animation() {
     assert_eq!(anim.channels().count(), 7);
     for c in anim.channels() {
         assert_eq!(c.sampler().interpolation(), gltf::animation::Interpolation::Step);
+        // At most three keys a frame: the file grows linearly with the frames.
+        assert!(c.sampler().input().count() <= 3);
         assert_eq!(c.target().property(), gltf::animation::Property::Scale);
     }
     let last = out.nodes().find(|n| n.name() == Some("frame_00006")).unwrap();
@@ -208,6 +210,10 @@ fn scene_errors_name_the_mesh_field() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("bodies[0].mesh"), "{err}");
+    let err = build(r#"{"format": "gltf", "path": "assets/jelly.glb", "resolution": 500}"#).unwrap_err().to_string();
+    assert!(err.contains("bodies[0].mesh.resolution"), "{err}");
+    let err = build(r#"{"format": "gltf", "path": "assets/jelly.glb", "cell": 1e-5}"#).unwrap_err().to_string();
+    assert!(err.contains("bodies[0].mesh.cell") && err.contains("too fine"), "{err}");
     let err = build(r#"{"format": "gltf", "path": "assets/jelly.glb", "cell": -1}"#).unwrap_err().to_string();
     assert!(err.contains("bodies[0].mesh.cell"), "{err}");
     let err = build(r#"{"format": "gltf", "path": "assets/jelly.glb", "resoluton": 4}"#).unwrap_err().to_string();

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use pliant::debug::{RenderRunOptions, RunFrames, render_run};
-use pliant::io::bundled::{BUNDLED_SCENES, bundled_scene};
+use pliant::io::bundled::{BUNDLED_SCENES, bundled_scene, bundled_scene_dir};
 use pliant::io::{LoadedScene, RunOptions, RunResult, SceneError, expand_sweep, run_scene};
 use pliant::runtime::Backend;
 
@@ -187,7 +187,13 @@ fn demo_picture() {
 fn run(scene: &str, at: &Where, frames: Option<u32>, export: &[Export], quiet: bool) -> Result<(), SceneError> {
     let (out, threads) = (at.out.clone(), at.threads);
     let (json, base) = match bundled_scene(scene) {
-        Some(j) if !Path::new(scene).exists() => (j.to_owned(), PathBuf::from("examples/scenes")),
+        Some(j) if !Path::new(scene).exists() => {
+            let dir = bundled_scene_dir().map_err(|e| SceneError::Output {
+                path: std::env::temp_dir(),
+                message: format!("cannot write the bundled assets: {e}"),
+            })?;
+            (j.to_owned(), dir)
+        }
         _ => {
             let p = Path::new(scene);
             let j = std::fs::read_to_string(p)

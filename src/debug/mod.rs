@@ -73,6 +73,10 @@ pub struct DrawScene {
     pub obstacles: Vec<Obstacle>,
     /// Contact points, drawn as small red markers when asked for.
     pub contacts: Vec<Vec3>,
+    /// The region the picture is framed on, which sizes the ground, the grid and the depth
+    /// range (default: [`DrawScene::view_bounds`]). A sequence sets one region for all its
+    /// frames, so the ground does not change between them.
+    pub frame_bounds: Option<(Vec3, Vec3)>,
 }
 
 impl DrawScene {
@@ -83,6 +87,7 @@ impl DrawScene {
             meshes: frame_meshes(world, bodies),
             obstacles: world.all_obstacles().into_owned(),
             contacts: contact_points(world),
+            frame_bounds: None,
         }
     }
 

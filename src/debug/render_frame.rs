@@ -154,7 +154,10 @@ impl Renderer {
         if width == 0 || height == 0 || width > max || height > max {
             return Err(RenderError::Size { width, height, reason: format!("each side must be in 1..={max}") });
         }
-        let (lo, hi) = scene.bounds().ok_or(RenderError::Empty)?;
+        if scene.bounds().is_none() {
+            return Err(RenderError::Empty);
+        }
+        let (lo, hi) = scene.frame_bounds.or_else(|| scene.view_bounds()).ok_or(RenderError::Empty)?;
         let radius = (0.5 * (hi - lo).length()).max(1e-3);
         let center = 0.5 * (lo + hi);
         let distance = (camera.eye - center).length();

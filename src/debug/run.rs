@@ -66,7 +66,7 @@ pub fn exported_frames(dir: &Path) -> Result<Vec<(u64, PathBuf)>, RenderError> {
 fn load_frame(path: &Path, scene: &DrawScene) -> Result<DrawScene, RenderError> {
     let text = std::fs::read_to_string(path).map_err(|e| input(path, e.to_string()))?;
     let (meshes, contacts) = parse_obj_frame(&text).map_err(|e| input(path, e))?;
-    Ok(DrawScene { meshes, obstacles: scene.obstacles.clone(), contacts })
+    Ok(DrawScene { meshes, obstacles: scene.obstacles.clone(), contacts, frame_bounds: None })
 }
 
 /// Draws frames of the run in `dir` into `<dir>/render/frame_NNNNN.png`; returns the files
@@ -121,6 +121,7 @@ pub fn render_run(dir: &Path, options: &RenderRunOptions) -> Result<Vec<PathBuf>
     let aspect = options.width as f32 / options.height.max(1) as f32;
     let mut written = Vec::with_capacity(frames.len());
     for (k, s) in &frames {
+        let s = &DrawScene { frame_bounds: Some((lo, hi)), ..s.clone() };
         let camera = Camera::framing(lo, hi, aspect).outside_obstacles(s);
         let picture = renderer.render(s, &camera, options.width, options.height, options.contacts)?;
         let path = dir.join("render").join(format!("frame_{k:05}.png"));

@@ -8,8 +8,9 @@ use glam::Vec3;
 
 use crate::mesh::RenderMesh;
 
-/// The OBJ group name that carries contact points.
-pub const CONTACTS_GROUP: &str = "contacts";
+/// The OBJ group name that carries contact points (prefixed, so a body called `contacts` stays
+/// a body).
+pub const CONTACTS_GROUP: &str = "pliant:contacts";
 
 /// Renders `meshes` (and `contacts`, when any) as OBJ text.
 pub fn frame_obj(meshes: &[RenderMesh], contacts: &[Vec3]) -> String {
@@ -45,9 +46,10 @@ pub fn frame_obj(meshes: &[RenderMesh], contacts: &[Vec3]) -> String {
 pub fn parse_obj_frame(text: &str) -> Result<(Vec<RenderMesh>, Vec<Vec3>), String> {
     let mut vertices: Vec<Vec3> = Vec::new();
     let mut groups: Vec<(String, Vec<[usize; 3]>, Vec<usize>)> = Vec::new();
-    for (n, line) in text.lines().enumerate() {
+    for (n, full) in text.lines().enumerate() {
+        let line = full.split('#').next().unwrap_or("");
         let mut tok = line.split_whitespace();
-        let err = |what: &str| format!("line {}: {what}: `{line}`", n + 1);
+        let err = |what: &str| format!("line {}: {what}: `{full}`", n + 1);
         let index = |s: &str, count: usize| -> Result<usize, String> {
             let i: i64 = s.split('/').next().unwrap_or("").parse().map_err(|_| err("bad index"))?;
             let k = if i < 0 { count as i64 + i } else { i - 1 };
@@ -135,5 +137,8 @@ mod tests {
         }
         assert!(parse_obj_frame("v 0 0 0\nf 1 2 3\n").unwrap_err().starts_with("line 2"));
         assert!(parse_obj_frame("v 0 0\n").unwrap_err().contains("three coordinates"));
+        // Comments anywhere; a body may be called `contacts`.
+        let (m, p) = parse_obj_frame("o contacts\nv 0 0 0 # origin\nv 1 0 0\nv 0 1 0\nf 1 2 3 # one\n").unwrap();
+        assert_eq!((m.len(), p.len(), m[0].name.as_str()), (1, 0, "contacts"));
     }
 }

@@ -66,6 +66,7 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
     if opts.export_gltf {
         return Err(SceneError::invalid("--export", "gltf", "this build of pliant has no `gltf` feature"));
     }
+    #[cfg_attr(not(feature = "gltf"), allow(unused_mut))]
     let mut export = |loaded: &LoadedScene, frame: u64| -> Result<(), SceneError> {
         let meshes = frame_meshes(&loaded.world, &loaded.export_bodies());
         if let (true, Some(dir)) = (opts.export_obj, &frame_dir) {

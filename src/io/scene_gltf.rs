@@ -17,11 +17,7 @@ pub(crate) fn gltf_geometry(field: &str, spec: &GltfSpec, base: &Path) -> Result
     {
         use super::gltf::GltfError;
         let path = base.join(&spec.path);
-        let render = match super::bundled::bundled_asset(&spec.path).filter(|_| !path.exists()) {
-            Some(bytes) => super::gltf::parse_gltf(bytes, &path, spec.node.as_deref()),
-            None => super::gltf::read_gltf(&path, spec.node.as_deref()),
-        }
-        .map_err(|e| match e {
+        let render = super::gltf::read_gltf(&path, spec.node.as_deref()).map_err(|e| match e {
             GltfError::Io { path, message } => {
                 SceneError::MissingFile { field: format!("{field}.path"), path, message }
             }
@@ -42,8 +38,18 @@ pub(crate) fn gltf_geometry(field: &str, spec: &GltfSpec, base: &Path) -> Result
             }
             None => {
                 let cell = voxel_cell(field, spec, &render)?;
-                TetMesh::voxelize(&render.positions, &render.triangles, cell, spec.split)
-                    .map_err(|e| SceneError::invalid(format!("{field}.path"), path.display(), e.to_string()))?
+                TetMesh::voxelize(&render.positions, &render.triangles, cell, spec.split).map_err(|e| match e {
+                    // The lattice is too fine: name what the user set.
+                    crate::mesh::MeshError::InvalidGenerator { field: "cell", .. } => match spec.cell {
+                        Some(c) => SceneError::invalid(format!("{field}.cell"), c, e.to_string()),
+                        None => SceneError::invalid(
+                            format!("{field}.resolution"),
+                            spec.resolution.unwrap_or(DEFAULT_VOXEL_RESOLUTION),
+                            e.to_string(),
+                        ),
+                    },
+                    other => SceneError::invalid(format!("{field}.path"), path.display(), other.to_string()),
+                })?
             }
         };
         Ok((tets, render))
@@ -54,6 +60,9 @@ pub(crate) fn gltf_geometry(field: &str, spec: &GltfSpec, base: &Path) -> Result
         Err(SceneError::invalid(format!("{field}.format"), "gltf", "this build of pliant has no `gltf` feature"))
     }
 }
+
+/// The most voxels across the longest side: 128³ cells fit [`crate::mesh::MAX_VOXEL_CELLS`].
+pub const MAX_VOXEL_RESOLUTION: u32 = 128;
 
 /// The voxel edge: `cell`, or the longest side over `resolution` (default 10).
 #[cfg_attr(not(feature = "gltf"), allow(dead_code))]
@@ -70,10 +79,18 @@ fn voxel_cell(field: &str, spec: &GltfSpec, render: &RenderMesh) -> Result<f32, 
         (Some(c), None) => Ok(c),
         (None, r) => {
             let r = r.unwrap_or(DEFAULT_VOXEL_RESOLUTION);
-            if !(1..=256).contains(&r) {
-                return Err(SceneError::invalid(format!("{field}.resolution"), r, "must be in 1..=256"));
+            if !(1..=MAX_VOXEL_RESOLUTION).contains(&r) {
+                return Err(SceneError::invalid(
+                    format!("{field}.resolution"),
+                    r,
+                    format!("must be in 1..={MAX_VOXEL_RESOLUTION}"),
+                ));
             }
-            Ok((hi - lo).max_element() / r as f32)
+            let longest = (hi - lo).max_element();
+            if longest <= 0.0 {
+                return Err(SceneError::invalid(format!("{field}.path"), &spec.path, "the mesh has no extent"));
+            }
+            Ok(longest / r as f32)
         }
     }
 }

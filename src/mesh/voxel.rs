@@ -15,9 +15,10 @@ use glam::{DVec3, IVec3, Vec3};
 use super::generators::split_cell;
 use super::{MeshError, TetMesh, TetSplit, validate};
 
-/// The most lattice cells (solid or not) a voxelization may span: 2^24 keeps the flags under
-/// 16 MB; a finer cell than that is almost certainly a unit mistake (millimetres for metres).
-pub const MAX_VOXEL_CELLS: usize = 1 << 24;
+/// The most lattice cells (solid or not) a voxelization may span, margin included: 2^22, about
+/// 160³, which bounds a body at 25M tets; a finer cell than that is almost certainly a unit
+/// mistake (millimetres for metres) and would not simulate in real time anyway.
+pub const MAX_VOXEL_CELLS: usize = 1 << 22;
 
 impl TetMesh {
     /// A tet mesh of lattice cells of edge about `cell` \[m\] covering the triangle surface
@@ -28,8 +29,8 @@ impl TetMesh {
     /// render mesh does.
     ///
     /// Errors name the bad input: an empty surface, a non-finite vertex, an index out of range,
-    /// or a `cell` that is not positive or too fine for the surface's size
-    /// ([`MAX_VOXEL_CELLS`]).
+    /// a surface with no extent, or a `cell` that is not positive or too fine for the surface's
+    /// size ([`MAX_VOXEL_CELLS`]).
     pub fn voxelize(positions: &[Vec3], triangles: &[[u32; 3]], cell: f32, split: TetSplit) -> Result<Self, MeshError> {
         if positions.is_empty() {
             return Err(MeshError::Empty { what: "vertices" });
@@ -51,24 +52,28 @@ impl TetMesh {
             .fold((Vec3::splat(f32::MAX), Vec3::splat(f32::MIN)), |(lo, hi), p| (lo.min(*p), hi.max(*p)));
         // Cells per axis, and the cell size that makes them span the bounding box exactly:
         // the tet mesh then has the surface's extent (a body rests where its render mesh
-        // touches), at the price of cells a little off cubic. A flat axis gets one cell of
-        // edge `cell` centred on it.
+        // touches), at the price of cells a little off cubic. An axis thinner than half a cell
+        // (a flat sheet, up to rounding) gets one cell of edge `cell` centred on it.
         let extent = (hi - lo).as_dvec3();
         let cell = cell as f64;
-        let n = (extent / cell - 1e-6).ceil().max(DVec3::ONE).as_ivec3();
-        let h = DVec3::select(extent.cmpgt(DVec3::ZERO), extent / n.as_dvec3(), DVec3::splat(cell));
-        let origin = lo.as_dvec3() - DVec3::select(extent.cmpgt(DVec3::ZERO), DVec3::ZERO, 0.5 * h);
-        // The flags carry one empty cell of margin on each side, so the flood fill starts
-        // outside: flag cell c is lattice cell c − 1.
-        let dims = n + IVec3::splat(2);
-        let total = dims.x as usize * dims.y as usize * dims.z as usize;
-        if total > MAX_VOXEL_CELLS {
+        let thin = extent.cmplt(DVec3::splat(0.5 * cell));
+        let count = DVec3::select(thin, DVec3::ONE, (extent / cell - 1e-6).ceil().max(DVec3::ONE));
+        // Sized in f64 before any integer conversion, so an absurd `cell` cannot overflow.
+        let total = (count + 2.0).element_product();
+        if total > MAX_VOXEL_CELLS as f64 {
             return Err(MeshError::InvalidGenerator {
                 field: "cell",
                 value: cell.to_string(),
-                reason: "too fine for the surface's size: the lattice would exceed MAX_VOXEL_CELLS (2^24) cells",
+                reason: "too fine for the surface's size: the lattice would exceed MAX_VOXEL_CELLS cells",
             });
         }
+        let n = count.as_ivec3();
+        let h = DVec3::select(thin, DVec3::splat(cell), extent / count);
+        let origin = lo.as_dvec3() - DVec3::select(thin, 0.5 * (h - extent), DVec3::ZERO);
+        // The flags carry one empty cell of margin on each side, so the flood fill starts
+        // outside: flag cell c is lattice cell c − 1.
+        let dims = n + IVec3::splat(2);
+        let total = total as usize;
         let flat = |c: IVec3| c.x as usize + dims.x as usize * (c.y as usize + dims.y as usize * c.z as usize);
         let cell_of = |p: DVec3| ((p - origin) / h).floor().as_ivec3().clamp(IVec3::ZERO, n - 1) + IVec3::ONE;
 

@@ -248,10 +248,12 @@ impl AnimatedGlb {
                 });
             }
         }
-        if self.frames.last().is_some_and(|(t, _)| *t as f64 >= time) {
-            return Err(GltfError::Export { message: format!("frame time {time} does not increase") });
+        // Keys are stored as f32: compare there, so two times one f32 apart stay ordered.
+        let t = time as f32;
+        if !t.is_finite() || self.frames.last().is_some_and(|(last, _)| *last >= t) {
+            return Err(GltfError::Export { message: format!("frame time {time} is not finite or does not increase") });
         }
-        self.frames.push((time as f32, positions));
+        self.frames.push((t, positions));
         Ok(())
     }
 
@@ -291,12 +293,23 @@ impl AnimatedGlb {
             let times: Vec<f32> = self.frames.iter().map(|(t, _)| *t).collect();
             let mut channels = Vec::with_capacity(frame_nodes.len());
             let mut samplers = Vec::with_capacity(frame_nodes.len());
-            // Every track is keyed at every frame time (shared input), with scale 1 at its
-            // own frame and 0 elsewhere.
-            let input = b.scalars(&times);
+            let kind = (json::accessor::ComponentType::F32, json::accessor::Type::Vec3);
             for (f, node) in frame_nodes.iter().enumerate() {
-                let scales: Vec<[f32; 3]> = (0..times.len()).map(|k| [(k == f) as u8 as f32; 3]).collect();
-                let kind = (json::accessor::ComponentType::F32, json::accessor::Type::Vec3);
+                // Step keys: hidden until its time, shown until the next frame's, hidden after
+                // (the last frame stays shown, as a player holds the last key). At most three
+                // keys per frame, so the file grows linearly with the frames.
+                let (mut keys, mut scales) = (Vec::with_capacity(3), Vec::with_capacity(3));
+                if f > 0 {
+                    keys.push(times[f - 1]);
+                    scales.push([0.0f32; 3]);
+                }
+                keys.push(times[f]);
+                scales.push([1.0; 3]);
+                if f + 1 < times.len() {
+                    keys.push(times[f + 1]);
+                    scales.push([0.0; 3]);
+                }
+                let input = b.scalars(&keys);
                 let output = b.accessor(bytemuck::cast_slice(&scales), scales.len(), kind, None, None);
                 samplers.push(json::animation::Sampler {
                     extensions: None,

@@ -25,7 +25,9 @@ pub fn read_gltf(path: &Path, node: Option<&str>) -> Result<RenderMesh, GltfErro
 /// ancestors are applied, normals by the inverse transpose, and a mirroring transform flips
 /// the triangles so they stay counter-clockwise from outside.
 pub fn parse_gltf(bytes: &[u8], path: &Path, node: Option<&str>) -> Result<RenderMesh, GltfError> {
-    let gltf::Gltf { document, blob } = gltf::Gltf::from_slice(bytes).map_err(|e| explain_invalid(bytes, path, e))?;
+    precheck(bytes, path)?;
+    let gltf::Gltf { document, blob } = gltf::Gltf::from_slice(bytes)
+        .map_err(|e| GltfError::Parse { path: path.to_owned(), message: e.to_string() })?;
     let buffers = load_buffers(&document, blob, path)?;
     let (target, world) = find_node(&document, node, path)?;
     let Some(mesh) = target.mesh() else {
@@ -63,11 +65,14 @@ pub fn parse_gltf(bytes: &[u8], path: &Path, node: Option<&str>) -> Result<Rende
                 mode: format!("{mode:?}"),
             });
         }
-        for (_, accessor) in prim.attributes() {
-            check_accessor(&accessor, &buffers).map_err(&bad)?;
+        // Only the attributes read below are checked; others (UVs, colours) are ignored.
+        for (semantic, name) in [(gltf::Semantic::Positions, "POSITION"), (gltf::Semantic::Normals, "NORMAL")] {
+            if let Some(a) = prim.get(&semantic) {
+                check_accessor(&a, Role::Vec3, &buffers).map_err(|m| bad(format!("{name}: {m}")))?;
+            }
         }
         if let Some(a) = prim.indices() {
-            check_accessor(&a, &buffers).map_err(&bad)?;
+            check_accessor(&a, Role::Index, &buffers).map_err(|m| bad(format!("indices: {m}")))?;
         }
         let reader = prim.reader(|b| buffers.get(b.index()).map(Vec::as_slice));
         let Some(read) = reader.read_positions() else {
@@ -85,9 +90,10 @@ pub fn parse_gltf(bytes: &[u8], path: &Path, node: Option<&str>) -> Result<Rende
             (Some(n), Some(all)) => all.extend(n.map(|n| (normal_matrix * Vec3::from(n)).normalize_or(Vec3::Y))),
             _ => normals = None,
         }
-        let indices: Vec<u32> = match reader.read_indices() {
-            Some(i) => i.into_u32().collect(),
-            None => (0..local.len() as u32).collect(),
+        let indices: Vec<u32> = match (reader.read_indices(), prim.indices()) {
+            (Some(i), _) => i.into_u32().collect(),
+            (None, None) => (0..local.len() as u32).collect(),
+            (None, Some(_)) => return Err(bad("its indices cannot be read".into())),
         };
         if let Some((k, &i)) = indices.iter().enumerate().find(|(_, i)| **i as usize >= local.len()) {
             return Err(bad(format!("index {k} is {i}, but the primitive has {} vertices", local.len())));
@@ -105,36 +111,51 @@ pub fn parse_gltf(bytes: &[u8], path: &Path, node: Option<&str>) -> Result<Rende
     Ok(out)
 }
 
-/// A validation failure as the most specific error: a mesh without primitives or a primitive
-/// without positions (found in the unvalidated JSON, without following any index), else the
-/// parser's message.
-fn explain_invalid(bytes: &[u8], path: &Path, e: gltf::Error) -> GltfError {
-    if let Ok(raw) = gltf::Gltf::from_slice_without_validation(bytes) {
-        for (m, mesh) in raw.as_json().meshes.iter().enumerate() {
-            if mesh.primitives.is_empty() {
-                return GltfError::NoPrimitives {
-                    path: path.to_owned(),
-                    mesh: m,
-                    name: mesh.name.clone().unwrap_or_else(|| "unnamed".into()),
-                };
+/// Checks on the unvalidated document that the gltf crate's validation and reader rely on
+/// without checking (they index accessors directly), reported as the most specific error: a
+/// GLB header whose length does not fit, a mesh without primitives, a primitive without
+/// positions, or one that names an accessor the file does not have.
+fn precheck(bytes: &[u8], path: &Path) -> Result<(), GltfError> {
+    let parse = |message: String| GltfError::Parse { path: path.to_owned(), message };
+    if bytes.starts_with(b"glTF") {
+        let declared = bytes.get(8..12).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+        match declared {
+            Some(len) if (20..=bytes.len()).contains(&len) => {}
+            Some(len) => return Err(parse(format!("GLB header declares {len} bytes; the file has {}", bytes.len()))),
+            None => return Err(parse(format!("a GLB file of {} bytes is shorter than its header", bytes.len()))),
+        }
+    }
+    // A document that does not even deserialise is reported by the validated parse.
+    let Ok(raw) = gltf::Gltf::from_slice_without_validation(bytes) else { return Ok(()) };
+    let root = raw.as_json();
+    for (m, mesh) in root.meshes.iter().enumerate() {
+        if mesh.primitives.is_empty() {
+            return Err(GltfError::NoPrimitives {
+                path: path.to_owned(),
+                mesh: m,
+                name: mesh.name.clone().unwrap_or_else(|| "unnamed".into()),
+            });
+        }
+        for (k, prim) in mesh.primitives.iter().enumerate() {
+            let bad =
+                |message: String| GltfError::BadPrimitive { path: path.to_owned(), mesh: m, primitive: k, message };
+            let positions = gltf::json::validation::Checked::Valid(gltf::Semantic::Positions);
+            if !prim.attributes.contains_key(&positions) {
+                return Err(bad("it has no POSITION attribute".into()));
             }
-            for (k, prim) in mesh.primitives.iter().enumerate() {
-                let has_positions = prim
-                    .attributes
-                    .keys()
-                    .any(|s| matches!(s, gltf::json::validation::Checked::Valid(gltf::Semantic::Positions)));
-                if !has_positions {
-                    return GltfError::BadPrimitive {
-                        path: path.to_owned(),
-                        mesh: m,
-                        primitive: k,
-                        message: "it has no POSITION attribute".into(),
-                    };
+            let accessors = prim.attributes.values().chain(prim.indices.as_ref());
+            for a in accessors {
+                if a.value() >= root.accessors.len() {
+                    return Err(bad(format!(
+                        "it refers to accessor {}, but the file has {}",
+                        a.value(),
+                        root.accessors.len()
+                    )));
                 }
             }
         }
     }
-    GltfError::Parse { path: path.to_owned(), message: e.to_string() }
+    Ok(())
 }
 
 /// Triangles of a triangle-list, strip or fan index sequence (strips alternate winding).
@@ -148,27 +169,73 @@ fn triangles(mode: Mode, i: &[u32]) -> Vec<[u32; 3]> {
     }
 }
 
-/// Whether an accessor's bytes lie inside its view and buffer, so reading it cannot go out of
-/// bounds.
-fn check_accessor(a: &gltf::Accessor<'_>, buffers: &[Vec<u8>]) -> Result<(), String> {
-    let Some(view) = a.view() else { return Ok(()) }; // all zeros (or sparse only)
-    let data = buffers.get(view.buffer().index()).map_or(0, Vec::len);
-    if view.offset() + view.length() > data {
+/// What an accessor is read as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// `POSITION` or `NORMAL`: three f32 per vertex.
+    Vec3,
+    /// Triangle indices: unsigned 8, 16 or 32 bit scalars.
+    Index,
+}
+
+/// Whether the reader can read accessor `a` as `role` without going out of bounds or hitting
+/// the gltf crate's assertions: the right component type and shape, no sparse storage, at least
+/// one element, a stride no shorter than an element, and bytes inside its view and buffer
+/// (checked arithmetic: counts and offsets come from the file).
+fn check_accessor(a: &gltf::Accessor<'_>, role: Role, buffers: &[Vec<u8>]) -> Result<(), String> {
+    use gltf::accessor::{DataType, Dimensions};
+    let kind_ok = match role {
+        Role::Vec3 => a.data_type() == DataType::F32 && a.dimensions() == Dimensions::Vec3,
+        Role::Index => {
+            matches!(a.data_type(), DataType::U8 | DataType::U16 | DataType::U32)
+                && a.dimensions() == Dimensions::Scalar
+        }
+    };
+    if !kind_ok {
+        let want = if role == Role::Vec3 { "VEC3 of FLOAT" } else { "SCALAR of UNSIGNED_BYTE, _SHORT or _INT" };
         return Err(format!(
-            "accessor {} reads buffer view {} ({} bytes at {}), beyond its buffer's {} bytes",
+            "accessor {} is {:?} of {:?}; it must be {want}",
+            a.index(),
+            a.dimensions(),
+            a.data_type()
+        ));
+    }
+    if a.sparse().is_some() {
+        return Err(format!("accessor {} is sparse, which is not supported here", a.index()));
+    }
+    if a.count() == 0 {
+        return Err(format!("accessor {} has no elements", a.index()));
+    }
+    let Some(view) = a.view() else { return Ok(()) }; // no buffer view: all zeros
+    let data = buffers.get(view.buffer().index()).map_or(0, Vec::len);
+    let view_end = view.offset().checked_add(view.length());
+    if view_end.is_none_or(|end| end > data) {
+        return Err(format!(
+            "accessor {} reads buffer view {} ({} bytes at {}), beyond its buffer's {data} bytes",
             a.index(),
             view.index(),
             view.length(),
             view.offset(),
-            data
         ));
     }
     let stride = view.stride().unwrap_or(a.size());
-    let needed = if a.count() == 0 { 0 } else { a.offset() + (a.count() - 1) * stride + a.size() };
-    if needed > view.length() {
+    if stride < a.size() {
         return Err(format!(
-            "accessor {} needs {needed} bytes of buffer view {}, which has {}",
+            "buffer view {} has stride {stride}, shorter than an element ({} bytes)",
+            view.index(),
+            a.size()
+        ));
+    }
+    let needed = (a.count() - 1)
+        .checked_mul(stride)
+        .and_then(|n| n.checked_add(a.offset()))
+        .and_then(|n| n.checked_add(a.size()));
+    if needed.is_none_or(|n| n > view.length()) {
+        return Err(format!(
+            "accessor {} needs {} elements of {stride} bytes from offset {} of buffer view {}, which has {} bytes",
             a.index(),
+            a.count(),
+            a.offset(),
             view.index(),
             view.length()
         ));
@@ -193,7 +260,11 @@ fn load_buffers(doc: &gltf::Document, mut blob: Option<Vec<u8>>, path: &Path) ->
                     .map_err(|e| err(format!("bad base64 data: {e}")))?
             }
             gltf::buffer::Source::Uri(uri) => {
-                let file: PathBuf = path.parent().unwrap_or(Path::new(".")).join(uri);
+                let relative = percent_decode(uri).ok_or_else(|| err(format!("bad percent-encoding in `{uri}`")))?;
+                if relative.contains("://") || Path::new(&relative).is_absolute() {
+                    return Err(err(format!("`{uri}` is not a relative file reference or a data URI")));
+                }
+                let file: PathBuf = path.parent().unwrap_or(Path::new(".")).join(relative);
                 std::fs::read(&file).map_err(|e| err(format!("cannot read {}: {e}", file.display())))?
             }
         };
@@ -205,34 +276,64 @@ fn load_buffers(doc: &gltf::Document, mut blob: Option<Vec<u8>>, path: &Path) ->
     Ok(out)
 }
 
+/// A URI reference with its `%XX` escapes decoded (`None` if an escape is malformed or the
+/// result is not UTF-8).
+fn percent_decode(uri: &str) -> Option<String> {
+    let b = uri.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut k = 0;
+    while k < b.len() {
+        if b[k] == b'%' {
+            let hex = std::str::from_utf8(b.get(k + 1..k + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            k += 3;
+        } else {
+            out.push(b[k]);
+            k += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// The node to import and its world matrix (the product of its ancestors' transforms).
 fn find_node<'a>(
     doc: &'a gltf::Document,
     name: Option<&str>,
     path: &Path,
 ) -> Result<(gltf::Node<'a>, Mat4), GltfError> {
-    // Walk the scenes from the roots (default scene first) so transforms accumulate; nodes in
-    // no scene follow with their own transform.
+    // Walk the scenes from their roots (default scene first) so transforms accumulate; then the
+    // hierarchies in no scene (a file need not have scenes), from nodes no node has as a child.
     let mut order: Vec<(gltf::Node<'a>, Mat4)> = Vec::new();
     let mut seen = vec![false; doc.nodes().len()];
-    let scenes = doc.default_scene().into_iter().chain(doc.scenes());
-    for scene in scenes {
-        let mut stack: Vec<(gltf::Node<'a>, Mat4)> = scene.nodes().map(|n| (n, Mat4::IDENTITY)).collect();
-        stack.reverse();
+    let walk = |root: gltf::Node<'a>, seen: &mut Vec<bool>, order: &mut Vec<(gltf::Node<'a>, Mat4)>| {
+        let mut stack = vec![(root, Mat4::IDENTITY)];
         while let Some((n, parent)) = stack.pop() {
             if std::mem::replace(&mut seen[n.index()], true) {
-                continue;
+                continue; // a node listed twice, or a cycle: each node once
             }
             let world = parent * Mat4::from_cols_array_2d(&n.transform().matrix());
             let children: Vec<_> = n.children().map(|c| (c, world)).collect();
             stack.extend(children.into_iter().rev());
             order.push((n, world));
         }
+    };
+    for scene in doc.default_scene().into_iter().chain(doc.scenes()) {
+        for root in scene.nodes() {
+            walk(root, &mut seen, &mut order);
+        }
+    }
+    let mut is_child = vec![false; doc.nodes().len()];
+    for c in doc.nodes().flat_map(|n| n.children()) {
+        is_child[c.index()] = true;
+    }
+    for n in doc.nodes() {
+        if !seen[n.index()] && !is_child[n.index()] {
+            walk(n, &mut seen, &mut order);
+        }
     }
     for n in doc.nodes() {
         if !seen[n.index()] {
-            let m = Mat4::from_cols_array_2d(&n.transform().matrix());
-            order.push((n, m));
+            walk(n, &mut seen, &mut order); // only in a cycle of children
         }
     }
     let with_mesh: Vec<String> = order
@@ -311,14 +412,24 @@ mod tests {
         let nested = r#"{"name": "parent", "translation": [1, 0, 0], "children": [1]}, {"name": "child", "mesh": 0, "scale": [2, 2, 2]}"#;
         let m = parse(&doc(&[0, 1, 2], TRIANGLES, nested), Some("child")).unwrap();
         assert_eq!(m.positions[2], Vec3::new(1.0, 2.0, 0.0));
+        // Scenes are optional: a hierarchy in no scene still composes.
+        let sceneless = String::from_utf8(doc(&[0, 1, 2], TRIANGLES, nested))
+            .unwrap()
+            .replace(r#""scene": 0, "scenes": [{"nodes": [0]}],"#, "");
+        let m = parse(sceneless.as_bytes(), None).unwrap();
+        assert_eq!((m.name.as_str(), m.positions[2]), ("child", Vec3::new(1.0, 2.0, 0.0)));
     }
 
     #[test]
     fn strips_fans_and_unindexed_primitives_become_triangles() {
+        // Odd strip triangles swap their first two corners (glTF 2.0, 3.7.2.1).
         let strip = r#"{"attributes": {"POSITION": 0}, "indices": 1, "mode": 5}"#;
-        assert_eq!(parse(&doc(&[0, 1, 2], strip, NODE), None).unwrap().triangles, vec![[0, 1, 2]]);
+        assert_eq!(
+            parse(&doc(&[0, 1, 2, 0, 1], strip, NODE), None).unwrap().triangles,
+            vec![[0, 1, 2], [2, 1, 0], [2, 0, 1]]
+        );
         let fan = r#"{"attributes": {"POSITION": 0}, "indices": 1, "mode": 6}"#;
-        assert_eq!(parse(&doc(&[2, 0, 1], fan, NODE), None).unwrap().triangles, vec![[2, 0, 1]]);
+        assert_eq!(parse(&doc(&[2, 0, 1, 2], fan, NODE), None).unwrap().triangles, vec![[2, 0, 1], [2, 1, 2]]);
         let unindexed = r#"{"attributes": {"POSITION": 0}}"#;
         assert_eq!(parse(&doc(&[0, 1, 2], unindexed, NODE), None).unwrap().triangles, vec![[0, 1, 2]]);
     }
@@ -359,6 +470,26 @@ mod tests {
             Err(GltfError::NoMesh { .. })
         ));
         assert!(matches!(parse(b"{ not json", None), Err(GltfError::Parse { .. })));
+        // Accessors the reader would misread or crash on.
+        let text = String::from_utf8(doc(&[0, 1, 2], TRIANGLES, NODE)).unwrap();
+        let bad_primitive = |json: String, needle: &str| match parse(json.as_bytes(), None) {
+            Err(GltfError::BadPrimitive { message, .. }) => assert!(message.contains(needle), "{message}"),
+            other => panic!("{needle}: {other:?}"),
+        };
+        bad_primitive(text.replace(r#""componentType": 5125"#, r#""componentType": 5126"#), "indices");
+        bad_primitive(text.replace(r#""byteLength": 36}"#, r#""byteLength": 36, "byteStride": 4}"#), "stride");
+        bad_primitive(text.replace(r#""POSITION": 0}, "indices""#, r#""POSITION": 9}, "indices""#), "accessor 9");
+        bad_primitive(
+            text.replace(r#""count": 3, "type": "VEC3""#, r#""count": 4, "type": "VEC3""#),
+            "needs 4 elements",
+        );
+        bad_primitive(text.replace(r#""type": "VEC3""#, r#""type": "VEC2""#), "POSITION");
+        // A GLB whose header declares more bytes than it has.
+        let mut glb = b"glTF".to_vec();
+        glb.extend_from_slice(&2u32.to_le_bytes());
+        glb.extend_from_slice(&4096u32.to_le_bytes());
+        glb.extend_from_slice(&[0; 20]);
+        assert!(matches!(parse(&glb, None), Err(GltfError::Parse { .. })));
         let short = String::from_utf8(doc(&[0, 1, 2], TRIANGLES, NODE))
             .unwrap()
             .replace(r#""byteLength": 48}]"#, r#""byteLength": 480}]"#);
