@@ -30,6 +30,9 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 // Index loops over several small fixed-size arrays read better than zipped iterators in the maths.
 #![allow(clippy::needless_range_loop)]
+// Without `rapier`, the coupling's callers are gone and parts of the runtime it uses look dead;
+// the default build, which CI lints with `-D warnings`, sees every caller.
+#![cfg_attr(not(feature = "rapier"), allow(dead_code, unused_imports))]
 
 pub mod body;
 pub mod collision;

@@ -63,11 +63,13 @@ pub(crate) struct FallbackRuntime {
 impl FallbackRuntime {
     /// Sends `body`'s island to the fallback in the next step, for `reason` (a failure the
     /// GPU's check found in a step now being redone), with the hold that follows.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     pub(crate) fn force(&mut self, body: SoftBodyHandle, reason: FallbackReason) {
         self.history.entry(body).or_default().forced = Some(reason);
     }
 
     /// Whether `body` is to be stepped by the fallback in frame `frame`: forced, or held.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     pub(crate) fn holds(&self, body: SoftBodyHandle, frame: u64) -> bool {
         self.history.get(&body).is_some_and(|h| h.forced.is_some() || h.hold_until > frame)
     }
