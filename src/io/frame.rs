@@ -19,8 +19,9 @@ pub struct ExportBody<'a> {
     pub render: Option<&'a EmbeddedMesh>,
 }
 
-/// Each body's mesh at the world's current state: the render mesh through its embedding, or
-/// the boundary surface with only the vertices it uses (renumbered). Bodies whose handle is
+/// Each body's mesh at the world's current state: the render mesh through its embedding (with
+/// its normals deformed along), or the boundary surface with only the vertices it uses
+/// (renumbered; no normals: smooth ones are made where needed). Bodies whose handle is
 /// not (yet) in the state are left out.
 pub fn frame_meshes(world: &World, bodies: &[ExportBody<'_>]) -> Vec<RenderMesh> {
     let mut out = Vec::with_capacity(bodies.len());
@@ -29,12 +30,8 @@ pub fn frame_meshes(world: &World, bodies: &[ExportBody<'_>]) -> Vec<RenderMesh>
         if let Some(r) = b.render {
             let mut positions = Vec::new();
             r.positions(x, &mut positions);
-            out.push(RenderMesh {
-                name: b.name.to_owned(),
-                positions,
-                normals: None,
-                triangles: r.mesh.triangles.clone(),
-            });
+            let normals = Some(r.normals(x, &positions));
+            out.push(RenderMesh { name: b.name.to_owned(), positions, normals, triangles: r.mesh.triangles.clone() });
             continue;
         }
         let surface = &body.shared().surface;

@@ -83,7 +83,8 @@ pub fn run_scene(loaded: &mut LoadedScene, mut opts: RunOptions<'_>) -> Result<R
                     glb.add_mesh(&m.name, m.triangles.clone()).map_err(gltf_err)?;
                 }
             }
-            glb.push_frame(loaded.world.time(), meshes.into_iter().map(|m| m.positions).collect()).map_err(gltf_err)?;
+            let (positions, normals) = meshes.into_iter().map(|m| (m.positions, m.normals)).unzip();
+            glb.push_frame_with_normals(loaded.world.time(), positions, normals).map_err(gltf_err)?;
         }
         Ok(())
     };

@@ -374,9 +374,14 @@ pub struct TetgenSpec {
 pub struct GltfSpec {
     /// Path to the file, relative to the scene file.
     pub path: String,
-    /// Name of the node whose mesh to take (default: the first node with a mesh).
+    /// Name of the node whose meshes to take, its children's included (`#N`: the node with
+    /// index N); default: every mesh of the default scene.
     #[serde(default)]
     pub node: Option<String>,
+    /// Uniform scale from the file's units to metres, applied in the file's frame before the
+    /// body's placement (0.01 for an asset in centimetres; default 1).
+    #[serde(default = "unit_scale")]
+    pub scale: f32,
     /// Voxel edge \[m\] of the generated tet mesh (exclusive with `resolution`).
     #[serde(default)]
     pub cell: Option<f32>,
@@ -390,6 +395,10 @@ pub struct GltfSpec {
     /// of generating voxel tets.
     #[serde(default)]
     pub tetgen: Option<String>,
+}
+
+fn unit_scale() -> f32 {
+    1.0
 }
 
 fn default_voxel_split() -> TetSplit {

@@ -6,7 +6,7 @@ use glam::{EulerRot, Quat, Vec2, Vec3};
 
 use super::scene::PATH_MARK;
 use super::scene::*;
-use super::scene_gltf::gltf_geometry;
+use super::scene_gltf::{GltfGeometry, gltf_geometry};
 use super::{SceneError, tetgen};
 use crate::body::{ClothBuilder, Keyframe, KinematicPath, Pin, SoftBodyBuilder, SoftBodyHandle};
 use crate::collision::Obstacle;
@@ -293,14 +293,19 @@ impl Scene {
                 })?)
             }
             (None, Some(MeshFileSpec::Gltf(spec))) => {
-                let f = format!("{field}.mesh");
-                let (tets, mesh) = gltf_geometry(&f, spec, base)?;
                 // Embedded at rest in the file's frame; the embedding survives the body's rigid
                 // placement, which the render mesh then takes too.
-                let embedded = EmbeddedMesh::new(mesh, &tets)
-                    .map_err(|e| SceneError::invalid(format!("{f}.path"), &spec.path, e.to_string()))?;
-                render = Some(embedded);
-                Geometry::Solid(tets)
+                let cloth = matches!(material, MaterialSpec::Cloth(_));
+                match gltf_geometry(&format!("{field}.mesh"), spec, base, cloth)? {
+                    GltfGeometry::Solid(tets, embedded) => {
+                        render = Some(embedded);
+                        Geometry::Solid(tets)
+                    }
+                    GltfGeometry::Cloth(mesh, embedded) => {
+                        render = Some(embedded);
+                        Geometry::Cloth(mesh)
+                    }
+                }
             }
             (Some(_), Some(_)) => {
                 return Err(SceneError::invalid(

@@ -93,6 +93,33 @@ pub enum MeshError {
         /// Why it is rejected.
         reason: &'static str,
     },
+    /// A surface to voxelize that has no thickness along an axis: a solid cannot be made of it.
+    #[error(
+        "the surface is flat along {axis} (extent {extent} m, its longest side {size} m): a solid needs thickness; simulate a sheet as cloth"
+    )]
+    Flat {
+        /// `x`, `y` or `z`.
+        axis: char,
+        /// The surface's extent along it \[m\].
+        extent: f32,
+        /// The surface's longest side \[m\].
+        size: f32,
+    },
+    /// A voxel cell so fine for the surface that the lattice would be too large.
+    #[error(
+        "voxel cell {cell} m is too fine for a surface of {} x {} x {} m: {cells:.3e} lattice cells, at most {max} (is the asset in other units than metres?)",
+        extent[0], extent[1], extent[2]
+    )]
+    TooManyCells {
+        /// The cell edge asked for \[m\].
+        cell: f32,
+        /// The surface's extent \[m\].
+        extent: [f32; 3],
+        /// Cells the lattice would have.
+        cells: f64,
+        /// [`crate::mesh::MAX_VOXEL_CELLS`].
+        max: usize,
+    },
     /// A mesh file could not be read.
     #[error("cannot read mesh file {path}: {message}")]
     Io {

@@ -13,6 +13,7 @@ mod tet_mesh;
 mod tri_mesh;
 pub(crate) mod validate;
 mod voxel;
+mod voxel_conform;
 
 pub use adjacency::{Csr, pack_entry, unpack_entry, vertex_element_csr};
 pub use coloring::{Coloring, find_coloring_conflict, greedy_coloring, vertex_graph};
@@ -25,3 +26,4 @@ pub use tet_mesh::TetMesh;
 pub use tri_mesh::{Hinge, TriMesh};
 pub use validate::{DEGENERACY_RATIO, tet_volume, triangle_area};
 pub use voxel::MAX_VOXEL_CELLS;
+pub use voxel_conform::{MAX_OUTSIDE, MIN_VOLUME_RATIO};

@@ -3,7 +3,7 @@
 
 use glam::{Vec3, Vec4};
 
-use super::{Embedding, MeshError, TetMesh};
+use super::{Embedding, MeshError, TetMesh, TriMesh};
 
 /// Triangles to draw or export. Unlike [`super::TriMesh`] nothing is required of them beyond
 /// valid indices: duplicate vertices along seams and degenerate slivers are normal in assets.
@@ -81,6 +81,80 @@ impl RenderMesh {
         Self { name: "sphere".into(), positions, normals: Some(normals), triangles }
     }
 
+    /// The render mesh as a cloth's simulation mesh: vertices at the same position (to 1e-6
+    /// of the mesh's size: the duplicates of UV and normal seams) welded, degenerate and
+    /// repeated triangles dropped, and for each render vertex its cloth vertex. Errors name
+    /// what [`TriMesh::new`] rejects (an edge of more than two triangles, ...), or a mesh with
+    /// no triangle left.
+    pub fn welded_cloth(&self) -> Result<(TriMesh, Vec<u32>), MeshError> {
+        let canonical = weld(&self.positions);
+        let mut seen = std::collections::HashSet::new();
+        let triangles: Vec<[u32; 3]> = self
+            .triangles
+            .iter()
+            .map(|t| t.map(|i| canonical[i as usize]))
+            .filter(|t| {
+                let p = t.map(|i| self.positions[i as usize]);
+                let l = super::validate::longest_edge(p);
+                let mut key = *t;
+                key.sort_unstable();
+                t[0] != t[1]
+                    && t[1] != t[2]
+                    && t[0] != t[2]
+                    && super::triangle_area(p) > super::DEGENERACY_RATIO * l * l
+                    && seen.insert(key)
+            })
+            .collect();
+        if triangles.is_empty() {
+            return Err(MeshError::Empty { what: "triangles (all are degenerate)" });
+        }
+        // Cloth vertices: the welded ones the kept triangles use, in first-use order.
+        let mut cloth_index = vec![u32::MAX; self.positions.len()];
+        let mut positions = Vec::new();
+        let triangles: Vec<[u32; 3]> = triangles
+            .iter()
+            .map(|t| {
+                t.map(|i| {
+                    if cloth_index[i as usize] == u32::MAX {
+                        cloth_index[i as usize] = positions.len() as u32;
+                        positions.push(self.positions[i as usize]);
+                    }
+                    cloth_index[i as usize]
+                })
+            })
+            .collect();
+        // A render vertex no kept triangle uses: a sliver's apex follows a kept corner of its
+        // sliver; a vertex of no triangle at all, the nearest cloth vertex.
+        for t in &self.triangles {
+            let c = t.map(|i| canonical[i as usize] as usize);
+            if let Some(&kept) = c.iter().find(|&&v| cloth_index[v] != u32::MAX) {
+                for v in c {
+                    if cloth_index[v] == u32::MAX {
+                        cloth_index[v] = cloth_index[kept];
+                    }
+                }
+            }
+        }
+        let map = canonical
+            .iter()
+            .enumerate()
+            .map(|(k, &c)| match cloth_index[c as usize] {
+                u32::MAX => {
+                    let p = self.positions[k];
+                    (0..positions.len() as u32)
+                        .min_by(|&a, &b| {
+                            let (da, db) =
+                                (positions[a as usize].distance_squared(p), positions[b as usize].distance_squared(p));
+                            da.total_cmp(&db)
+                        })
+                        .unwrap_or(0)
+                }
+                i => i,
+            })
+            .collect();
+        Ok((TriMesh::new(positions, triangles)?, map))
+    }
+
     /// The normals to draw with: the asset's, or area-weighted smooth ones.
     pub fn normals_or_smooth(&self) -> Vec<Vec3> {
         match &self.normals {
@@ -108,15 +182,7 @@ pub fn palette_color(k: usize) -> [f32; 3] {
 /// triangle with area uses). Vertices at the same position (to 1e-6 of the mesh's size) share
 /// their normal, so the duplicated vertices of a UV seam do not show as a crease.
 pub fn smooth_normals(positions: &[Vec3], triangles: &[[u32; 3]]) -> Vec<Vec3> {
-    let (lo, hi) =
-        positions.iter().fold((Vec3::splat(f32::MAX), Vec3::splat(f32::MIN)), |(a, b), p| (a.min(*p), b.max(*p)));
-    let q = ((hi - lo).max_element() as f64 * 1e-6).max(f64::MIN_POSITIVE);
-    let mut weld: std::collections::HashMap<[i64; 3], u32> = std::collections::HashMap::with_capacity(positions.len());
-    let canonical: Vec<u32> = positions
-        .iter()
-        .enumerate()
-        .map(|(k, p)| *weld.entry(p.to_array().map(|c| (c as f64 / q).round() as i64)).or_insert(k as u32))
-        .collect();
+    let canonical = weld(positions);
     let mut n = vec![Vec3::ZERO; positions.len()];
     for t in triangles {
         let [a, b, c] = t.map(|i| positions[i as usize]);
@@ -128,25 +194,94 @@ pub fn smooth_normals(positions: &[Vec3], triangles: &[[u32; 3]]) -> Vec<Vec3> {
     canonical.iter().map(|&c| n[c as usize].try_normalize().unwrap_or(Vec3::Y)).collect()
 }
 
-/// A render mesh whose vertices follow a simulated tet mesh through an [`Embedding`].
+/// For each vertex, the first vertex at the same position (within 1e-6 of the mesh's size):
+/// positions are bucketed by that quantum and the neighbouring buckets searched too, so two
+/// copies a rounding apart weld even across a bucket boundary.
+pub(super) fn weld(positions: &[Vec3]) -> Vec<u32> {
+    let (lo, hi) =
+        positions.iter().fold((Vec3::splat(f32::MAX), Vec3::splat(f32::MIN)), |(a, b), p| (a.min(*p), b.max(*p)));
+    let q = ((hi - lo).max_element() as f64 * 1e-6).max(f64::MIN_POSITIVE);
+    let mut buckets: std::collections::HashMap<[i64; 3], Vec<u32>> =
+        std::collections::HashMap::with_capacity(positions.len());
+    let key = |p: Vec3| p.to_array().map(|c| (c as f64 / q).floor() as i64);
+    let mut out = Vec::with_capacity(positions.len());
+    for (k, p) in positions.iter().enumerate() {
+        let b = key(*p);
+        let neighbours = (-1..=1)
+            .flat_map(|dz| (-1..=1).flat_map(move |dy| (-1..=1).map(move |dx| [b[0] + dx, b[1] + dy, b[2] + dz])))
+            .flat_map(|n| buckets.get(&n).into_iter().flatten().copied());
+        // The first earlier copy found (in a fixed order: deterministic) gives its own first.
+        let same = neighbours.into_iter().find(|&j| (positions[j as usize].as_dvec3() - p.as_dvec3()).length() <= q);
+        out.push(same.map_or(k as u32, |j| out[j as usize]));
+        buckets.entry(b).or_default().push(k as u32);
+    }
+    out
+}
+
+/// A render mesh whose vertices follow a simulated mesh through an [`Embedding`], with
+/// normals that turn and shear with it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EmbeddedMesh {
-    /// The render mesh at rest, in the same frame as the tet mesh it is embedded in.
+    /// The render mesh at rest, in the same frame as the mesh it is embedded in.
     pub mesh: RenderMesh,
-    /// Where each render vertex sits in the tet mesh.
+    /// Where each render vertex sits in the simulated mesh.
     pub embedding: Embedding,
+    /// Per render vertex, its rest normal carried into its tet's edge frame (`Dm^T n`), so
+    /// the deformed normal is `Ds^{-T} Dm^T n = F^{-T} n`; `None` for a mesh embedded on
+    /// vertices (cloth), whose normals are recomputed from the deformed triangles.
+    normal_frames: Option<Vec<Vec3>>,
 }
 
 impl EmbeddedMesh {
-    /// Embeds `mesh`'s vertices in `tets` (both at rest, in one frame).
+    /// Embeds `mesh`'s vertices in `tets` (both at rest, in one frame). The asset's normals
+    /// (or smooth ones where it has none) follow the tets' deformation, so hard edges stay
+    /// hard.
     pub fn new(mesh: RenderMesh, tets: &TetMesh) -> Result<Self, MeshError> {
         let embedding = Embedding::new(tets, &mesh.positions)?;
-        Ok(Self { mesh, embedding })
+        let rest = mesh.normals_or_smooth();
+        let normal_frames = embedding
+            .vertices()
+            .iter()
+            .zip(&rest)
+            .map(|(v, n)| {
+                let x = v.map(|i| tets.positions()[i as usize]);
+                let dm = glam::Mat3::from_cols(x[1] - x[0], x[2] - x[0], x[3] - x[0]);
+                dm.transpose() * *n
+            })
+            .collect();
+        Ok(Self { mesh, embedding, normal_frames: Some(normal_frames) })
+    }
+
+    /// A render mesh whose vertex `k` is vertex `map[k]` of the simulated mesh (a cloth made
+    /// of the render mesh's own triangles, welded along its seams).
+    pub fn on_vertices(mesh: RenderMesh, map: &[u32]) -> Self {
+        Self { embedding: Embedding::on_vertices(map), mesh, normal_frames: None }
     }
 
     /// The render vertices for the simulated positions `x` of the body (into `out`).
     pub fn positions(&self, x: &[Vec4], out: &mut Vec<Vec3>) {
         self.embedding.apply(x, out);
+    }
+
+    /// Unit normals for the simulated positions `x` and the render vertices `positions` they
+    /// give ([`EmbeddedMesh::positions`]): each rest normal through its tet's deformation
+    /// (`F^{-T} n`, by the cofactor of the tet's edge matrix, which stays continuous through
+    /// an inversion), or smooth normals of the deformed triangles for a mesh on vertices.
+    pub fn normals(&self, x: &[Vec4], positions: &[Vec3]) -> Vec<Vec3> {
+        let Some(frames) = &self.normal_frames else {
+            return smooth_normals(positions, &self.mesh.triangles);
+        };
+        self.embedding
+            .vertices()
+            .iter()
+            .zip(frames)
+            .map(|(v, m)| {
+                let p = v.map(|i| x[i as usize].truncate());
+                let (a, b, c) = (p[1] - p[0], p[2] - p[0], p[3] - p[0]);
+                // cof(Ds)·m, the columns of cof(Ds) being b×c, c×a, a×b.
+                (b.cross(c) * m.x + c.cross(a) * m.y + a.cross(b) * m.z).normalize_or(Vec3::Y)
+            })
+            .collect()
     }
 }
 

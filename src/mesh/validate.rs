@@ -70,7 +70,7 @@ pub fn tet_volume(p: [Vec3; 4]) -> f64 {
     (p[1].as_dvec3() - a).dot((p[2].as_dvec3() - a).cross(p[3].as_dvec3() - a)) / 6.0
 }
 
-fn longest_edge<const K: usize>(p: [Vec3; K]) -> f64 {
+pub(crate) fn longest_edge<const K: usize>(p: [Vec3; K]) -> f64 {
     let mut l: f64 = 0.0;
     for i in 0..K {
         for j in i + 1..K {

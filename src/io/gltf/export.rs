@@ -204,8 +204,22 @@ pub fn static_glb(nodes: &[StaticNode]) -> Result<Vec<u8>, GltfError> {
 #[derive(Clone, Debug, Default)]
 pub struct AnimatedGlb {
     meshes: Vec<(String, Vec<[u32; 3]>)>,
-    frames: Vec<(f32, Vec<Vec<Vec3>>)>,
+    frames: Vec<Frame>,
+    /// Bytes the binary chunk will hold so far (indices, positions, normals, keys).
+    bytes: u64,
 }
+
+/// One recorded frame: its time and each mesh's positions and normals.
+#[derive(Clone, Debug)]
+struct Frame {
+    time: f32,
+    positions: Vec<Vec<Vec3>>,
+    normals: Vec<Option<Vec<Vec3>>>,
+}
+
+/// The most bytes a GLB's binary chunk may hold: its header counts the file's length in 32
+/// bits. A margin is left for the JSON chunk.
+const GLB_MAX_BIN: u64 = u32::MAX as u64 - (64 << 20);
 
 impl AnimatedGlb {
     /// An empty recording.
@@ -220,13 +234,46 @@ impl AnimatedGlb {
         if !self.frames.is_empty() {
             return Err(GltfError::Export { message: format!("mesh `{name}` added after the first frame") });
         }
+        self.bytes += 12 * triangles.len() as u64;
         self.meshes.push((name.to_owned(), triangles));
         Ok(self.meshes.len() - 1)
     }
 
     /// Records a frame at `time` \[s\]: one position list per mesh, in the order added. Each
-    /// list must cover the vertices the mesh's triangles use; times must increase.
+    /// list must cover the vertices the mesh's triangles use; times must increase. Normals are
+    /// made smooth from the triangles.
     pub fn push_frame(&mut self, time: f64, positions: Vec<Vec<Vec3>>) -> Result<(), GltfError> {
+        let normals = vec![None; positions.len()];
+        self.push_frame_with_normals(time, positions, normals)
+    }
+
+    /// As [`AnimatedGlb::push_frame`], with each mesh's unit normals where it has them (one
+    /// per position; `None`: smooth ones). A recording that would pass the 4 GiB a GLB can
+    /// hold is refused at the frame that would pass it, naming how far it got.
+    pub fn push_frame_with_normals(
+        &mut self,
+        time: f64,
+        positions: Vec<Vec<Vec3>>,
+        normals: Vec<Option<Vec<Vec3>>>,
+    ) -> Result<(), GltfError> {
+        if normals.len() != positions.len() {
+            return Err(GltfError::Export {
+                message: format!("frame at t = {time}: {} normal lists for {} meshes", normals.len(), positions.len()),
+            });
+        }
+        for ((name, _), (n, p)) in self.meshes.iter().zip(normals.iter().zip(&positions)) {
+            if let Some(n) = n
+                && (n.len() != p.len() || n.iter().any(|v| !v.is_finite()))
+            {
+                return Err(GltfError::Export {
+                    message: format!(
+                        "mesh `{name}` at t = {time}: {} normals for {} positions, or one not finite",
+                        n.len(),
+                        p.len()
+                    ),
+                });
+            }
+        }
         if positions.len() != self.meshes.len() {
             return Err(GltfError::Export {
                 message: format!(
@@ -250,10 +297,23 @@ impl AnimatedGlb {
         }
         // Keys are stored as f32: compare there, so two times one f32 apart stay ordered.
         let t = time as f32;
-        if !t.is_finite() || self.frames.last().is_some_and(|(last, _)| *last >= t) {
+        if !t.is_finite() || self.frames.last().is_some_and(|last| last.time >= t) {
             return Err(GltfError::Export { message: format!("frame time {time} is not finite or does not increase") });
         }
-        self.frames.push((t, positions));
+        // Positions and normals (12 bytes each per vertex) and at most three keys (4 + 12).
+        let bytes = positions.iter().map(|p| 24 * p.len() as u64).sum::<u64>() + 48;
+        if self.bytes + bytes > GLB_MAX_BIN {
+            return Err(GltfError::Export {
+                message: format!(
+                    "frame {} at t = {time} would take the animation past the 4 GiB a GLB can hold ({} frames, {:.2} GB so far): record fewer frames (`output.obj_every`) or fewer vertices",
+                    self.frames.len(),
+                    self.frames.len(),
+                    self.bytes as f64 / 1e9
+                ),
+            });
+        }
+        self.bytes += bytes;
+        self.frames.push(Frame { time: t, positions, normals });
         Ok(())
     }
 
@@ -275,10 +335,19 @@ impl AnimatedGlb {
             .map(|(k, (name, tris))| (b.indices(tris), b.material(name, palette_color(k))))
             .collect();
         let mut frame_nodes = Vec::with_capacity(self.frames.len());
-        for (f, (_, positions)) in self.frames.iter().enumerate() {
+        for (f, frame) in self.frames.iter().enumerate() {
             let mut prims = Vec::with_capacity(self.meshes.len());
-            for ((_, tris), (p, &(indices, material))) in self.meshes.iter().zip(positions.iter().zip(&shared)) {
-                prims.push(b.primitive(p, &smooth_normals(p, tris), indices, material));
+            let meshes = self.meshes.iter().zip(&frame.positions).zip(&frame.normals).zip(&shared);
+            for ((((_, tris), p), n), &(indices, material)) in meshes {
+                let smooth;
+                let n = match n {
+                    Some(n) => n,
+                    None => {
+                        smooth = smooth_normals(p, tris);
+                        &smooth
+                    }
+                };
+                prims.push(b.primitive(p, n, indices, material));
             }
             let mesh = b.mesh(&format!("frame_{f:05}"), prims);
             let hidden = f > 0; // the first frame shows where players do not animate
@@ -290,7 +359,7 @@ impl AnimatedGlb {
             }));
         }
         if self.frames.len() > 1 {
-            let times: Vec<f32> = self.frames.iter().map(|(t, _)| *t).collect();
+            let times: Vec<f32> = self.frames.iter().map(|f| f.time).collect();
             let mut channels = Vec::with_capacity(frame_nodes.len());
             let mut samplers = Vec::with_capacity(frame_nodes.len());
             let kind = (json::accessor::ComponentType::F32, json::accessor::Type::Vec3);

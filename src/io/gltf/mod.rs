@@ -1,10 +1,12 @@
 //! glTF 2.0 in and out (feature `gltf`).
 //!
-//! - [`read_gltf`] / [`parse_gltf`]: one node's triangle mesh from a `.gltf` or `.glb` (all its
-//!   triangle primitives merged, in world coordinates through the node's transforms). A scene
-//!   body with `"mesh": { "format": "gltf", … }` turns it into a voxel tet mesh
-//!   ([`crate::mesh::TetMesh::voxelize`]) or takes TetGen tets, and embeds the render vertices
-//!   in them ([`crate::mesh::EmbeddedMesh`]), so the artist's mesh follows the simulation.
+//! - [`read_gltf`] / [`parse_gltf`]: the triangle meshes of a node and the nodes below it (or
+//!   of the whole default scene) from a `.gltf` or `.glb`, merged in world coordinates through
+//!   the nodes' transforms; float, quantized (`KHR_mesh_quantization`) and sparse positions.
+//!   A scene body with `"mesh": { "format": "gltf", … }` turns it into a voxel tet mesh
+//!   conformed to it ([`crate::mesh::TetMesh::voxelize`]) or takes TetGen tets, and embeds the
+//!   render vertices in them ([`crate::mesh::EmbeddedMesh`]), so the artist's mesh follows the
+//!   simulation; with a cloth material its own triangles, welded, are the cloth.
 //! - [`AnimatedGlb`]: a run as an animated GLB that common viewers play (Blender, three.js and
 //!   its online editor, Babylon's sandbox, Windows 3D Viewer): one node per recorded frame,
 //!   shown at its time by a step-interpolated scale track. Morph targets would be the compact
@@ -31,8 +33,10 @@
 //! # }
 //! ```
 
+mod accessor;
 mod export;
 mod import;
+mod nodes;
 
 use std::path::PathBuf;
 
@@ -77,10 +81,12 @@ pub enum GltfError {
         message: String,
     },
     /// A mesh without primitives.
-    #[error("{path}: mesh {mesh} ({name}) has no primitives")]
+    #[error("{path}: node {node}: mesh {mesh} ({name}) has no primitives")]
     NoPrimitives {
         /// File.
         path: PathBuf,
+        /// The node that uses the mesh (`` `name` `` or `#index`).
+        node: String,
         /// Mesh index.
         mesh: usize,
         /// Mesh name (or `unnamed`).
@@ -88,29 +94,47 @@ pub enum GltfError {
     },
     /// A primitive that is not made of triangles (points or lines).
     #[error(
-        "{path}: mesh {mesh} primitive {primitive} has mode {mode}; only triangles, strips and fans can be simulated"
+        "{path}: node {node}, mesh {mesh} ({mesh_name}), primitive {primitive} has mode {mode}; only triangles, strips and fans can be simulated"
     )]
     NotTriangles {
         /// File.
         path: PathBuf,
+        /// The node that uses the mesh (`` `name` `` or `#index`).
+        node: String,
         /// Mesh index.
         mesh: usize,
+        /// Mesh name (or `unnamed`).
+        mesh_name: String,
         /// Primitive index within the mesh.
         primitive: usize,
         /// The glTF mode (e.g. `Points`, `Lines`).
         mode: String,
     },
     /// A primitive without a `POSITION` attribute, or an accessor whose data does not fit.
-    #[error("{path}: mesh {mesh} primitive {primitive}: {message}")]
+    #[error("{path}: node {node}, mesh {mesh} ({mesh_name}), primitive {primitive}: {message}")]
     BadPrimitive {
         /// File.
         path: PathBuf,
+        /// The node that uses the mesh (`` `name` `` or `#index`).
+        node: String,
         /// Mesh index.
         mesh: usize,
+        /// Mesh name (or `unnamed`).
+        mesh_name: String,
         /// Primitive index within the mesh.
         primitive: usize,
         /// What is wrong (missing positions, index out of range, non-finite vertex, ...).
         message: String,
+    },
+    /// The file requires an extension that stores geometry in a form Pliant cannot decode.
+    #[error(
+        "{path} requires the glTF extension {extension}, whose compressed geometry Pliant cannot read; export the asset without mesh compression"
+    )]
+    Unsupported {
+        /// File.
+        path: PathBuf,
+        /// The extension (`KHR_draco_mesh_compression`, `EXT_meshopt_compression`).
+        extension: String,
     },
     /// Data that cannot be written as glTF (an empty run, mismatched frame data).
     #[error("cannot export glTF: {message}")]
