@@ -120,14 +120,7 @@ fn embedding_weights_are_convex_and_the_tets_conform_to_the_render_mesh() {
         // So the body weighs about what the volume the asset encloses does: 1.15x and 1.09x
         // at these coarse resolutions (a tube three cells across), where the cubes around it
         // weighed 2.0x and 1.7x.
-        let enclosed: f64 = render
-            .triangles
-            .iter()
-            .map(|f| {
-                let [a, c, d] = f.map(|i| render.positions[i as usize].as_dvec3());
-                a.dot(c.cross(d)) / 6.0
-            })
-            .sum();
+        let enclosed = render.enclosed_volume();
         let shared = loaded.world.bodies.get(b.handle).unwrap().shared();
         let mass: f64 = shared.masses.iter().map(|&m| m as f64).sum();
         let ratio = mass / shared.density / enclosed;

@@ -155,6 +155,19 @@ impl RenderMesh {
         Ok((TriMesh::new(positions, triangles)?, map))
     }
 
+    /// The volume the triangles enclose \[m³\] (the divergence theorem: exact for a closed,
+    /// consistently oriented surface, counter-clockwise from outside; negative if it is
+    /// inside out, and meaningless for an open one).
+    pub fn enclosed_volume(&self) -> f64 {
+        self.triangles
+            .iter()
+            .map(|f| {
+                let [a, b, c] = f.map(|i| self.positions[i as usize].as_dvec3());
+                a.dot(b.cross(c)) / 6.0
+            })
+            .sum()
+    }
+
     /// The normals to draw with: the asset's, or area-weighted smooth ones.
     pub fn normals_or_smooth(&self) -> Vec<Vec3> {
         match &self.normals {
@@ -290,13 +303,7 @@ mod tests {
     use super::*;
 
     fn signed_volume(m: &RenderMesh) -> f32 {
-        m.triangles
-            .iter()
-            .map(|f| {
-                let [a, b, c] = f.map(|i| m.positions[i as usize]);
-                a.dot(b.cross(c)) / 6.0
-            })
-            .sum()
+        m.enclosed_volume() as f32
     }
 
     #[test]
