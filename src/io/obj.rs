@@ -54,6 +54,15 @@ pub fn frame_obj(meshes: &[RenderMesh], contacts: &[Vec3]) -> String {
     out
 }
 
+/// The next three numbers of a `v` or `vn` line (`None` if one is missing or not a number).
+fn three<'a>(tok: &mut impl Iterator<Item = &'a str>) -> Option<Vec3> {
+    let mut c = [0.0f32; 3];
+    for v in &mut c {
+        *v = tok.next()?.parse().ok()?;
+    }
+    Some(Vec3::from(c))
+}
+
 /// Reads an OBJ frame: one mesh per `o` group (faces with more than three corners are fanned,
 /// `v/vt/vn` references keep the vertex and its normal: a group whose every vertex has one
 /// gets normals), and the points of the [`CONTACTS_GROUP`] group. Errors name the line.
@@ -77,22 +86,10 @@ pub fn parse_obj_frame(text: &str) -> Result<(Vec<RenderMesh>, Vec<Vec3>), Strin
         };
         match tok.next() {
             Some("v") => {
-                let c: Vec<f32> =
-                    tok.take(3).map(|t| t.parse().map_err(|_| err("bad coordinate"))).collect::<Result<_, _>>()?;
-                if c.len() < 3 {
-                    return Err(err("a vertex needs three coordinates"));
-                }
-                vertices.push(Vec3::new(c[0], c[1], c[2]));
+                vertices.push(three(&mut tok).ok_or_else(|| err("a vertex needs three coordinates"))?);
                 vertex_normal.push(None);
             }
-            Some("vn") => {
-                let c: Vec<f32> =
-                    tok.take(3).map(|t| t.parse().map_err(|_| err("bad normal"))).collect::<Result<_, _>>()?;
-                if c.len() < 3 {
-                    return Err(err("a normal needs three coordinates"));
-                }
-                vn.push(Vec3::new(c[0], c[1], c[2]));
-            }
+            Some("vn") => vn.push(three(&mut tok).ok_or_else(|| err("a normal needs three coordinates"))?),
             Some("o") | Some("g") => groups.push((tok.collect::<Vec<_>>().join(" "), Vec::new(), Vec::new())),
             Some("f") => {
                 let corners: Vec<&str> = tok.collect();

@@ -30,17 +30,18 @@ pub struct Embedding {
 
 /// Barycentric coordinates of `p` in the tet `x` (f64; sum exactly 1 up to rounding).
 pub fn barycentric(x: [Vec3; 4], p: Vec3) -> [f64; 4] {
-    let x = x.map(|v| v.as_dvec3());
+    barycentric_f64(x.map(|v| v.as_dvec3()), p.as_dvec3())
+}
+
+fn barycentric_f64(x: [DVec3; 4], p: DVec3) -> [f64; 4] {
     let m = DMat3::from_cols(x[1] - x[0], x[2] - x[0], x[3] - x[0]);
-    let w = m.inverse() * (p.as_dvec3() - x[0]);
+    let w = m.inverse() * (p - x[0]);
     [1.0 - w.x - w.y - w.z, w.x, w.y, w.z]
 }
 
 /// The closest point of tet `x` to `p`: its barycentric weights (convex) and the distance.
 pub(super) fn closest_in_tet(x: [DVec3; 4], p: DVec3) -> ([f64; 4], f64) {
-    let m = DMat3::from_cols(x[1] - x[0], x[2] - x[0], x[3] - x[0]);
-    let l = m.inverse() * (p - x[0]);
-    let w = [1.0 - l.x - l.y - l.z, l.x, l.y, l.z];
+    let w = barycentric_f64(x, p);
     if w.iter().all(|&w| w >= -INSIDE_TOLERANCE) {
         // Inside, up to rounding: clamp and renormalise so the weights stay convex (the point
         // moves by ~1e-6 of a tet at most).

@@ -211,8 +211,7 @@ pub fn smooth_normals(positions: &[Vec3], triangles: &[[u32; 3]]) -> Vec<Vec3> {
 /// positions are bucketed by that quantum and the neighbouring buckets searched too, so two
 /// copies a rounding apart weld even across a bucket boundary.
 pub(super) fn weld(positions: &[Vec3]) -> Vec<u32> {
-    let (lo, hi) =
-        positions.iter().fold((Vec3::splat(f32::MAX), Vec3::splat(f32::MIN)), |(a, b), p| (a.min(*p), b.max(*p)));
+    let (lo, hi) = super::tet_mesh::bounds(positions);
     let q = ((hi - lo).max_element() as f64 * 1e-6).max(f64::MIN_POSITIVE);
     let mut buckets: std::collections::HashMap<[i64; 3], Vec<u32>> =
         std::collections::HashMap::with_capacity(positions.len());

@@ -166,8 +166,16 @@ impl TetMesh {
         // Each coordinate from its lattice index (not accumulated), so shared faces are exact;
         // then the boundary is moved onto the surface where the tets allow.
         let mut x: Vec<DVec3> = lattice_points.iter().map(|p| origin + p.as_dvec3() * h).collect();
-        let lattice =
-            Lattice { points: &lattice_points, origin, h, thin, tets: &tets, tet_cells: &tet_cells, bins: &bins };
+        let lattice = Lattice {
+            points: &lattice_points,
+            index: &index,
+            origin,
+            h,
+            thin,
+            tets: &tets,
+            tet_cells: &tet_cells,
+            bins: &bins,
+        };
         conform(&mut x, &lattice, positions, triangles);
         TetMesh::new_reoriented(x.iter().map(|p| p.as_vec3()).collect(), tets)
     }

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use glam::{DVec3, IVec3, Vec3};
 
 use super::embedding::closest_in_tet;
+use super::surface::extract_boundary;
 use crate::collision::distance::point_triangle;
 
 /// The least volume a tet keeps while its vertices are moved, as a share of its lattice
@@ -26,6 +27,8 @@ pub const MIN_VOLUME_RATIO: f64 = 0.2;
 pub(super) struct Lattice<'a> {
     /// Each vertex's lattice point (integer coordinates).
     pub points: &'a [IVec3],
+    /// The vertex at each lattice point.
+    pub index: &'a HashMap<IVec3, u32>,
     /// Where lattice point 0 lies \[m\].
     pub origin: DVec3,
     /// Cell edge per axis \[m\].
@@ -58,20 +61,10 @@ pub(super) fn conform(x: &mut [DVec3], lattice: &Lattice<'_>, positions: &[Vec3]
         (b - a).dot((c - a).cross(d - a))
     };
     let rest: Vec<f64> = lattice.tets.iter().map(|t| volume(x, t)).collect();
-    // Boundary faces are the faces of exactly one tet.
-    let mut faces: HashMap<[u32; 3], u32> = HashMap::with_capacity(2 * lattice.tets.len());
-    for t in lattice.tets {
-        for f in [[t[0], t[1], t[2]], [t[0], t[1], t[3]], [t[0], t[2], t[3]], [t[1], t[2], t[3]]] {
-            let mut key = f;
-            key.sort_unstable();
-            *faces.entry(key).or_insert(0) += 1;
-        }
-    }
+    // Boundary vertices: those of faces that belong to one tet only.
     let mut on_boundary = vec![false; x.len()];
-    for (f, n) in &faces {
-        if *n == 1 {
-            f.iter().for_each(|&i| on_boundary[i as usize] = true);
-        }
+    for &v in &extract_boundary(lattice.tets).vertices {
+        on_boundary[v as usize] = true;
     }
     let mut around: Vec<Vec<u32>> = vec![Vec::new(); x.len()];
     for (k, t) in lattice.tets.iter().enumerate() {
@@ -125,12 +118,6 @@ pub(super) fn conform(x: &mut [DVec3], lattice: &Lattice<'_>, positions: &[Vec3]
     // only from inside its narrow cone of closest points, so a box's corners would come out
     // bevelled. Each corner of the surface takes the nearest boundary vertex that can move all
     // the way onto it (no vertex serving two corners); the projection then leaves it there.
-    let mut index_of: HashMap<IVec3, u32> = HashMap::with_capacity(x.len());
-    for (v, p) in lattice.points.iter().enumerate() {
-        if on_boundary[v] {
-            index_of.insert(*p, v as u32);
-        }
-    }
     let mut taken = vec![false; x.len()];
     let canonical = crate::mesh::render_mesh::weld(positions);
     for s in corners(positions, triangles, &canonical) {
@@ -139,7 +126,7 @@ pub(super) fn conform(x: &mut [DVec3], lattice: &Lattice<'_>, positions: &[Vec3]
         for z in c.z - reach.z..=c.z + reach.z {
             for y in c.y - reach.y..=c.y + reach.y {
                 for xx in c.x - reach.x..=c.x + reach.x {
-                    let Some(&v) = index_of.get(&IVec3::new(xx, y, z)) else { continue };
+                    let Some(&v) = lattice.index.get(&IVec3::new(xx, y, z)) else { continue };
                     let d = x[v as usize].distance(s);
                     if d <= lattice.h.length() && targets[v as usize].is_some() && !taken[v as usize] {
                         candidates.push((d, v as usize));

@@ -19,7 +19,8 @@ pub(super) fn select_nodes<'a>(
     name: Option<&str>,
     path: &Path,
 ) -> Result<Vec<(gltf::Node<'a>, Mat4)>, GltfError> {
-    let count = doc.nodes().len();
+    let nodes: Vec<gltf::Node<'a>> = doc.nodes().collect();
+    let count = nodes.len();
     let mut parent = vec![None; count];
     for n in doc.nodes() {
         for c in n.children() {
@@ -48,7 +49,7 @@ pub(super) fn select_nodes<'a>(
             let named: Vec<gltf::Node<'a>> = doc.nodes().filter(|n| n.name() == Some(want)).collect();
             let target = match (named.as_slice(), by_index) {
                 ([one], _) => one.clone(),
-                ([], Some(i)) if i < count => doc.nodes().nth(i).expect("index checked"),
+                ([], Some(i)) if i < count => nodes[i].clone(),
                 ([], _) => {
                     let with_mesh: Vec<String> =
                         doc.nodes().filter(|n| n.mesh().is_some()).map(|n| label(&n)).collect();
@@ -80,9 +81,8 @@ pub(super) fn select_nodes<'a>(
                 chain.push(p);
                 up = parent[p];
             }
-            for p in chain.iter().rev() {
-                let n = doc.nodes().nth(*p).expect("parent index from the document");
-                above *= Mat4::from_cols_array_2d(&n.transform().matrix());
+            for &p in chain.iter().rev() {
+                above *= Mat4::from_cols_array_2d(&nodes[p].transform().matrix());
             }
             subtree(target, above, &mut seen, &mut out);
         }
