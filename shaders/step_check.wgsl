@@ -18,6 +18,8 @@ const CROSSING_TOLERANCE: f32 = 1e-5;
 const BAD_INVERSION: u32 = 8u;
 const BAD_SPEED: u32 = 16u;
 const BAD_CROSSING: u32 = 32u;
+// step_guard's bits.
+const NON_FINITE: u32 = 7u;
 
 struct Params {
     phase: u32,
@@ -42,7 +44,12 @@ struct Params {
 fn flag(v: u32, bits: u32) {
     let b = index[params.vertex_body + v];
     atomicMax(&bad[2u * b], 0xffffffffu - v);
-    atomicOr(&bad[2u * b + 1u], bits);
+    let before = atomicOr(&bad[2u * b + 1u], bits);
+    // The world word: step_guard then puts every body back for the host's redo (see there);
+    // not for a body already non-finite, which is rolled back alone and not redone.
+    if (before & NON_FINITE) == 0u {
+        atomicOr(&bad[arrayLength(&bad) - 1u], bits);
+    }
 }
 
 // Whether the straight path a → b ends inside the obstacle or passes through it (entering and

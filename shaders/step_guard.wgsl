@@ -8,8 +8,13 @@
 //      none is lost when a frame is dropped or the state is downloaded instead).
 // `bad`, per body, two words: u32::MAX − first bad vertex (0: none), and field bits
 // (1 position, 2 velocity, 4 acceleration; step_check, run between phases 0 and 1, adds 8
-// inverted tet, 16 speed, 32 path through an obstacle: those bodies are rolled back too). `rollbacks`, per body, three words: the count, and
-// the last rollback's two words. Host wrapper: src/gpu/kernels/step_guard.rs; prepended:
+// inverted tet, 16 speed, 32 path through an obstacle, and step_soft 64 diverged, 128 stalled:
+// those bodies are rolled back too). Its last word gathers the bits of step_check and
+// step_soft: once any body is unsafe, every body goes back to the substep's start at rest,
+// since the host redoes the frame from its start (src/runtime/world/gpu/check.rs) and a body
+// put back alone could overlap a neighbour that moved into its place. (A non-finite body is
+// not redone but rolled back alone: its unsafe bits stay out of the world word.) `rollbacks`, per body,
+// three words: the count, and the last rollback's two words; only flagged bodies are counted. Host wrapper: src/gpu/kernels/step_guard.rs; prepended:
 // lib/step.wgsl.
 
 struct Params {
@@ -56,7 +61,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         }
         case 1u: {
             let b = index[params.vertex_body + i];
-            if atomicLoad(&bad[2u * b + 1u]) != 0u {
+            if atomicLoad(&bad[2u * b + 1u]) != 0u || atomicLoad(&bad[arrayLength(&bad) - 1u]) != 0u {
                 positions[i] = steps[i].start;
                 velocities[i] = vec4<f32>(0.0);
                 accelerations[i] = vec4<f32>(0.0);

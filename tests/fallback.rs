@@ -128,28 +128,27 @@ fn cloth_pulled_through_a_narrow_gap_never_crosses() {
     assert!(lowest_y(&loaded.world, cloth) < -0.2);
 }
 
-/// On the GPU backend (lavapipe in CI): the GPU's own check rejects the projectile's fast
-/// step (its speed) and puts the cube back at rest on the device, so no unsafe state is read
-/// back; the world rewinds the frame on the device and steps it again on the CPU with the
-/// fallback, keeps the island there for its hold, then returns to the GPU. No frame intersects
-/// and the cube is caught on the cloth's near side, as on the CPU.
+/// Loads `scene` on the GPU backend and steps it to frame `frames` (frames the check rejects are
+/// stepped again on the CPU); every frame read back must be free of intersections and inverted
+/// tets. Returns the world, the reports and the events; `None` without an adapter.
 #[cfg(feature = "gpu")]
-#[test]
-fn on_the_gpu_the_check_rejects_the_projectile_and_the_fallback_redoes_its_frame() {
-    use pliant::runtime::{Backend, PliantEvent};
-    let mut loaded = common::load("fallback_projectile_cloth");
-    let (sheet, shot) = (body(&loaded, "sheet"), body(&loaded, "cube"));
+fn run_on_gpu(
+    scene: &str,
+    frames: u64,
+) -> Option<(pliant::io::LoadedScene, Vec<StepReport>, Vec<pliant::runtime::PliantEvent>)> {
+    use pliant::runtime::Backend;
+    let mut loaded = common::load(scene);
     let config = StepConfig { backend: Backend::Gpu, ..loaded.world.config().clone() };
     if let Err(e) = loaded.world.set_config(config) {
         common::no_gpu(&e);
-        return;
+        return None;
     }
     let world = &mut loaded.world;
     let mut reports = Vec::new();
     let mut calls = 0;
-    while world.frame() < 40 {
+    while world.frame() < frames {
         calls += 1;
-        assert!(calls < 400, "the world does not advance");
+        assert!(calls < 10 * frames, "the world does not advance");
         let r = world.step();
         if r.gpu_busy {
             std::thread::yield_now();
@@ -161,17 +160,59 @@ fn on_the_gpu_the_check_rejects_the_projectile_and_the_fallback_redoes_its_frame
         assert!(min_volume_ratio(world) > 0.0, "frame {}: an inverted tet", r.frame);
         reports.push(r);
     }
-    let events = world.drain_events();
-    let rejected = events.iter().any(|e| {
-        matches!(e, PliantEvent::UnsafeStep { body, reason: FallbackReason::Speed, redone: true, .. } if *body == shot)
-    });
-    assert!(rejected, "the GPU's check did not reject the cube's step: {events:?}");
+    let events = loaded.world.drain_events();
+    Some((loaded, reports, events))
+}
+
+/// Whether the GPU's check rejected `body`'s step for `reason` and the frame was stepped again.
+#[cfg(feature = "gpu")]
+fn rejected_on_gpu(events: &[pliant::runtime::PliantEvent], body: SoftBodyHandle, reason: FallbackReason) -> bool {
+    events.iter().any(|e| {
+        matches!(e, pliant::runtime::PliantEvent::UnsafeStep { body: b, reason: r, redone: true, .. } if *b == body && *r == reason)
+    })
+}
+
+/// On the GPU backend (lavapipe in CI): the GPU's own check rejects the projectile's fast
+/// step (its speed) and puts the cube back at rest on the device, so no unsafe state is read
+/// back; the world rewinds the frame on the device and steps it again on the CPU with the
+/// fallback, keeps the island there for its hold, then returns to the GPU. No frame intersects
+/// and the cube is caught on the cloth's near side, as on the CPU.
+#[cfg(feature = "gpu")]
+#[test]
+fn on_the_gpu_the_check_rejects_the_projectile_and_the_fallback_redoes_its_frame() {
+    use pliant::runtime::Backend;
+    let Some((loaded, reports, events)) = run_on_gpu("fallback_projectile_cloth", 40) else { return };
+    let (sheet, shot) = (body(&loaded, "sheet"), body(&loaded, "cube"));
+    assert!(
+        rejected_on_gpu(&events, shot, FallbackReason::Speed),
+        "the GPU's check did not reject the cube's step: {events:?}"
+    );
     // The redone frame went to the fallback (for the GPU's reason, or its own check's).
     assert_detected(&reports);
     let first_cpu = reports.iter().position(|r| r.backend == Backend::Cpu).expect("no frame on the CPU");
     assert!(reports[first_cpu..].iter().any(|r| r.backend == Backend::Gpu), "the world never went back to the GPU");
-    let (cube, cloth) = (centroid_y(world, shot), lowest_y(world, sheet));
+    let (cube, cloth) = (centroid_y(&loaded.world, shot), lowest_y(&loaded.world, sheet));
     assert!(cube > cloth, "cube centre {cube} below the cloth's lowest point {cloth}");
+}
+
+/// On the GPU backend: the 1e9 Pa block on the 1e4 Pa sheet and the steel block on the cloth
+/// break no hard rule; their sweeps stall. The GPU's residual rule (`step_soft`, the CPU's
+/// ResidualGrowth) sees it, the frame is rewound and redone by the fallback, and no frame read
+/// back intersects (a rejected substep puts every body back, so the block is never returned
+/// into a sheet that moved). Before the rule the GPU kept every one of these steps.
+#[cfg(feature = "gpu")]
+#[test]
+fn on_the_gpu_the_residual_rule_sends_stalled_sweeps_to_the_fallback() {
+    for (scene, frames, stalled) in
+        [("fallback_stiff_on_soft", 12, "block"), ("fallback_weight_on_sheet", 14, "weight")]
+    {
+        let Some((loaded, reports, events)) = run_on_gpu(scene, frames) else { return };
+        let names: Vec<&str> = loaded.bodies.iter().map(|b| b.name.as_str()).collect();
+        let rejected = loaded.bodies.iter().any(|b| rejected_on_gpu(&events, b.handle, FallbackReason::ResidualGrowth));
+        assert!(rejected, "{scene}: the GPU's rule rejected no step of {names:?} ({stalled}): {events:?}");
+        let detected = assert_detected(&reports);
+        assert!(detected.contains(&FallbackReason::ResidualGrowth), "{scene}: {detected:?}");
+    }
 }
 
 /// 48 soft boxes and spheres settling into a pile: each carries the ones above, and the fast

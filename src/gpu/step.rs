@@ -40,6 +40,7 @@ use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL};
 use super::kernels::Bound;
 use super::kernels::step_check::{StepCheck, StepCheckBuffers, body_sizes};
 use super::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, StepGuard, StepGuardBuffers, decode};
+use super::kernels::step_soft::{StepSoft, StepSoftBuffers, StepSoftSetup, body_constants};
 use super::kernels::vbd_advance::{VbdAdvance, VbdAdvanceBuffers};
 use super::kernels::vbd_chebyshev::{VbdChebyshev, VbdChebyshevBuffers};
 use super::kernels::vbd_color::{VbdColor, VbdColorBuffers, VbdColorSetup};
@@ -150,6 +151,10 @@ struct StepBuffers {
     rollbacks: wgpu::Buffer,
     /// Per body: the bounding-box diagonal at upload (the check's speed limit).
     sizes: wgpu::Buffer,
+    /// Per body: mass and largest tet shear modulus (the residual rule's constants).
+    soft_constants: wgpu::Buffer,
+    /// Per body: the first sweep's residual and the window of soft flags (`step_soft`).
+    soft: wgpu::Buffer,
 }
 
 /// The compiled kernels of a step.
@@ -162,6 +167,7 @@ struct Kernels {
     finish: VbdFinish,
     guard: StepGuard,
     check: StepCheck,
+    soft: StepSoft,
 }
 
 /// Every dispatch of a substep, bound once for a set of settings and obstacles.
@@ -170,6 +176,8 @@ struct Program {
     obstacles: GpuObstacleSet,
     prepare: Vec<Bound>,
     colors: Vec<Bound>,
+    /// The residual rule's sum after the first sweep (with the check).
+    first_sweep: Option<Bound>,
     divergence: Option<Bound>,
     /// One per sweep but the last (the step ends on a plain Gauss–Seidel sweep).
     chebyshev: Vec<Bound>,
@@ -265,9 +273,12 @@ impl GpuStepper {
             control: output::<u32>(c, "control", control_words(bodies)),
             no_contacts: output::<u32>(c, "no contacts", 4),
             smallest: output::<[f32; 2]>(c, "smallest", bodies),
-            bad: output::<[u32; 2]>(c, "bad", bodies),
+            // Two words per body, then the world's (see `step_guard`).
+            bad: output::<[u32; 2]>(c, "bad", bodies + 1),
             rollbacks: output::<[u32; ROLLBACK_WORDS]>(c, "rollbacks", bodies),
             sizes: storage(c, "sizes", &body_sizes(&st.positions, &st.vertex_body, bodies), false),
+            soft_constants: storage(c, "soft constants", &body_constants(st), false),
+            soft: output::<[u32; 2]>(c, "soft", bodies),
         };
         let kernels = Kernels {
             inertia: VbdInertia::new(c),
@@ -278,6 +289,7 @@ impl GpuStepper {
             finish: VbdFinish::new(c),
             guard: StepGuard::new(c),
             check: StepCheck::new(c),
+            soft: StepSoft::new(c),
         };
         let ring =
             Arc::new(ReadbackRing::with_deferred_unmap(c, "frame", Self::frame_bytes(n, bodies), READBACK_SLOTS));
@@ -565,8 +577,31 @@ impl GpuStepper {
             },
         );
         finish.push(flag);
+        let mut first_sweep = None;
         if s.check {
             // Between the guard's test and its rollback: unsafe bodies are rolled back too.
+            let soft = k.soft.bind(
+                ctx,
+                &StepSoftSetup {
+                    bodies: self.bodies,
+                    vertices: n,
+                    body_records: self.records.bodies,
+                    vertex_body: l.vertex_body,
+                    gravity: s.gravity.length(),
+                    contact: contact_state.map(|c| c.layout()),
+                },
+                &StepSoftBuffers {
+                    records: &b.records,
+                    updates: &b.updates,
+                    index: &b.index,
+                    contacts,
+                    constants: &b.soft_constants,
+                    soft: &b.soft,
+                    bad: &b.bad,
+                },
+            );
+            first_sweep = Some(soft.first);
+            finish.extend(soft.end);
             finish.extend(k.check.bind(
                 ctx,
                 (n, self.state.tets.len() as u32),
@@ -585,7 +620,17 @@ impl GpuStepper {
             ));
         }
         finish.extend([roll_back, count]);
-        Program { settings: *s, obstacles: *obstacles, prepare, colors, divergence, chebyshev, finish, contact }
+        Program {
+            settings: *s,
+            obstacles: *obstacles,
+            prepare,
+            colors,
+            first_sweep,
+            divergence,
+            chebyshev,
+            finish,
+            contact,
+        }
     }
 
     /// Records one substep of a frame (nothing is submitted yet). `targets` (end-of-substep
@@ -680,7 +725,8 @@ impl GpuStepper {
             let sweeps = (0..settings.iterations as usize).flat_map(|sweep| {
                 let detect = interval > 0 && sweep > 0 && (sweep as u32).is_multiple_of(interval);
                 let redetect = redetect.iter().copied().filter(move |_| detect);
-                redetect.chain(&p.colors).chain(p.divergence.as_ref()).chain(p.chebyshev.get(sweep))
+                let first = p.first_sweep.as_ref().filter(move |_| sweep == 0);
+                redetect.chain(&p.colors).chain(first).chain(p.divergence.as_ref()).chain(p.chebyshev.get(sweep))
             });
             let mut last: Option<&Bound> = None;
             for d in p.prepare.iter().chain(start).chain(sweeps).chain(&p.finish) {

@@ -31,8 +31,8 @@ pub const MAX_HOLD_FRAMES: u32 = 120;
 /// Energy gain, as a share of the island's energy scale, that raises a soft flag.
 const ENERGY_GAIN: f64 = 0.05;
 /// Soft flags within the last [`SOFT_WINDOW`] substeps that send an island to the fallback.
-const SOFT_LIMIT: u32 = 3;
-const SOFT_WINDOW: u32 = 5;
+pub(crate) const SOFT_LIMIT: u32 = 3;
+pub(crate) const SOFT_WINDOW: u32 = 5;
 
 /// A body's fallback history.
 #[derive(Clone, Copy, Debug, Default)]

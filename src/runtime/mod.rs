@@ -5,11 +5,11 @@ mod budget;
 mod config;
 mod energy;
 mod events;
-mod fallback;
+pub(crate) mod fallback;
 mod islands;
 mod kinematics;
 mod report;
-mod safety;
+pub(crate) mod safety;
 mod transaction;
 mod world;
 

@@ -165,18 +165,10 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
         if v.clamped as f32 > CLAMP_LOCK_SHARE * v.surface_vertices as f32 {
             v.soft = v.soft.or(Some(FallbackReason::ClampLock));
         }
-        // No progress on a force that matters: the sweeps ended with clearly more force than the
-        // initial guess had (residuals are squared here), and with more than
-        // RESIDUAL_WEIGHT_SHARE of the body's weight unbalanced.
-        // (VBD's last sweep on a stiff slender beam routinely ends 1.5× above its first with a
-        // few per cent of its weight unbalanced while its steps still converge over time; an
-        // exact initial guess, as in free flight, leaves only rounding noise.)
-        let floor = RESIDUAL_WEIGHT_SHARE * w.max(1e-3);
-        if last > first && last.sqrt() > DIVERGED_WEIGHTS * w.max(1e-3) {
-            // Not a stall but a blow-up: the force grew past a hundred times the body's weight.
-            v.hard = v.hard.or(Some(FallbackReason::ResidualGrowth));
-        } else if last > if strict { first } else { RESIDUAL_GROWTH * RESIDUAL_GROWTH * first } && last.sqrt() > floor {
-            v.soft = v.soft.or(Some(FallbackReason::ResidualGrowth));
+        match residual_verdict(first, last, w, strict) {
+            Some(ResidualVerdict::Diverged) => v.hard = v.hard.or(Some(FallbackReason::ResidualGrowth)),
+            Some(ResidualVerdict::Stalled) => v.soft = v.soft.or(Some(FallbackReason::ResidualGrowth)),
+            None => {}
         }
     }
     // Continuous collision detection over the step, only where bodies are finite.
@@ -237,6 +229,45 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
     }
 }
 
+/// What a body's residuals say about its sweeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ResidualVerdict {
+    /// The force grew past [`DIVERGED_WEIGHTS`] times the body's weight: hard.
+    Diverged,
+    /// No progress on a force that matters: soft.
+    Stalled,
+}
+
+/// The residual rule of the check, on the CPU and (as its oracle) the GPU's `step_soft`:
+/// `first` and `last` are the body's squared force residuals after its first and last sweep
+/// \[N²\], `weight` its weight \[N\], `strict` whether any growth counts (see
+/// [`RESIDUAL_GROWTH`]).
+pub(crate) fn residual_verdict(first: f64, last: f64, weight: f64, strict: bool) -> Option<ResidualVerdict> {
+    // No progress on a force that matters: the sweeps ended with clearly more force than the
+    // initial guess had (residuals are squared here), and with more than
+    // RESIDUAL_WEIGHT_SHARE of the body's weight unbalanced.
+    // (VBD's last sweep on a stiff slender beam routinely ends 1.5× above its first with a
+    // few per cent of its weight unbalanced while its steps still converge over time; an
+    // exact initial guess, as in free flight, leaves only rounding noise.)
+    let w = weight.max(1e-3);
+    if last > first && last.sqrt() > DIVERGED_WEIGHTS * w {
+        // Not a stall but a blow-up: the force grew past a hundred times the body's weight.
+        Some(ResidualVerdict::Diverged)
+    } else if last > if strict { first } else { RESIDUAL_GROWTH * RESIDUAL_GROWTH * first }
+        && last.sqrt() > RESIDUAL_WEIGHT_SHARE * w
+    {
+        Some(ResidualVerdict::Stalled)
+    } else {
+        None
+    }
+}
+
+/// Whether two bodies whose largest tet shear moduli are `a` and `b` (0: no tets) differ by more
+/// than [`STIFFNESS_CONTRAST`] (on the GPU: `step_soft`'s pair phase).
+pub(crate) fn contrasting(a: f64, b: f64) -> bool {
+    a > 0.0 && b > 0.0 && a.max(b) > STIFFNESS_CONTRAST * a.min(b)
+}
+
 /// Per body: whether any growth of its residual counts as a stall (into `out`): it has no tets
 /// (cloth; `shear` is each body's largest tet shear modulus, 0 without tets), or it touches
 /// (through the step's contact pairs) a tet body whose shear modulus differs from its own by
@@ -251,8 +282,7 @@ fn any_growth_stalls(
     out.extend(shear.iter().map(|&s| s == 0.0));
     for p in pairs {
         let (a, b) = (st.vertex_body[p.vertices[0] as usize] as usize, st.vertex_body[p.vertices[3] as usize] as usize);
-        let (sa, sb) = (shear[a], shear[b]);
-        if a != b && sa > 0.0 && sb > 0.0 && sa.max(sb) > STIFFNESS_CONTRAST * sa.min(sb) {
+        if a != b && contrasting(shear[a], shear[b]) {
             out[a] = true;
             out[b] = true;
         }

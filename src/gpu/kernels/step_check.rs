@@ -147,7 +147,7 @@ mod tests {
             storage(&ctx, "tets", &tets, false),
             storage(&ctx, "index", &vertex_body, false),
             storage(&ctx, "sizes", &sizes, false),
-            output::<u32>(&ctx, "bad", 8),
+            output::<u32>(&ctx, "bad", 10),
         ];
         let b = StepCheckBuffers {
             positions: &bufs[0],
@@ -163,8 +163,9 @@ mod tests {
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         record_pass(&mut encoder, "step_check", &kernel.bind(&ctx, (16, 4), 0, 1.0 / 60.0, &obstacles, &b));
         ctx.queue.submit([encoder.finish()]);
-        let bad: Vec<u32> = read_blocking(&ctx, &bufs[6], 8).expect("bad");
-        let flagged: Vec<(u32, u32)> = bad.chunks(2).map(|w| (u32::MAX - w[0], w[1])).collect();
+        let bad: Vec<u32> = read_blocking(&ctx, &bufs[6], 10).expect("bad");
+        assert_eq!(bad[9], BAD_INVERSION | BAD_SPEED | BAD_CROSSING, "the world's word");
+        let flagged: Vec<(u32, u32)> = bad[..8].chunks(2).map(|w| (u32::MAX - w[0], w[1])).collect();
         assert_eq!(flagged[0], (u32::MAX, 0), "{flagged:?}");
         assert_eq!(flagged[1], (4, BAD_INVERSION), "{flagged:?}");
         assert_eq!(flagged[2], (9, BAD_SPEED), "{flagged:?}");

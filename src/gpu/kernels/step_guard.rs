@@ -61,7 +61,9 @@ pub struct StepGuardBuffers<'a> {
     pub steps: &'a wgpu::Buffer,
     /// [`crate::gpu::pack::pack_index`].
     pub index: &'a wgpu::Buffer,
-    /// Two u32 per body for this substep (zeroed before it).
+    /// Two u32 per body for this substep, then two for the world (the last gathers
+    /// `step_check`'s and `step_soft`'s bits: any of them puts every body back); zeroed before
+    /// it.
     pub bad: &'a wgpu::Buffer,
     /// [`ROLLBACK_WORDS`] u32 per body, counting up (zeroed once, at upload).
     pub rollbacks: &'a wgpu::Buffer,
@@ -109,8 +111,9 @@ mod tests {
 
     /// Body 1 of three gets a NaN velocity and an infinite position: only its vertices return to
     /// the substep's start at rest, and the flags name its first bad vertex and both fields.
+    /// Then a body the check found unsafe: all return, only it is counted.
     #[test]
-    fn rolls_back_only_the_body_with_a_non_finite_value() {
+    fn rolls_back_the_body_with_a_non_finite_value_and_all_for_an_unsafe_one() {
         let Some(ctx) = test_support::context() else { return };
         let n = 300;
         let vertex_body: Vec<u32> = (0..n as u32).map(|v| v / 100).collect();
@@ -130,7 +133,7 @@ mod tests {
             storage(&ctx, "flags", &flags, true),
             storage(&ctx, "steps", &steps, false),
             storage(&ctx, "index", &vertex_body, false),
-            output::<u32>(&ctx, "bad", 6),
+            output::<u32>(&ctx, "bad", 8),
             output::<u32>(&ctx, "rollbacks", 9),
         ];
         let b = StepGuardBuffers {
@@ -174,5 +177,27 @@ mod tests {
         guard();
         let counts: Vec<u32> = read_blocking(&ctx, &bufs[7], 9).expect("rollbacks");
         assert_eq!(decode(&counts)[1], Rollbacks { count: 2, vertex: 171, fields: BAD_ACCELERATION });
+        // Body 2 found unsafe by the check (finite, speed bit 16, in its words and the world's):
+        // every body goes back to the substep's start at rest, only body 2 is counted.
+        ctx.queue.write_buffer(&bufs[0], 0, bytemuck::cast_slice(&positions));
+        ctx.queue.write_buffer(&bufs[0], 130 * 16, bytemuck::bytes_of(&(start[130] + Vec4::Y)));
+        ctx.queue.write_buffer(&bufs[1], 0, bytemuck::cast_slice(&vec![Vec4::new(0.0, -1.0, 0.0, 0.0); n]));
+        ctx.queue.write_buffer(&bufs[2], 0, bytemuck::cast_slice(&accelerations));
+        ctx.queue.write_buffer(&bufs[3], 0, bytemuck::cast_slice(&flags));
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        encoder.clear_buffer(&bufs[6], 0, None);
+        ctx.queue.submit([encoder.finish()]);
+        ctx.queue.write_buffer(&bufs[6], 0, bytemuck::cast_slice(&[0u32, 0, 0, 0, u32::MAX - 250, 16, 0, 16]));
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        record_pass(&mut encoder, "step_guard", &kernel.bind(&ctx, n as u32, 3, 0, &b));
+        ctx.queue.submit([encoder.finish()]);
+        let x: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
+        let v: Vec<Vec4> = read_blocking(&ctx, &bufs[1], n).expect("velocities");
+        for k in 0..n {
+            assert_eq!((x[k], v[k]), (start[k], Vec4::ZERO), "vertex {k}");
+        }
+        let counts = decode(&read_blocking::<u32>(&ctx, &bufs[7], 9).expect("rollbacks"));
+        assert_eq!(counts[2], Rollbacks { count: 1, vertex: 250, fields: 16 });
+        assert_eq!((counts[0].count, counts[1].count), (0, 2));
     }
 }

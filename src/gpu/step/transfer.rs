@@ -117,6 +117,13 @@ impl GpuStepper {
         }
     }
 
+    /// The residual rule's windows of soft flags describe steps that are being replaced (a
+    /// rewind, or state from the host): they start empty.
+    fn forget_soft_flags(&self) {
+        let zeros = vec![0u8; self.bodies as usize * 2 * size_of::<u32>()];
+        self.submitter.write(&self.buffers.soft, 0, &zeros);
+    }
+
     /// Puts the dynamic state back to what it was at the start of frame `frame`, on the
     /// device, if that frame's snapshot is still kept; the contact history is forgotten (as
     /// after an upload). Frames already submitted still run first; the caller records `frame`
@@ -134,6 +141,7 @@ impl GpuStepper {
             encoder.copy_buffer_to_buffer(from, 0, to, 0, None);
         }
         self.forget_contacts();
+        self.forget_soft_flags();
         self.submitter.submit(encoder, None);
         true
     }
@@ -146,6 +154,7 @@ impl GpuStepper {
         q.write(&b.velocities, 0, bytemuck::cast_slice(&st.velocities));
         q.write(&b.accelerations, 0, bytemuck::cast_slice(&st.accelerations));
         q.write(&b.flags, 0, bytemuck::cast_slice(&st.flags));
+        self.forget_soft_flags();
     }
 
     /// Writes `field` and the flags of vertices `range` from `st` to the device, after the

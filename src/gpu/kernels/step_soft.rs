@@ -1,0 +1,309 @@
+//! Host side of `shaders/step_soft.wgsl`: the safety check's residual rule on the device
+//! (the CPU's `runtime::safety::residual_verdict`), so a GPU step whose sweeps stall (a stiff
+//! block on a soft sheet, stacked cloth) or diverge is redone by the fallback as on the CPU.
+
+use super::{Bound, ComputeKernel, WORKGROUP};
+use crate::gpu::GpuContext;
+use crate::gpu::contact::ContactLayout;
+use crate::runtime::fallback::{SOFT_LIMIT, SOFT_WINDOW};
+use crate::runtime::safety::{DIVERGED_WEIGHTS, RESIDUAL_GROWTH, RESIDUAL_WEIGHT_SHARE, STIFFNESS_CONTRAST};
+use crate::state::SimState;
+use bytemuck::{Pod, Zeroable};
+
+/// WGSL source.
+pub const SHADER: &str = super::compose!("step_soft", "contact_layout");
+
+/// Field bit of a body whose residual grew past [`DIVERGED_WEIGHTS`] times its weight (beside
+/// the `step_guard` and `step_check` bits).
+pub const BAD_DIVERGED: u32 = 64;
+/// Field bit of a body whose sweeps stalled in three of the last five substeps (the CPU's
+/// soft-flag window).
+pub const BAD_STALLED: u32 = 128;
+/// Both.
+pub const RESIDUAL: u32 = BAD_DIVERGED | BAD_STALLED;
+
+/// The shader's `Params` uniform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct Params {
+    phase: u32,
+    bodies: u32,
+    body_records: u32,
+    vertex_body: u32,
+    vertices: u32,
+    gravity: f32,
+    growth2: f32,
+    weight_share: f32,
+    diverged: f32,
+    contrast: f32,
+    soft_limit: u32,
+    window_mask: u32,
+    contact: ContactLayout,
+}
+
+/// What the kernel reads and writes.
+pub struct StepSoftBuffers<'a> {
+    /// [`crate::gpu::pack::pack_records`] (each body's vertex range).
+    pub records: &'a wgpu::Buffer,
+    /// Per vertex: w `‖f‖²` of its last update (vec4; see [`super::vbd_color`]).
+    pub updates: &'a wgpu::Buffer,
+    /// [`crate::gpu::pack::pack_index`] (`vertex_body`).
+    pub index: &'a wgpu::Buffer,
+    /// Surface contact's buffer (its vertex → pair lists), or any buffer without it.
+    pub contacts: &'a wgpu::Buffer,
+    /// [`body_constants`] (vec2 per body).
+    pub constants: &'a wgpu::Buffer,
+    /// Two u32 per body, kept from substep to substep (zeroed with the state's upload).
+    pub soft: &'a wgpu::Buffer,
+    /// `step_guard`'s two u32 per body.
+    pub bad: &'a wgpu::Buffer,
+}
+
+/// Where the kernel finds its tables and what it applies.
+#[derive(Clone, Copy, Debug)]
+pub struct StepSoftSetup {
+    /// Bodies in the state.
+    pub bodies: u32,
+    /// Vertices in the state.
+    pub vertices: u32,
+    /// Where the body records start in `records` (vec4s).
+    pub body_records: u32,
+    /// Where `vertex_body` starts in `index`.
+    pub vertex_body: u32,
+    /// `|g|` \[m/s²\].
+    pub gravity: f32,
+    /// Surface contact's layout, when it is on.
+    pub contact: Option<ContactLayout>,
+}
+
+/// The compiled kernel.
+pub struct StepSoft {
+    kernel: ComputeKernel,
+}
+
+/// The dispatches of a substep.
+pub struct StepSoftBound {
+    /// After the first sweep.
+    pub first: Bound,
+    /// After `vbd_finish` and before `step_guard`'s rollback.
+    pub end: Vec<Bound>,
+}
+
+impl StepSoft {
+    /// Compiles the shader for `ctx`'s device.
+    pub fn new(ctx: &GpuContext) -> Self {
+        Self { kernel: ComputeKernel::new(ctx, "step_soft", SHADER) }
+    }
+
+    /// The three phases (the pair phase only with surface contact).
+    pub fn bind(&self, ctx: &GpuContext, s: &StepSoftSetup, b: &StepSoftBuffers<'_>) -> StepSoftBound {
+        let buffers = [b.records, b.updates, b.index, b.contacts, b.constants, b.soft, b.bad];
+        let params = |phase: u32| Params {
+            phase,
+            bodies: s.bodies,
+            body_records: s.body_records,
+            vertex_body: s.vertex_body,
+            vertices: s.vertices,
+            gravity: s.gravity,
+            growth2: (RESIDUAL_GROWTH * RESIDUAL_GROWTH) as f32,
+            weight_share: RESIDUAL_WEIGHT_SHARE as f32,
+            diverged: DIVERGED_WEIGHTS as f32,
+            contrast: STIFFNESS_CONTRAST as f32,
+            soft_limit: SOFT_LIMIT,
+            window_mask: (1 << SOFT_WINDOW) - 1,
+            contact: s.contact.unwrap_or_default(),
+        };
+        let per_body = s.bodies * WORKGROUP;
+        let first = self.kernel.bind_pod(ctx, &params(0), &buffers, per_body);
+        let mut end = Vec::new();
+        if s.contact.is_some() {
+            end.push(self.kernel.bind_pod(ctx, &params(1), &buffers, s.vertices));
+        }
+        end.push(self.kernel.bind_pod(ctx, &params(2), &buffers, per_body));
+        StepSoftBound { first, end }
+    }
+}
+
+/// Per body: its mass \[kg\] and the largest shear modulus of its tets \[Pa\] (0 without tets:
+/// any growth of a cloth's residual counts).
+pub fn body_constants(st: &SimState) -> Vec<[f32; 2]> {
+    let mut out = vec![[0.0f32; 2]; st.bodies.len()];
+    for (&m, &b) in st.masses.iter().zip(&st.vertex_body) {
+        out[b as usize][0] += m;
+    }
+    for t in &st.tets {
+        let b = st.vertex_body[t.vertices[0] as usize] as usize;
+        out[b][1] = out[b][1].max(st.materials[t.material as usize].mu);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::buffers::{output, read_blocking, storage};
+    use crate::gpu::test_support;
+    use crate::runtime::safety::{ResidualVerdict, contrasting, residual_verdict};
+    use crate::state::BodyRecord;
+    use crate::test_rng::Rng;
+
+    /// Five bodies over four substeps, against the CPU's rule and window (squared residuals): a
+    /// cloth whose residual grows 1.1× a substep (stalls, flagged at the third), a tet body
+    /// growing 1.2× (within RESIDUAL_GROWTH²: never), one growing 3× (flagged at the third), a
+    /// 4e8 Pa block growing 1.1× on a 4e3 Pa slab through a contact pair (any growth counts for
+    /// both), and
+    /// a body whose force passes a hundred weights (diverged: at once). Sums as the CPU sums
+    /// them, flags where the CPU's rule puts them, windows cleared after a flag.
+    #[test]
+    fn flags_stalled_and_diverged_bodies_as_the_cpu_rule_does() {
+        let Some(ctx) = test_support::context() else { return };
+        let sizes = [300u32, 1000, 37, 64, 5];
+        let masses = [0.03f32, 1.0, 0.5, 7.8, 0.2];
+        let shear = [0.0f32, 4e4, 4e4, 4e8, 4e3];
+        // Last over first squared residual per substep, and the first's size in body weights.
+        let growth = [1.1f32, 1.2, 3.0, 1.1, 1.0];
+        let force = [2.0f32, 2.0, 2.0, 2.0, 1.0];
+        let mut bodies = Vec::new();
+        let mut start = 0;
+        for &count in &sizes {
+            bodies.push(BodyRecord { vertex_start: start, vertex_count: count, ..Default::default() });
+            start += count;
+        }
+        let n = start as usize;
+        let vertex_body: Vec<u32> = bodies
+            .iter()
+            .enumerate()
+            .flat_map(|(b, r)| std::iter::repeat_n(b as u32, r.vertex_count as usize))
+            .collect();
+        let mut records: Vec<[f32; 4]> = vec![[0.0; 4]; 2];
+        records.extend_from_slice(bytemuck::cast_slice(&bodies));
+        // One pair between the block and the slab, one between bodies 1 and 2 (alike).
+        let pairs = [
+            [bodies[3].vertex_start, 0, 0, bodies[4].vertex_start + 2],
+            [bodies[1].vertex_start + 5, 0, 0, bodies[2].vertex_start],
+        ];
+        let mut lists: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (k, p) in pairs.iter().enumerate() {
+            lists[p[0] as usize].push((k as u32) << 2);
+            lists[p[3] as usize].push(((k as u32) << 2) | 3);
+        }
+        let mut contacts: Vec<u32> = vec![0];
+        for l in &lists {
+            contacts.push(contacts.last().copied().unwrap_or(0) + l.len() as u32);
+        }
+        let entries = contacts.len() as u32;
+        contacts.extend(lists.iter().flatten());
+        let pair_words = contacts.len() as u32;
+        for p in &pairs {
+            contacts.extend_from_slice(p);
+            contacts.extend_from_slice(&[0; 12]);
+        }
+        let layout = ContactLayout { offsets: 0, entries, pairs: pair_words, ..ContactLayout::default() };
+        let constants: Vec<[f32; 2]> = masses.iter().zip(&shear).map(|(&m, &s)| [m, s]).collect();
+        let bufs = [
+            storage(&ctx, "records", &records, false),
+            storage(&ctx, "index", &vertex_body, false),
+            storage(&ctx, "contacts", &contacts, false),
+            storage(&ctx, "constants", &constants, false),
+            output::<u32>(&ctx, "soft", 2 * sizes.len()),
+        ];
+        let setup = StepSoftSetup {
+            bodies: sizes.len() as u32,
+            vertices: n as u32,
+            body_records: 2,
+            vertex_body: 0,
+            gravity: 9.81,
+            contact: Some(layout),
+        };
+        let kernel = StepSoft::new(&ctx);
+        let strict: Vec<bool> = (0..sizes.len())
+            .map(|b| {
+                shear[b] == 0.0
+                    || pairs.iter().any(|p| {
+                        let (x, y) = (vertex_body[p[0] as usize] as usize, vertex_body[p[3] as usize] as usize);
+                        (x == b || y == b) && x != y && contrasting(shear[x] as f64, shear[y] as f64)
+                    })
+            })
+            .collect();
+        assert_eq!(strict, [true, false, false, true, true]);
+        let mut rng = Rng(5);
+        let mut history = vec![0u32; sizes.len()];
+        let mut flagged_at: Vec<Option<(usize, u32)>> = vec![None; sizes.len()];
+        for substep in 0..4 {
+            // Per vertex: a share of the body's first residual, then that times its growth (the
+            // diverged body's last is 150 weights).
+            let share: Vec<f32> = (0..n).map(|_| 0.5 + rng.uniform_f32()).collect();
+            let mut first = vec![0.0f32; n];
+            let mut last = vec![0.0f32; n];
+            for (b, r) in bodies.iter().enumerate() {
+                let range = r.vertex_start as usize..(r.vertex_start + r.vertex_count) as usize;
+                let total: f32 = share[range.clone()].iter().sum();
+                let weight = masses[b] * 9.81;
+                let f2 = (force[b] * weight).powi(2);
+                let l2 = if b == 4 { (150.0 * weight).powi(2) } else { f2 * growth[b] };
+                for v in range {
+                    first[v] = f2 * share[v] / total;
+                    last[v] = l2 * share[v] / total;
+                }
+            }
+            let bad = output::<u32>(&ctx, "bad", 2 * sizes.len() + 2);
+            let run = |r: &[f32], phases: &dyn Fn(&StepSoftBound) -> Vec<&Bound>| {
+                let updates: Vec<[f32; 4]> = r.iter().map(|&x| [0.0, 0.0, 0.0, x]).collect();
+                let updates = storage(&ctx, "updates", &updates, false);
+                let b = StepSoftBuffers {
+                    records: &bufs[0],
+                    updates: &updates,
+                    index: &bufs[1],
+                    contacts: &bufs[2],
+                    constants: &bufs[3],
+                    soft: &bufs[4],
+                    bad: &bad,
+                };
+                let bound = kernel.bind(&ctx, &setup, &b);
+                let mut encoder = ctx.device.create_command_encoder(&Default::default());
+                {
+                    let mut pass = encoder.begin_compute_pass(&Default::default());
+                    for d in phases(&bound) {
+                        d.record(&mut pass);
+                    }
+                }
+                ctx.queue.submit([encoder.finish()]);
+            };
+            run(&first, &|b| vec![&b.first]);
+            run(&last, &|b| b.end.iter().collect());
+            let got: Vec<u32> = read_blocking(&ctx, &bad, 2 * sizes.len() + 2).expect("bad");
+            let mut world = 0;
+            let kept: Vec<u32> = read_blocking(&ctx, &bufs[4], 2 * sizes.len()).expect("soft");
+            for (b, r) in bodies.iter().enumerate() {
+                let range = r.vertex_start as usize..(r.vertex_start + r.vertex_count) as usize;
+                let sum = |x: &[f32]| x[range.clone()].iter().map(|&v| v as f64).sum::<f64>();
+                let weight = masses[b] as f64 * 9.81;
+                let kept_first = f32::from_bits(kept[2 * b]) as f64;
+                assert!(
+                    (kept_first - sum(&first)).abs() <= 1e-5 * sum(&first),
+                    "body {b}: {kept_first} vs {}",
+                    sum(&first)
+                );
+                let verdict = residual_verdict(sum(&first), sum(&last), weight, strict[b]);
+                let mut bits = 0;
+                if verdict == Some(ResidualVerdict::Diverged) {
+                    bits |= BAD_DIVERGED;
+                }
+                history[b] = ((history[b] << 1) | u32::from(verdict == Some(ResidualVerdict::Stalled))) & 31;
+                if history[b].count_ones() >= SOFT_LIMIT {
+                    bits |= BAD_STALLED;
+                    history[b] = 0;
+                }
+                let want = if bits == 0 { (0, 0) } else { (u32::MAX - r.vertex_start, bits) };
+                assert_eq!((got[2 * b], got[2 * b + 1]), want, "substep {substep}, body {b}");
+                world |= bits;
+                if bits != 0 && flagged_at[b].is_none() {
+                    flagged_at[b] = Some((substep, bits));
+                }
+            }
+            assert_eq!(got[2 * sizes.len() + 1], world, "substep {substep}: the world's word");
+        }
+        let stalled = Some((2, BAD_STALLED));
+        assert_eq!(flagged_at, [stalled, None, stalled, stalled, Some((0, BAD_DIVERGED))]);
+    }
+}
