@@ -1,24 +1,32 @@
-// The safety check's residual rule on the device (src/runtime/safety.rs residual_verdict,
-// ALGORITHMS §8): the GPU twin of the CPU's ResidualGrowth flag, beside step_check's hard tests.
-// A body whose sweeps ended with much more force than its first sweep left (no progress) raises
-// a soft flag; three in the last five substeps, or a force past a hundred times its weight
-// (diverged) at once, give it field bits in `bad`, so step_guard rolls it back like a NaN and
-// the host redoes the frame with the fallback (src/runtime/world/gpu/check.rs).
-// Three dispatches by `phase`:
+// The safety check's soft flags on the device (ALGORITHMS §8), beside step_check's hard tests:
+// the residual rule (src/runtime/safety.rs residual_verdict, the CPU's ResidualGrowth) and the
+// energy test (src/runtime/fallback.rs, EnergyGain) on the energies step_energy summed.
+// A body whose sweeps ended with much more force than its first sweep left (no progress), or
+// whose island's energy grew with nothing doing work on it, raises a soft flag; three in the
+// last five substeps, or a force past a hundred times its weight (diverged) at once, give it
+// field bits in `bad`, so step_guard rolls the substep back and the host redoes the frame with
+// the fallback (src/runtime/world/gpu/check.rs).
+// Four dispatches by `phase`:
 //   0  one workgroup per body, after the first sweep: its squared residual, kept in `soft`,
-//      and the contrast flag cleared;
-//   1  per vertex, at the end (surface contact only): a contact pair between tet bodies whose
-//      shear moduli differ more than `contrast` times makes any growth count for both
-//      (src/runtime/safety.rs any_growth_stalls);
-//   2  one workgroup per body, at the end: the rule, the body's window of soft flags, the bits.
-// Sums run in a fixed tree order (deterministic, no float atomics). Host wrapper:
-// src/gpu/kernels/step_soft.rs; prepended: lib/contact_layout.wgsl.
+//      its STRICT and ENERGY flags cleared, its island label reset;
+//   1  per vertex, at the end (surface contact only): a contact pair joins its bodies' islands,
+//      and between tet bodies whose shear moduli differ more than `contrast` times makes any
+//      growth count for both (src/runtime/safety.rs any_growth_stalls);
+//   2  one workgroup per island (its lowest body): the energy test over its bodies;
+//   3  one workgroup per body: the rule, the body's window of soft flags, the bits.
+// Islands here are bodies joined by contact pairs (the bodies that exchange forces); the CPU
+// also joins bodies whose swept boxes overlap. Sums run in a fixed tree order (deterministic, no
+// float atomics). Host wrapper: src/gpu/kernels/step_soft.rs; prepended:
+// lib/contact_layout.wgsl.
 
 // Field bits beside step_guard's (1, 2, 4) and step_check's (8, 16, 32).
 const BAD_DIVERGED: u32 = 64u;
 const BAD_STALLED: u32 = 128u;
+const BAD_ENERGY: u32 = 256u;
 // In a body's second `soft` word, above its window of flags: any growth counts this substep.
 const STRICT: u32 = 0x100u;
+// There too: the body's island gained energy this substep.
+const ENERGY: u32 = 0x200u;
 const HISTORY: u32 = 0xffu;
 // step_guard's bits.
 const NON_FINITE: u32 = 7u;
@@ -41,6 +49,12 @@ struct Params {
     // SOFT_LIMIT flags within a window of SOFT_WINDOW substeps (as a bit mask).
     soft_limit: u32,
     window_mask: u32,
+    // The energy test: on (1) or off; ENERGY_GAIN, its floor [J]; the margin around an island's
+    // height [m].
+    energy_test: u32,
+    energy_gain: f32,
+    energy_floor: f32,
+    margin: f32,
     contact: ContactLayout,
 }
 
@@ -56,8 +70,29 @@ struct Params {
 // (newest in bit 0) and STRICT.
 @group(0) @binding(6) var<storage, read_write> soft: array<atomic<u32>>;
 @group(0) @binding(7) var<storage, read_write> bad: array<atomic<u32>>;
+// step_energy's per-body words (8 per body; see there): the energies at the start and end, the
+// height spanned, DRIVEN (set by the host) and the island label.
+@group(0) @binding(8) var<storage, read_write> energy: array<atomic<u32>>;
+
+const ENERGY_WORDS: u32 = 8u;
+const E_BEFORE: u32 = 0u;
+const P_BEFORE: u32 = 1u;
+const E_AFTER: u32 = 2u;
+const P_AFTER: u32 = 3u;
+const Y_LOW: u32 = 4u;
+const Y_HIGH: u32 = 5u;
+const DRIVEN: u32 = 6u;
+const LABEL: u32 = 7u;
 
 var<workgroup> partial: array<f32, 64>;
+var<workgroup> before: array<f32, 64>;
+var<workgroup> after: array<f32, 64>;
+var<workgroup> scale: array<f32, 64>;
+var<workgroup> mass: array<f32, 64>;
+var<workgroup> low: array<f32, 64>;
+var<workgroup> high: array<f32, 64>;
+var<workgroup> driven: array<u32, 64>;
+var<workgroup> decided: u32;
 
 // The body's squared residual, summed by the whole workgroup; lane 0 reads it.
 fn body_residual(first: u32, end: u32, lane: u32) -> f32 {
@@ -74,6 +109,101 @@ fn body_residual(first: u32, end: u32, lane: u32) -> f32 {
         workgroupBarrier();
     }
     return partial[0];
+}
+
+fn energy_word(b: u32, k: u32) -> f32 {
+    return bitcast<f32>(atomicLoad(&energy[ENERGY_WORDS * b + k]));
+}
+
+// The island of body b: labels point to lower bodies, so the walk ends.
+fn find(b: u32) -> u32 {
+    var r = b;
+    var up = atomicLoad(&energy[ENERGY_WORDS * r + LABEL]);
+    while up != r {
+        r = up;
+        up = atomicLoad(&energy[ENERGY_WORDS * r + LABEL]);
+    }
+    return r;
+}
+
+// Joins the islands of bodies a and b (lock-free: the higher root is hung under the lower one
+// only if it is still a root).
+fn join(a: u32, b: u32) {
+    loop {
+        let ra = find(a);
+        let rb = find(b);
+        if ra == rb {
+            return;
+        }
+        let lo = min(ra, rb);
+        let hi = max(ra, rb);
+        if atomicCompareExchangeWeak(&energy[ENERGY_WORDS * hi + LABEL], hi, lo).exchanged {
+            return;
+        }
+    }
+}
+
+// The energy test of the island whose root is b (src/runtime/fallback.rs): its kinetic,
+// elastic, gravitational and contact energy grew, with no pin of it moving, by more than
+// ENERGY_GAIN of its energy scale (kinetic + elastic energy + weight × height) plus the floor.
+fn island_energy(b: u32, lane: u32) {
+    if lane == 0u {
+        decided = select(0u, 1u, find(b) == b);
+    }
+    if workgroupUniformLoad(&decided) == 0u {
+        return;
+    }
+    var e0 = 0.0;
+    var e1 = 0.0;
+    var s = 0.0;
+    var m = 0.0;
+    var lo = 3.0e38;
+    var hi = -3.0e38;
+    var moved = 0u;
+    for (var k = lane; k < params.bodies; k += 64u) {
+        if find(k) == b {
+            e0 += energy_word(k, E_BEFORE) + energy_word(k, P_BEFORE);
+            e1 += energy_word(k, E_AFTER) + energy_word(k, P_AFTER);
+            s += energy_word(k, E_BEFORE);
+            m += constants[k].x;
+            lo = min(lo, energy_word(k, Y_LOW));
+            hi = max(hi, energy_word(k, Y_HIGH));
+            moved = max(moved, atomicLoad(&energy[ENERGY_WORDS * k + DRIVEN]));
+        }
+    }
+    before[lane] = e0;
+    after[lane] = e1;
+    scale[lane] = s;
+    mass[lane] = m;
+    low[lane] = lo;
+    high[lane] = hi;
+    driven[lane] = moved;
+    workgroupBarrier();
+    for (var stride = 32u; stride > 0u; stride >>= 1u) {
+        if lane < stride {
+            before[lane] += before[lane + stride];
+            after[lane] += after[lane + stride];
+            scale[lane] += scale[lane + stride];
+            mass[lane] += mass[lane + stride];
+            low[lane] = min(low[lane], low[lane + stride]);
+            high[lane] = max(high[lane], high[lane + stride]);
+            driven[lane] = max(driven[lane], driven[lane + stride]);
+        }
+        workgroupBarrier();
+    }
+    if lane == 0u {
+        let height = high[0] - low[0] + 2.0 * params.margin;
+        let budget = params.energy_gain * (scale[0] + mass[0] * params.gravity * height) + params.energy_floor;
+        decided = select(0u, 1u, driven[0] == 0u && after[0] > before[0] + budget);
+    }
+    if workgroupUniformLoad(&decided) == 0u {
+        return;
+    }
+    for (var k = lane; k < params.bodies; k += 64u) {
+        if find(k) == b {
+            atomicOr(&soft[2u * k + 1u], ENERGY);
+        }
+    }
 }
 
 fn contrasting(a: f32, b: f32) -> bool {
@@ -96,15 +226,24 @@ fn main(
             let pair = l.pairs + PAIR_WORDS * (contacts[l.entries + e] >> 2u);
             let a = index[params.vertex_body + contacts[pair + PAIR_VERTICES]];
             let b = index[params.vertex_body + contacts[pair + PAIR_VERTICES + 3u]];
-            if a != b && contrasting(constants[a].y, constants[b].y) {
-                atomicOr(&soft[2u * a + 1u], STRICT);
-                atomicOr(&soft[2u * b + 1u], STRICT);
+            if a != b {
+                join(a, b);
+                if contrasting(constants[a].y, constants[b].y) {
+                    atomicOr(&soft[2u * a + 1u], STRICT);
+                    atomicOr(&soft[2u * b + 1u], STRICT);
+                }
             }
         }
         return;
     }
     let b = group.x;
     if b >= params.bodies {
+        return;
+    }
+    if params.phase == 2u {
+        if params.energy_test != 0u {
+            island_energy(b, lane);
+        }
         return;
     }
     let record = bitcast<vec4<u32>>(records[params.body_records + 2u * b]);
@@ -115,6 +254,7 @@ fn main(
     if params.phase == 0u {
         atomicStore(&soft[2u * b], bitcast<u32>(r2));
         atomicAnd(&soft[2u * b + 1u], HISTORY);
+        atomicStore(&energy[ENERGY_WORDS * b + LABEL], b);
         return;
     }
     let first = bitcast<f32>(atomicLoad(&soft[2u * b]));
@@ -130,9 +270,11 @@ fn main(
     } else if r2 > select(params.growth2 * first, first, strict) && sqrt(r2) > params.weight_share * weight {
         stalled = true;
     }
-    var history = ((word << 1u) | select(0u, 1u, stalled)) & params.window_mask;
+    // As on the CPU, the residual names the flag when both are raised.
+    let gained = (word & ENERGY) != 0u;
+    var history = ((word << 1u) | select(0u, 1u, stalled || gained)) & params.window_mask;
     if countOneBits(history) >= params.soft_limit {
-        bits |= BAD_STALLED;
+        bits |= select(BAD_ENERGY, BAD_STALLED, stalled);
         history = 0u;
     }
     atomicStore(&soft[2u * b + 1u], history);

@@ -47,8 +47,6 @@ struct Params {
     obstacles: ObstacleSet,
 }
 
-const MODEL_STABLE_NEO_HOOKEAN: u32 = 0u;
-
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read_write> positions: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> steps: array<VertexStep>;
@@ -68,47 +66,6 @@ const MODEL_STABLE_NEO_HOOKEAN: u32 = 0u;
 fn velocity_estimate(i: u32) -> vec3<f32> {
     let s = steps[i];
     return (positions[i].xyz - s.start.xyz) * s.velocity.w + s.velocity.xyz;
-}
-
-// ∂θ/∂x of a hinge's vertices (src/material/bending.rs angle_gradient); zeros when degenerate.
-fn hinge_angle_gradient(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, x3: vec3<f32>) -> array<vec3<f32>, 4> {
-    let e = x1 - x0;
-    let le2 = dot(e, e);
-    let le = sqrt(le2);
-    if !(le > 0.0) {
-        return array<vec3<f32>, 4>();
-    }
-    let eh = e / le;
-    let pa = x2 - x0;
-    let pb = x3 - x0;
-    let qa = pa - eh * dot(pa, eh);
-    let qb = pb - eh * dot(pb, eh);
-    let ha = dot(qa, qa);
-    let hb = dot(qb, qb);
-    if !(ha > 1e-12 * le2) || !(hb > 1e-12 * le2) {
-        return array<vec3<f32>, 4>();
-    }
-    let fa = cross(eh, pa) / ha;
-    let fb = cross(eh, pb) / hb;
-    let sa = dot(pa, eh) / le;
-    let sb = dot(pb, eh) / le;
-    return array<vec3<f32>, 4>(fa * (1.0 - sa) - fb * (1.0 - sb), fa * sa - fb * sb, -fa, fb);
-}
-
-// Signed dihedral angle θ − θ̄, wrapped to (−π, π] (src/material/bending.rs).
-fn hinge_angle_offset(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, x3: vec3<f32>, rest: f32) -> f32 {
-    let e = x1 - x0;
-    let na = cross(e, x2 - x0);
-    let nb = cross(x3 - x0, e);
-    let theta = atan2(dot(cross(na, nb), e) / length(e), dot(na, nb));
-    let pi = 3.14159265358979;
-    var d = theta - rest;
-    if d > pi {
-        d -= 2.0 * pi;
-    } else if d <= -pi {
-        d += 2.0 * pi;
-    }
-    return d;
 }
 
 @compute @workgroup_size(64)

@@ -128,22 +128,11 @@ fn cloth_pulled_through_a_narrow_gap_never_crosses() {
     assert!(lowest_y(&loaded.world, cloth) < -0.2);
 }
 
-/// Loads `scene` on the GPU backend and steps it to frame `frames` (frames the check rejects are
-/// stepped again on the CPU); every frame read back must be free of intersections and inverted
-/// tets. Returns the world, the reports and the events; `None` without an adapter.
+/// Steps a GPU world to frame `frames` (frames the check rejects are stepped again on the
+/// CPU); every frame read back must be free of intersections and inverted tets. Returns the
+/// reports.
 #[cfg(feature = "gpu")]
-fn run_on_gpu(
-    scene: &str,
-    frames: u64,
-) -> Option<(pliant::io::LoadedScene, Vec<StepReport>, Vec<pliant::runtime::PliantEvent>)> {
-    use pliant::runtime::Backend;
-    let mut loaded = common::load(scene);
-    let config = StepConfig { backend: Backend::Gpu, ..loaded.world.config().clone() };
-    if let Err(e) = loaded.world.set_config(config) {
-        common::no_gpu(&e);
-        return None;
-    }
-    let world = &mut loaded.world;
+fn drive_on_gpu(world: &mut World, frames: u64) -> Vec<StepReport> {
     let mut reports = Vec::new();
     let mut calls = 0;
     while world.frame() < frames {
@@ -160,6 +149,24 @@ fn run_on_gpu(
         assert!(min_volume_ratio(world) > 0.0, "frame {}: an inverted tet", r.frame);
         reports.push(r);
     }
+    reports
+}
+
+/// Loads `scene` on the GPU backend and steps it to frame `frames` ([`drive_on_gpu`]).
+/// Returns the world, the reports and the events; `None` without an adapter.
+#[cfg(feature = "gpu")]
+fn run_on_gpu(
+    scene: &str,
+    frames: u64,
+) -> Option<(pliant::io::LoadedScene, Vec<StepReport>, Vec<pliant::runtime::PliantEvent>)> {
+    use pliant::runtime::Backend;
+    let mut loaded = common::load(scene);
+    let config = StepConfig { backend: Backend::Gpu, ..loaded.world.config().clone() };
+    if let Err(e) = loaded.world.set_config(config) {
+        common::no_gpu(&e);
+        return None;
+    }
+    let reports = drive_on_gpu(&mut loaded.world, frames);
     let events = loaded.world.drain_events();
     Some((loaded, reports, events))
 }
@@ -213,6 +220,45 @@ fn on_the_gpu_the_residual_rule_sends_stalled_sweeps_to_the_fallback() {
         let detected = assert_detected(&reports);
         assert!(detected.contains(&FallbackReason::ResidualGrowth), "{scene}: {detected:?}");
     }
+}
+
+/// On the GPU backend: a clamped 1 m beam of 1e9 Pa, nearly incompressible (ν = 0.49), at 10
+/// sweeps (the stiffness sweep's stiffest variant). The sweeps cannot hold it: without the
+/// energy test its elastic energy grew by up to 39 kJ in one frame on the GPU, with no force
+/// doing work. The GPU's energy test (`step_energy`, `step_soft`) rejects it within the first
+/// frames; the fallback steps it from then on and no vertex gets faster than 5 m/s.
+#[cfg(feature = "gpu")]
+#[test]
+fn on_the_gpu_the_energy_test_catches_a_stiff_beam_making_energy() {
+    use pliant::runtime::Backend;
+    let config = StepConfig { backend: Backend::Gpu, iterations: 10, ..StepConfig::default() };
+    let mut world = match World::new(config) {
+        Ok(w) => w,
+        Err(e) => {
+            common::no_gpu(&e);
+            return;
+        }
+    };
+    let mesh = TetMesh::beam(1.0, 0.1, 0.1, [20, 2, 2], TetSplit::Six).expect("beam");
+    let end = mesh.positions().iter().map(|p| p.x).fold(f32::INFINITY, f32::min);
+    let clamped: Vec<u32> =
+        (0..mesh.vertex_count() as u32).filter(|&i| mesh.positions()[i as usize].x <= end + 1e-6).collect();
+    let beam = world.bodies.insert(
+        SoftBodyBuilder::tetrahedral(mesh)
+            .name("beam")
+            .material(StableNeoHookean::from_young_poisson(1e9, 0.49))
+            .translation(Vec3::new(0.5, 0.5, 0.0))
+            .pin(Pin::fixed(clamped))
+            .build()
+            .expect("beam"),
+    );
+    world.obstacles.push(Obstacle::ground(0.0, 0.5));
+    let reports = drive_on_gpu(&mut world, 8);
+    let events = world.drain_events();
+    assert!(rejected_on_gpu(&events, beam, FallbackReason::EnergyGain), "{events:?}");
+    assert_detected(&reports);
+    let fastest = world.state().velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max);
+    assert!(fastest < 5.0, "{fastest} m/s");
 }
 
 /// 48 soft boxes and spheres settling into a pile: each carries the ones above, and the fast

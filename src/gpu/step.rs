@@ -9,13 +9,14 @@
 //! what a scene may hold to step here, in `step/limits.rs`.
 //!
 //! ```text
-//! per substep   [pin targets copied in] vbd_inertia → [rigid groups] → vbd_advance ×3
-//!               → [rigid correction] → surface contact: [tree rebuild] → initial advance
-//!               → detection
-//!               → [re-detection (scheduled) → vbd_color ×colours → vbd_divergence
-//!                  → vbd_chebyshev] ×iterations
-//!               → vbd_finish → step_guard (non-finite test) → [step_check: tets, vertices]
-//!               → step_guard (rollback, count)
+//! per substep   [pin targets copied in] [step_energy: start] vbd_inertia → [rigid groups]
+//!               → vbd_advance ×3 → [rigid correction] → surface contact: [tree rebuild]
+//!               → initial advance → detection
+//!               → [re-detection (scheduled) → vbd_color ×colours → [step_soft: first sweep]
+//!                  → vbd_divergence → vbd_chebyshev] ×iterations
+//!               → vbd_finish → step_guard (non-finite test) → [step_energy: end → step_soft:
+//!               pairs, islands, verdict → step_check: tets, vertices] → step_guard (rollback,
+//!               count)
 //! per frame     copy positions, velocities, the guard's flags and the contact counters into
 //!               the readback ring
 //! ```
@@ -38,9 +39,10 @@ use super::contact::{
 };
 use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL};
 use super::kernels::Bound;
-use super::kernels::step_check::{StepCheck, StepCheckBuffers, body_sizes};
+use super::kernels::step_check::{StepCheck, body_sizes};
+use super::kernels::step_energy::{StepEnergy, energy_words};
 use super::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, StepGuard, StepGuardBuffers, decode};
-use super::kernels::step_soft::{StepSoft, StepSoftBuffers, StepSoftSetup, body_constants};
+use super::kernels::step_soft::{StepSoft, body_constants};
 use super::kernels::vbd_advance::{VbdAdvance, VbdAdvanceBuffers};
 use super::kernels::vbd_chebyshev::{VbdChebyshev, VbdChebyshevBuffers};
 use super::kernels::vbd_color::{VbdColor, VbdColorBuffers, VbdColorSetup};
@@ -61,6 +63,7 @@ use crate::state::{SimState, VERTEX_KINEMATIC};
 /// Staging buffers of the readback ring: one being written, one mapped, one spare.
 const READBACK_SLOTS: usize = 3;
 
+mod checks;
 mod limits;
 mod transfer;
 
@@ -95,6 +98,9 @@ pub struct GpuStepSettings {
     /// rolled back at rest like a non-finite one, and its rollback counted with the reason,
     /// for the host to redo the frame with the fallback.
     pub check: bool,
+    /// Margin around an island's height in the energy test's scale \[m\] (the CPU check's
+    /// island margin, `2 δ + 1 mm`).
+    pub island_margin: f32,
 }
 
 /// Which frame a recorded substep belongs to.
@@ -155,6 +161,9 @@ struct StepBuffers {
     soft_constants: wgpu::Buffer,
     /// Per body: the first sweep's residual and the window of soft flags (`step_soft`).
     soft: wgpu::Buffer,
+    /// Per body: energies and height of the substep, pins moved, island label; per element:
+    /// its energy (`step_energy`).
+    energy: wgpu::Buffer,
 }
 
 /// The compiled kernels of a step.
@@ -168,12 +177,15 @@ struct Kernels {
     guard: StepGuard,
     check: StepCheck,
     soft: StepSoft,
+    energy: StepEnergy,
 }
 
 /// Every dispatch of a substep, bound once for a set of settings and obstacles.
 struct Program {
     settings: GpuStepSettings,
     obstacles: GpuObstacleSet,
+    /// The start's energies (with the check), before anything moves.
+    energy_before: Vec<Bound>,
     prepare: Vec<Bound>,
     colors: Vec<Bound>,
     /// The residual rule's sum after the first sweep (with the check).
@@ -279,6 +291,7 @@ impl GpuStepper {
             sizes: storage(c, "sizes", &body_sizes(&st.positions, &st.vertex_body, bodies), false),
             soft_constants: storage(c, "soft constants", &body_constants(st), false),
             soft: output::<[u32; 2]>(c, "soft", bodies),
+            energy: output::<u32>(c, "energy", energy_words(bodies, st.tets.len() + st.tris.len() + st.hinges.len())),
         };
         let kernels = Kernels {
             inertia: VbdInertia::new(c),
@@ -290,6 +303,7 @@ impl GpuStepper {
             guard: StepGuard::new(c),
             check: StepCheck::new(c),
             soft: StepSoft::new(c),
+            energy: StepEnergy::new(c),
         };
         let ring =
             Arc::new(ReadbackRing::with_deferred_unmap(c, "frame", Self::frame_bytes(n, bodies), READBACK_SLOTS));
@@ -577,52 +591,19 @@ impl GpuStepper {
             },
         );
         finish.push(flag);
-        let mut first_sweep = None;
-        if s.check {
-            // Between the guard's test and its rollback: unsafe bodies are rolled back too.
-            let soft = k.soft.bind(
-                ctx,
-                &StepSoftSetup {
-                    bodies: self.bodies,
-                    vertices: n,
-                    body_records: self.records.bodies,
-                    vertex_body: l.vertex_body,
-                    gravity: s.gravity.length(),
-                    contact: contact_state.map(|c| c.layout()),
-                },
-                &StepSoftBuffers {
-                    records: &b.records,
-                    updates: &b.updates,
-                    index: &b.index,
-                    contacts,
-                    constants: &b.soft_constants,
-                    soft: &b.soft,
-                    bad: &b.bad,
-                },
-            );
-            first_sweep = Some(soft.first);
-            finish.extend(soft.end);
-            finish.extend(k.check.bind(
-                ctx,
-                (n, self.state.tets.len() as u32),
-                l.vertex_body,
-                s.h,
-                obstacles,
-                &StepCheckBuffers {
-                    positions: &b.positions,
-                    velocities: &b.velocities,
-                    steps: &b.steps,
-                    tets: &b.tets,
-                    index: &b.index,
-                    sizes: &b.sizes,
-                    bad: &b.bad,
-                },
-            ));
-        }
+        let checks = s.check.then(|| self.bind_checks(s, obstacles, contact_state, contacts));
+        let (energy_before, first_sweep) = match checks {
+            Some(c) => {
+                finish.extend(c.end);
+                (c.start, Some(c.first_sweep))
+            }
+            None => (Vec::new(), None),
+        };
         finish.extend([roll_back, count]);
         Program {
             settings: *s,
             obstacles: *obstacles,
+            energy_before,
             prepare,
             colors,
             first_sweep,
@@ -729,7 +710,7 @@ impl GpuStepper {
                 redetect.chain(&p.colors).chain(first).chain(p.divergence.as_ref()).chain(p.chebyshev.get(sweep))
             });
             let mut last: Option<&Bound> = None;
-            for d in p.prepare.iter().chain(start).chain(sweeps).chain(&p.finish) {
+            for d in p.energy_before.iter().chain(&p.prepare).chain(start).chain(sweeps).chain(&p.finish) {
                 if last.is_some_and(|l| l.same_pipeline(d)) {
                     d.record_same_pipeline(&mut pass);
                 } else {

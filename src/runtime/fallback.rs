@@ -29,7 +29,9 @@ const RETRY_WINDOW: u64 = 30;
 /// Longest hold \[frames\].
 pub const MAX_HOLD_FRAMES: u32 = 120;
 /// Energy gain, as a share of the island's energy scale, that raises a soft flag.
-const ENERGY_GAIN: f64 = 0.05;
+pub(crate) const ENERGY_GAIN: f64 = 0.05;
+/// Energy gain \[J\] below which no step is suspect, whatever its island's scale.
+pub(crate) const ENERGY_FLOOR: f64 = 1e-3;
 /// Soft flags within the last [`SOFT_WINDOW`] substeps that send an island to the fallback.
 pub(crate) const SOFT_LIMIT: u32 = 3;
 pub(crate) const SOFT_WINDOW: u32 = 5;
@@ -73,6 +75,12 @@ impl FallbackRuntime {
     pub(crate) fn holds(&self, body: SoftBodyHandle, frame: u64) -> bool {
         self.history.get(&body).is_some_and(|h| h.forced.is_some() || h.hold_until > frame)
     }
+}
+
+/// Margin around a body's swept box when islands are formed \[m\]: twice the contact offset
+/// and a millimetre (bodies that close may touch within the step).
+pub(crate) fn island_margin(config: &StepConfig) -> f32 {
+    2.0 * config.contact_offset + 1e-3
 }
 
 /// What the settling of a substep works on (disjoint borrows of the world).
@@ -121,7 +129,7 @@ pub(crate) fn settle_substep(
         surface_certified: config.surface_contact,
     };
     check_bodies(&input, &mut rt.check, &mut rt.verdicts);
-    let margin = 2.0 * config.contact_offset + 1e-3;
+    let margin = island_margin(config);
     let found = islands(
         state,
         (snapshot.positions(), snapshot.velocities()),
@@ -188,7 +196,7 @@ pub(crate) fn settle_substep(
             // blow-up; a real one grows by orders of magnitude.
             let mass: f64 = ranges().flatten().map(|i| state.masses[i] as f64).sum();
             let scale = b0.0 + mass * config.gravity.length() as f64 * (bx.max.y - bx.min.y) as f64;
-            if b1.0 + b1.1 > b0.0 + b0.1 + ENERGY_GAIN * scale + 1e-3 {
+            if b1.0 + b1.1 > b0.0 + b0.1 + ENERGY_GAIN * scale + ENERGY_FLOOR {
                 soft = Some(FallbackReason::EnergyGain);
             }
         }

@@ -3,7 +3,7 @@
 mod assemble;
 mod budget;
 mod config;
-mod energy;
+pub(crate) mod energy;
 mod events;
 pub(crate) mod fallback;
 mod islands;

@@ -25,6 +25,7 @@ pub mod rigid_reduce;
 pub mod rigid_solve;
 pub mod scan;
 pub mod step_check;
+pub mod step_energy;
 pub mod step_guard;
 pub mod step_soft;
 pub mod vbd_advance;
@@ -62,6 +63,7 @@ pub const SHADERS: &[(&str, &str)] = &[
     ("rigid_solve", rigid_solve::SHADER),
     ("scan", scan::SHADER),
     ("step_check", step_check::SHADER),
+    ("step_energy", step_energy::SHADER),
     ("step_soft", step_soft::SHADER),
     ("step_guard", step_guard::SHADER),
     ("vbd_advance", vbd_advance::SHADER),

@@ -1,11 +1,13 @@
-//! Host side of `shaders/step_soft.wgsl`: the safety check's residual rule on the device
-//! (the CPU's `runtime::safety::residual_verdict`), so a GPU step whose sweeps stall (a stiff
-//! block on a soft sheet, stacked cloth) or diverge is redone by the fallback as on the CPU.
+//! Host side of `shaders/step_soft.wgsl`: the safety check's soft flags on the device, the
+//! residual rule (the CPU's `runtime::safety::residual_verdict`) and the energy test over
+//! islands (on [`super::step_energy`]'s sums), so a GPU step whose sweeps stall (a stiff block
+//! on a soft sheet, stacked cloth), diverge or make energy from nothing (a stiff clamped beam)
+//! is redone by the fallback as on the CPU.
 
 use super::{Bound, ComputeKernel, WORKGROUP};
 use crate::gpu::GpuContext;
 use crate::gpu::contact::ContactLayout;
-use crate::runtime::fallback::{SOFT_LIMIT, SOFT_WINDOW};
+use crate::runtime::fallback::{ENERGY_FLOOR, ENERGY_GAIN, SOFT_LIMIT, SOFT_WINDOW};
 use crate::runtime::safety::{DIVERGED_WEIGHTS, RESIDUAL_GROWTH, RESIDUAL_WEIGHT_SHARE, STIFFNESS_CONTRAST};
 use crate::state::SimState;
 use bytemuck::{Pod, Zeroable};
@@ -21,6 +23,8 @@ pub const BAD_DIVERGED: u32 = 64;
 pub const BAD_STALLED: u32 = 128;
 /// Both.
 pub const RESIDUAL: u32 = BAD_DIVERGED | BAD_STALLED;
+/// Field bit of a body whose island gained energy in three of the last five substeps.
+pub const BAD_ENERGY: u32 = 256;
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -38,6 +42,10 @@ struct Params {
     contrast: f32,
     soft_limit: u32,
     window_mask: u32,
+    energy_test: u32,
+    energy_gain: f32,
+    energy_floor: f32,
+    margin: f32,
     contact: ContactLayout,
 }
 
@@ -57,6 +65,8 @@ pub struct StepSoftBuffers<'a> {
     pub soft: &'a wgpu::Buffer,
     /// `step_guard`'s two u32 per body.
     pub bad: &'a wgpu::Buffer,
+    /// [`super::step_energy`]'s buffer (its per-body words; the island labels live there).
+    pub energy: &'a wgpu::Buffer,
 }
 
 /// Where the kernel finds its tables and what it applies.
@@ -74,6 +84,11 @@ pub struct StepSoftSetup {
     pub gravity: f32,
     /// Surface contact's layout, when it is on.
     pub contact: Option<ContactLayout>,
+    /// Whether the energy test runs (off where something outside the state does work, such
+    /// as a moving obstacle).
+    pub energy_test: bool,
+    /// Margin around an island's height in its energy scale \[m\] (the CPU's island margin).
+    pub margin: f32,
 }
 
 /// The compiled kernel.
@@ -85,7 +100,7 @@ pub struct StepSoft {
 pub struct StepSoftBound {
     /// After the first sweep.
     pub first: Bound,
-    /// After `vbd_finish` and before `step_guard`'s rollback.
+    /// After `vbd_finish` and [`super::step_energy`]'s end, before `step_guard`'s rollback.
     pub end: Vec<Bound>,
 }
 
@@ -95,9 +110,9 @@ impl StepSoft {
         Self { kernel: ComputeKernel::new(ctx, "step_soft", SHADER) }
     }
 
-    /// The three phases (the pair phase only with surface contact).
+    /// The four phases (the pair phase only with surface contact).
     pub fn bind(&self, ctx: &GpuContext, s: &StepSoftSetup, b: &StepSoftBuffers<'_>) -> StepSoftBound {
-        let buffers = [b.records, b.updates, b.index, b.contacts, b.constants, b.soft, b.bad];
+        let buffers = [b.records, b.updates, b.index, b.contacts, b.constants, b.soft, b.bad, b.energy];
         let params = |phase: u32| Params {
             phase,
             bodies: s.bodies,
@@ -111,6 +126,10 @@ impl StepSoft {
             contrast: STIFFNESS_CONTRAST as f32,
             soft_limit: SOFT_LIMIT,
             window_mask: (1 << SOFT_WINDOW) - 1,
+            energy_test: u32::from(s.energy_test),
+            energy_gain: ENERGY_GAIN as f32,
+            energy_floor: ENERGY_FLOOR as f32,
+            margin: s.margin,
             contact: s.contact.unwrap_or_default(),
         };
         let per_body = s.bodies * WORKGROUP;
@@ -120,6 +139,7 @@ impl StepSoft {
             end.push(self.kernel.bind_pod(ctx, &params(1), &buffers, s.vertices));
         }
         end.push(self.kernel.bind_pod(ctx, &params(2), &buffers, per_body));
+        end.push(self.kernel.bind_pod(ctx, &params(3), &buffers, per_body));
         StepSoftBound { first, end }
     }
 }
@@ -142,6 +162,7 @@ pub fn body_constants(st: &SimState) -> Vec<[f32; 2]> {
 mod tests {
     use super::*;
     use crate::gpu::buffers::{output, read_blocking, storage};
+    use crate::gpu::kernels::step_energy::{DRIVEN, ENERGY_WORDS};
     use crate::gpu::test_support;
     use crate::runtime::safety::{ResidualVerdict, contrasting, residual_verdict};
     use crate::state::BodyRecord;
@@ -206,6 +227,7 @@ mod tests {
             storage(&ctx, "contacts", &contacts, false),
             storage(&ctx, "constants", &constants, false),
             output::<u32>(&ctx, "soft", 2 * sizes.len()),
+            output::<u32>(&ctx, "energy", ENERGY_WORDS * sizes.len()),
         ];
         let setup = StepSoftSetup {
             bodies: sizes.len() as u32,
@@ -214,6 +236,8 @@ mod tests {
             vertex_body: 0,
             gravity: 9.81,
             contact: Some(layout),
+            energy_test: false,
+            margin: 0.0,
         };
         let kernel = StepSoft::new(&ctx);
         let strict: Vec<bool> = (0..sizes.len())
@@ -258,6 +282,7 @@ mod tests {
                     constants: &bufs[3],
                     soft: &bufs[4],
                     bad: &bad,
+                    energy: &bufs[5],
                 };
                 let bound = kernel.bind(&ctx, &setup, &b);
                 let mut encoder = ctx.device.create_command_encoder(&Default::default());
@@ -305,5 +330,100 @@ mod tests {
         }
         let stalled = Some((2, BAD_STALLED));
         assert_eq!(flagged_at, [stalled, None, stalled, stalled, Some((0, BAD_DIVERGED))]);
+    }
+
+    /// The energy test over islands, on energies written as `step_energy` leaves them: bodies 0
+    /// and 1 touch (a pair) and trade 1 J (no gain for their island); body 2 gains 10 J alone
+    /// (flagged at the third substep, as EnergyGain); body 3 gains as much but a pin of it moved
+    /// (driven: never tested). The residuals stay put, so no other flag is raised.
+    #[test]
+    fn flags_islands_that_gained_energy() {
+        let Some(ctx) = test_support::context() else { return };
+        let count = 4usize;
+        let bodies: Vec<BodyRecord> = (0..count as u32)
+            .map(|b| BodyRecord { vertex_start: 10 * b, vertex_count: 10, ..Default::default() })
+            .collect();
+        let n = 10 * count;
+        let vertex_body: Vec<u32> = (0..n as u32).map(|v| v / 10).collect();
+        let mut records: Vec<[f32; 4]> = vec![[0.0; 4]; 2];
+        records.extend_from_slice(bytemuck::cast_slice(&bodies));
+        // One pair from vertex 0 (body 0) to vertex 15 (body 1).
+        let mut contacts: Vec<u32> = (0..=n as u32).map(|v| u32::from(v > 0) + u32::from(v > 15)).collect();
+        let entries = contacts.len() as u32;
+        contacts.extend_from_slice(&[0, 3]);
+        let pairs = contacts.len() as u32;
+        contacts.extend_from_slice(&[0, 0, 0, 15]);
+        contacts.extend_from_slice(&[0; 12]);
+        let layout = ContactLayout { offsets: 0, entries, pairs, ..ContactLayout::default() };
+        let constants = vec![[1.0f32, 1e5]; count];
+        let updates = vec![[0.0f32, 0.0, 0.0, 1.0]; n];
+        let bufs = [
+            storage(&ctx, "records", &records, false),
+            storage(&ctx, "updates", &updates, false),
+            storage(&ctx, "index", &vertex_body, false),
+            storage(&ctx, "contacts", &contacts, false),
+            storage(&ctx, "constants", &constants, false),
+            output::<u32>(&ctx, "soft", 2 * count),
+            output::<u32>(&ctx, "energy", ENERGY_WORDS * count),
+        ];
+        let setup = StepSoftSetup {
+            bodies: count as u32,
+            vertices: n as u32,
+            body_records: 2,
+            vertex_body: 0,
+            gravity: 9.81,
+            contact: Some(layout),
+            energy_test: true,
+            margin: 0.0,
+        };
+        let kernel = StepSoft::new(&ctx);
+        // Per body: energies at the start and end (kinetic + elastic, gravitational), height.
+        let gains = [1.0f32, -1.0, 10.0, 10.0];
+        let mut flagged_at = vec![None; count];
+        for substep in 0..4 {
+            let mut words = vec![0u32; ENERGY_WORDS * count];
+            for b in 0..count {
+                let w = &mut words[ENERGY_WORDS * b..ENERGY_WORDS * (b + 1)];
+                let at = |e: f32, p: f32| [e.to_bits(), p.to_bits()];
+                w[..2].copy_from_slice(&at(5.0, 2.0));
+                w[2..4].copy_from_slice(&at(5.0 + gains[b], 2.0));
+                w[4..6].copy_from_slice(&[0.0f32.to_bits(), 0.1f32.to_bits()]);
+                w[DRIVEN] = u32::from(b == 3);
+            }
+            ctx.queue.write_buffer(&bufs[6], 0, bytemuck::cast_slice(&words));
+            let bad = output::<u32>(&ctx, "bad", 2 * count + 2);
+            let b = StepSoftBuffers {
+                records: &bufs[0],
+                updates: &bufs[1],
+                index: &bufs[2],
+                contacts: &bufs[3],
+                constants: &bufs[4],
+                soft: &bufs[5],
+                bad: &bad,
+                energy: &bufs[6],
+            };
+            let bound = kernel.bind(&ctx, &setup, &b);
+            let mut encoder = ctx.device.create_command_encoder(&Default::default());
+            {
+                let mut pass = encoder.begin_compute_pass(&Default::default());
+                for d in std::iter::once(&bound.first).chain(&bound.end) {
+                    d.record(&mut pass);
+                }
+            }
+            ctx.queue.submit([encoder.finish()]);
+            let got: Vec<u32> = read_blocking(&ctx, &bad, 2 * count + 2).expect("bad");
+            let labels: Vec<u32> = read_blocking::<u32>(&ctx, &bufs[6], ENERGY_WORDS * count)
+                .expect("energy")
+                .chunks(ENERGY_WORDS)
+                .map(|w| w[7])
+                .collect();
+            assert_eq!(labels, [0, 0, 2, 3], "island labels");
+            for b in 0..count {
+                if got[2 * b + 1] != 0 && flagged_at[b].is_none() {
+                    flagged_at[b] = Some((substep, got[2 * b + 1], u32::MAX - got[2 * b]));
+                }
+            }
+        }
+        assert_eq!(flagged_at, [None, None, Some((2, BAD_ENERGY, 20)), None]);
     }
 }

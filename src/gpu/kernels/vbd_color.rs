@@ -11,7 +11,8 @@ use crate::gpu::pack::{IndexLayout, RecordLayout};
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("vbd_color", "step", "obstacles", "distance", "contact_layout", "contact");
+pub const SHADER: &str =
+    super::compose!("vbd_color", "step", "obstacles", "distance", "contact_layout", "contact", "elements");
 
 /// The shader's `Params` uniform.
 #[repr(C)]

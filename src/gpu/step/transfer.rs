@@ -8,6 +8,7 @@ use super::GpuStepper;
 use crate::collision::Obstacle;
 use crate::gpu::buffers::{output, read_blocking};
 use crate::gpu::contact::{CONTROL_BOUNDS_VALID, CONTROL_PAIR_COUNT};
+use crate::gpu::kernels::step_energy::{DRIVEN, ENERGY_WORDS};
 use crate::gpu::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, decode};
 use crate::gpu::{GpuContext, GpuError};
 use crate::state::SimState;
@@ -122,6 +123,17 @@ impl GpuStepper {
     fn forget_soft_flags(&self) {
         let zeros = vec![0u8; self.bodies as usize * 2 * size_of::<u32>()];
         self.submitter.write(&self.buffers.soft, 0, &zeros);
+    }
+
+    /// Marks the bodies whose pins move in the frame being recorded (`driven`, one per body):
+    /// the energy test skips their islands (the pins do work it cannot account for). Lands
+    /// before the frame's commands, after the frames in flight.
+    pub fn set_driven(&self, driven: &[bool]) {
+        let mut words = vec![0u32; ENERGY_WORDS * self.bodies as usize];
+        for (block, &d) in words.chunks_mut(ENERGY_WORDS).zip(driven) {
+            block[DRIVEN] = u32::from(d);
+        }
+        self.submitter.write(&self.buffers.energy, 0, bytemuck::cast_slice(&words));
     }
 
     /// Puts the dynamic state back to what it was at the start of frame `frame`, on the

@@ -395,6 +395,7 @@ impl World {
             contact_pairs: c.gpu_contact_pairs,
             rigid_correction: c.rigid_correction,
             check: c.fallback != FallbackPolicy::Never,
+            island_margin: crate::runtime::fallback::island_margin(&c),
         };
         let mut report = StepReport {
             backend: Backend::Gpu,
@@ -440,6 +441,8 @@ impl World {
         let h = settings.h;
         let has_pins = self.bodies.iter().any(|(_, b)| !b.pins.is_empty());
         let frame_start = self.time;
+        // Bodies whose pins moved in the frame: work the energy test cannot account for.
+        let mut driven = vec![false; if has_pins { self.state.bodies.len() } else { 0 }];
         let id = self.gpu.next_id;
         self.gpu.next_id += 1;
         for substep in 0..c.substeps {
@@ -477,10 +480,13 @@ impl World {
                 );
                 // The host copy of a pinned vertex follows its target (scripted pins move from
                 // where they are).
-                for (x, (&f, &t)) in
-                    self.state.positions.iter_mut().zip(self.state.flags.iter().zip(&self.scratch.targets))
+                for (i, (x, (&f, &t))) in
+                    self.state.positions.iter_mut().zip(self.state.flags.iter().zip(&self.scratch.targets)).enumerate()
                 {
                     if f & VERTEX_KINEMATIC != 0 {
+                        if (t - *x).truncate().length_squared() > 1e-14 {
+                            driven[self.state.vertex_body[i] as usize] = true;
+                        }
                         *x = t;
                     }
                 }
@@ -498,6 +504,9 @@ impl World {
         }
         self.gpu.submitted.push_back(Submitted { id, frame: self.frame, start: frame_start });
         let Some(stepper) = self.gpu.stepper.as_mut() else { unreachable!("made above") };
+        if has_pins {
+            stepper.set_driven(&driven);
+        }
         stepper.submit_frame(id);
         Ok(())
     }
