@@ -23,6 +23,7 @@
 const BAD_DIVERGED: u32 = 64u;
 const BAD_STALLED: u32 = 128u;
 const BAD_ENERGY: u32 = 256u;
+const BAD_CLAMP_LOCK: u32 = 512u;
 // In a body's second `soft` word, above its window of flags: any growth counts this substep.
 const STRICT: u32 = 0x100u;
 // There too: the body's island gained energy this substep.
@@ -55,6 +56,12 @@ struct Params {
     energy_gain: f32,
     energy_floor: f32,
     margin: f32,
+    // CLAMP_LOCK_SHARE: of a body's surface vertices, the share that may end held by their
+    // displacement bounds.
+    clamp_share: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
     contact: ContactLayout,
 }
 
@@ -64,8 +71,9 @@ struct Params {
 @group(0) @binding(2) var<storage, read> updates: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> index: array<u32>;
 @group(0) @binding(4) var<storage, read> contacts: array<u32>;
-// Per body: its mass [kg] and the largest shear modulus of its tets [Pa] (0: cloth).
-@group(0) @binding(5) var<storage, read> constants: array<vec2<f32>>;
+// Per body: its mass [kg], the largest shear modulus of its tets [Pa] (0: cloth) and its
+// number of surface vertices.
+@group(0) @binding(5) var<storage, read> constants: array<vec4<f32>>;
 // Per body: the first sweep's squared residual (f32 bits), then the window of soft flags
 // (newest in bit 0) and STRICT.
 @group(0) @binding(6) var<storage, read_write> soft: array<atomic<u32>>;
@@ -94,21 +102,27 @@ var<workgroup> high: array<f32, 64>;
 var<workgroup> driven: array<u32, 64>;
 var<workgroup> decided: u32;
 
-// The body's squared residual, summed by the whole workgroup; lane 0 reads it.
-fn body_residual(first: u32, end: u32, lane: u32) -> f32 {
+// The body's squared residual and the number of its vertices the bound held (BOUNDED_BIT),
+// summed by the whole workgroup; lane 0 reads them.
+fn body_residual(first: u32, end: u32, lane: u32) -> vec2<f32> {
     var sum = 0.0;
+    var held = 0u;
     for (var v = first + lane; v < end; v += 64u) {
-        sum += updates[v].w;
+        let w = updates[v].w;
+        sum += abs(w);
+        held += select(0u, 1u, (bitcast<u32>(w) & BOUNDED_BIT) != 0u);
     }
     partial[lane] = sum;
+    driven[lane] = held;
     workgroupBarrier();
     for (var stride = 32u; stride > 0u; stride >>= 1u) {
         if lane < stride {
             partial[lane] += partial[lane + stride];
+            driven[lane] += driven[lane + stride];
         }
         workgroupBarrier();
     }
-    return partial[0];
+    return vec2<f32>(partial[0], f32(driven[0]));
 }
 
 fn energy_word(b: u32, k: u32) -> f32 {
@@ -247,7 +261,8 @@ fn main(
         return;
     }
     let record = bitcast<vec4<u32>>(records[params.body_records + 2u * b]);
-    let r2 = body_residual(record.x, record.x + record.y, lane);
+    let sums = body_residual(record.x, record.x + record.y, lane);
+    let r2 = sums.x;
     if lane != 0u {
         return;
     }
@@ -270,11 +285,19 @@ fn main(
     } else if r2 > select(params.growth2 * first, first, strict) && sqrt(r2) > params.weight_share * weight {
         stalled = true;
     }
-    // As on the CPU, the residual names the flag when both are raised.
     let gained = (word & ENERGY) != 0u;
-    var history = ((word << 1u) | select(0u, 1u, stalled || gained)) & params.window_mask;
+    let locked = sums.y > params.clamp_share * c.z;
+    var history = ((word << 1u) | select(0u, 1u, stalled || gained || locked)) & params.window_mask;
     if countOneBits(history) >= params.soft_limit {
-        bits |= select(BAD_ENERGY, BAD_STALLED, stalled);
+        // As on the CPU, a clamp lock names the flag before the residual, the residual before
+        // the energy.
+        if locked {
+            bits |= BAD_CLAMP_LOCK;
+        } else if stalled {
+            bits |= BAD_STALLED;
+        } else {
+            bits |= BAD_ENERGY;
+        }
         history = 0u;
     }
     atomicStore(&soft[2u * b + 1u], history);

@@ -57,7 +57,8 @@ struct Params {
 // material), HingeElement (two vec4: vertices; rest angle, stiffness, damping).
 @group(0) @binding(5) var<storage, read> records: array<vec4<f32>>;
 // Per vertex: xyz its new position when the pass is staged, w the squared residual ‖f‖² of
-// its update.
+// its update, negative (sign bit, BOUNDED_BIT in lib/step.wgsl) when the displacement bound
+// held it.
 @group(0) @binding(6) var<storage, read_write> updates: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> control: array<atomic<u32>>;
 @group(0) @binding(8) var<storage, read> contacts: array<u32>;
@@ -290,18 +291,21 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     }
     // Within the displacement bound since the last detection (no surface can be crossed), then
     // exact CCD against the static obstacles: the step may end on a surface, never inside.
+    // The residual's sign bit says the bound held the vertex (the safety check's clamp lock).
+    var w = residual2;
     if params.bounds.enabled != 0u {
         let within = limit_move(params.bounds.contact, params.bounds.min_separation, v, target_x);
         if any(within != target_x) {
             atomicStore(&control[CONTROL_BOUND_HIT], 1u);
+            w = bitcast<f32>(bitcast<u32>(residual2) | BOUNDED_BIT);
         }
         target_x = within;
     }
     let p = limit_step(params.obstacles, x, target_x);
     if params.staged == 1u {
-        updates[v] = vec4<f32>(p, residual2);
+        updates[v] = vec4<f32>(p, w);
     } else {
         positions[v] = vec4<f32>(p, 0.0);
-        updates[v] = vec4<f32>(0.0, 0.0, 0.0, residual2);
+        updates[v] = vec4<f32>(0.0, 0.0, 0.0, w);
     }
 }

@@ -37,7 +37,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     let end = record.x + record.y;
     var sum = 0.0;
     for (var v = first + lane; v < end; v += 64u) {
-        sum += updates[v].w;
+        sum += abs(updates[v].w);
     }
     partial[lane] = sum;
     workgroupBarrier();

@@ -24,6 +24,10 @@ struct Tet {
     _pad: vec2<u32>,
 }
 
+// Sign bit of a vertex's `updates` w (its squared residual): the colour pass's displacement
+// bound held the vertex (vbd_color); readers of the residual take its absolute value.
+const BOUNDED_BIT: u32 = 0x80000000u;
+
 // Body flags of a step (src/solver/vbd.rs FROZEN_*): not accelerated by Chebyshev.
 const FROZEN_CONTACT: u32 = 1u;
 const FROZEN_DIVERGED: u32 = 2u;

@@ -8,12 +8,14 @@ use super::{Bound, ComputeKernel, WORKGROUP};
 use crate::gpu::GpuContext;
 use crate::gpu::contact::ContactLayout;
 use crate::runtime::fallback::{ENERGY_FLOOR, ENERGY_GAIN, SOFT_LIMIT, SOFT_WINDOW};
-use crate::runtime::safety::{DIVERGED_WEIGHTS, RESIDUAL_GROWTH, RESIDUAL_WEIGHT_SHARE, STIFFNESS_CONTRAST};
+use crate::runtime::safety::{
+    CLAMP_LOCK_SHARE, DIVERGED_WEIGHTS, RESIDUAL_GROWTH, RESIDUAL_WEIGHT_SHARE, STIFFNESS_CONTRAST,
+};
 use crate::state::SimState;
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("step_soft", "contact_layout");
+pub const SHADER: &str = super::compose!("step_soft", "step", "contact_layout");
 
 /// Field bit of a body whose residual grew past [`DIVERGED_WEIGHTS`] times its weight (beside
 /// the `step_guard` and `step_check` bits).
@@ -25,6 +27,11 @@ pub const BAD_STALLED: u32 = 128;
 pub const RESIDUAL: u32 = BAD_DIVERGED | BAD_STALLED;
 /// Field bit of a body whose island gained energy in three of the last five substeps.
 pub const BAD_ENERGY: u32 = 256;
+/// Field bit of a body more than a fifth of whose surface vertices ended held by their
+/// displacement bounds in three of the last five substeps.
+pub const BAD_CLAMP_LOCK: u32 = 512;
+/// Every bit the kernel sets.
+pub const FLAGS: u32 = RESIDUAL | BAD_ENERGY | BAD_CLAMP_LOCK;
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -46,6 +53,8 @@ struct Params {
     energy_gain: f32,
     energy_floor: f32,
     margin: f32,
+    clamp_share: f32,
+    _pad: [u32; 3],
     contact: ContactLayout,
 }
 
@@ -59,7 +68,7 @@ pub struct StepSoftBuffers<'a> {
     pub index: &'a wgpu::Buffer,
     /// Surface contact's buffer (its vertex → pair lists), or any buffer without it.
     pub contacts: &'a wgpu::Buffer,
-    /// [`body_constants`] (vec2 per body).
+    /// [`body_constants`] (vec4 per body).
     pub constants: &'a wgpu::Buffer,
     /// Two u32 per body, kept from substep to substep (zeroed with the state's upload).
     pub soft: &'a wgpu::Buffer,
@@ -130,6 +139,8 @@ impl StepSoft {
             energy_gain: ENERGY_GAIN as f32,
             energy_floor: ENERGY_FLOOR as f32,
             margin: s.margin,
+            clamp_share: CLAMP_LOCK_SHARE,
+            _pad: [0; 3],
             contact: s.contact.unwrap_or_default(),
         };
         let per_body = s.bodies * WORKGROUP;
@@ -144,10 +155,13 @@ impl StepSoft {
     }
 }
 
-/// Per body: its mass \[kg\] and the largest shear modulus of its tets \[Pa\] (0 without tets:
-/// any growth of a cloth's residual counts).
-pub fn body_constants(st: &SimState) -> Vec<[f32; 2]> {
-    let mut out = vec![[0.0f32; 2]; st.bodies.len()];
+/// Per body: its mass \[kg\], the largest shear modulus of its tets \[Pa\] (0 without tets:
+/// any growth of a cloth's residual counts), its number of surface vertices, and 0.
+pub fn body_constants(st: &SimState) -> Vec<[f32; 4]> {
+    let mut out = vec![[0.0f32; 4]; st.bodies.len()];
+    for &v in &st.surface_vertices {
+        out[st.vertex_body[v as usize] as usize][2] += 1.0;
+    }
     for (&m, &b) in st.masses.iter().zip(&st.vertex_body) {
         out[b as usize][0] += m;
     }
@@ -220,7 +234,7 @@ mod tests {
             contacts.extend_from_slice(&[0; 12]);
         }
         let layout = ContactLayout { offsets: 0, entries, pairs: pair_words, ..ContactLayout::default() };
-        let constants: Vec<[f32; 2]> = masses.iter().zip(&shear).map(|(&m, &s)| [m, s]).collect();
+        let constants: Vec<[f32; 4]> = masses.iter().zip(&shear).map(|(&m, &s)| [m, s, 0.0, 0.0]).collect();
         let bufs = [
             storage(&ctx, "records", &records, false),
             storage(&ctx, "index", &vertex_body, false),
@@ -334,12 +348,14 @@ mod tests {
 
     /// The energy test over islands, on energies written as `step_energy` leaves them: bodies 0
     /// and 1 touch (a pair) and trade 1 J (no gain for their island); body 2 gains 10 J alone
-    /// (flagged at the third substep, as EnergyGain); body 3 gains as much but a pin of it moved
-    /// (driven: never tested). The residuals stay put, so no other flag is raised.
+    /// (flagged at the third substep, as EnergyGain; 2 of its 10 surface vertices held by their
+    /// bound, a fifth: no clamp lock); body 3 gains as much but a pin of it moved (driven: never
+    /// tested); body 4 gains nothing but has 3 of its 10 held (clamp lock at the third). The
+    /// residuals stay put, so no residual flag is raised.
     #[test]
-    fn flags_islands_that_gained_energy() {
+    fn flags_islands_that_gained_energy_and_clamp_locked_bodies() {
         let Some(ctx) = test_support::context() else { return };
-        let count = 4usize;
+        let count = 5usize;
         let bodies: Vec<BodyRecord> = (0..count as u32)
             .map(|b| BodyRecord { vertex_start: 10 * b, vertex_count: 10, ..Default::default() })
             .collect();
@@ -355,8 +371,9 @@ mod tests {
         contacts.extend_from_slice(&[0, 0, 0, 15]);
         contacts.extend_from_slice(&[0; 12]);
         let layout = ContactLayout { offsets: 0, entries, pairs, ..ContactLayout::default() };
-        let constants = vec![[1.0f32, 1e5]; count];
-        let updates = vec![[0.0f32, 0.0, 0.0, 1.0]; n];
+        let constants = vec![[1.0f32, 1e5, 10.0, 0.0]; count];
+        let held = |v: usize| matches!(v, 20 | 21 | 40 | 41 | 42);
+        let updates: Vec<[f32; 4]> = (0..n).map(|v| [0.0, 0.0, 0.0, if held(v) { -1.0 } else { 1.0 }]).collect();
         let bufs = [
             storage(&ctx, "records", &records, false),
             storage(&ctx, "updates", &updates, false),
@@ -378,7 +395,7 @@ mod tests {
         };
         let kernel = StepSoft::new(&ctx);
         // Per body: energies at the start and end (kinetic + elastic, gravitational), height.
-        let gains = [1.0f32, -1.0, 10.0, 10.0];
+        let gains = [1.0f32, -1.0, 10.0, 10.0, 0.0];
         let mut flagged_at = vec![None; count];
         for substep in 0..4 {
             let mut words = vec![0u32; ENERGY_WORDS * count];
@@ -417,13 +434,14 @@ mod tests {
                 .chunks(ENERGY_WORDS)
                 .map(|w| w[7])
                 .collect();
-            assert_eq!(labels, [0, 0, 2, 3], "island labels");
+            assert_eq!(labels, [0, 0, 2, 3, 4], "island labels");
             for b in 0..count {
                 if got[2 * b + 1] != 0 && flagged_at[b].is_none() {
                     flagged_at[b] = Some((substep, got[2 * b + 1], u32::MAX - got[2 * b]));
                 }
             }
         }
-        assert_eq!(flagged_at, [None, None, Some((2, BAD_ENERGY, 20)), None]);
+        let expected = [None, None, Some((2, BAD_ENERGY, 20)), None, Some((2, BAD_CLAMP_LOCK, 40))];
+        assert_eq!(flagged_at, expected);
     }
 }

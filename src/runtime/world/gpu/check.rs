@@ -6,7 +6,7 @@
 use super::super::World;
 use crate::gpu::kernels::step_check::{BAD_INVERSION, BAD_SPEED, UNSAFE};
 use crate::gpu::kernels::step_guard::{BAD_ACCELERATION, BAD_POSITION, BAD_VELOCITY};
-use crate::gpu::kernels::step_soft::{BAD_ENERGY, RESIDUAL};
+use crate::gpu::kernels::step_soft::{BAD_CLAMP_LOCK, BAD_ENERGY, FLAGS, RESIDUAL};
 use crate::runtime::FallbackReason;
 use crate::runtime::config::FallbackPolicy;
 use crate::runtime::events::PliantEvent;
@@ -14,13 +14,13 @@ use crate::runtime::events::PliantEvent;
 /// The reason of a rollback whose `fields` say the step was finite but unsafe, or `None` (a
 /// non-finite one, reported as such).
 pub(super) fn unsafe_reason(fields: u32) -> Option<FallbackReason> {
-    if fields & (BAD_POSITION | BAD_VELOCITY | BAD_ACCELERATION) != 0 || fields & (UNSAFE | RESIDUAL | BAD_ENERGY) == 0
-    {
+    if fields & (BAD_POSITION | BAD_VELOCITY | BAD_ACCELERATION) != 0 || fields & (UNSAFE | FLAGS) == 0 {
         return None;
     }
     Some(match fields {
         f if f & BAD_INVERSION != 0 => FallbackReason::Inversion,
         f if f & BAD_SPEED != 0 => FallbackReason::Speed,
+        f if f & BAD_CLAMP_LOCK != 0 => FallbackReason::ClampLock,
         f if f & RESIDUAL != 0 => FallbackReason::ResidualGrowth,
         f if f & BAD_ENERGY != 0 => FallbackReason::EnergyGain,
         _ => FallbackReason::Crossing,
