@@ -8,8 +8,8 @@
 //      none is lost when a frame is dropped or the state is downloaded instead).
 // `bad`, per body, two words: u32::MAX − first bad vertex (0: none), and field bits
 // (1 position, 2 velocity, 4 acceleration; step_check, run between phases 0 and 1, adds 8
-// inverted tet, 16 speed, 32 path through an obstacle, and step_soft 64 diverged, 128 stalled:
-// those bodies are rolled back too). Its last word gathers the bits of step_check and
+// inverted tet, 16 speed, 32 path through an obstacle, and step_soft 64 diverged, 128 stalled,
+// 256 energy gain, 512 clamp lock: those bodies are rolled back too). Its last word gathers the bits of step_check and
 // step_soft: once any body is unsafe, every body goes back to the substep's start at rest,
 // since the host redoes the frame from its start (src/runtime/world/gpu/check.rs) and a body
 // put back alone could overlap a neighbour that moved into its place. (A non-finite body is

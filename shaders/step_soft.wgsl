@@ -6,14 +6,17 @@
 // last five substeps, or a force past a hundred times its weight (diverged) at once, give it
 // field bits in `bad`, so step_guard rolls the substep back and the host redoes the frame with
 // the fallback (src/runtime/world/gpu/check.rs).
-// Four dispatches by `phase`:
+// Five dispatches by `phase`:
 //   0  one workgroup per body, after the first sweep: its squared residual, kept in `soft`,
-//      its STRICT and ENERGY flags cleared, its island label reset;
+//      its flags of the substep cleared, its island label reset;
 //   1  per vertex, at the end (surface contact only): a contact pair joins its bodies' islands,
 //      and between tet bodies whose shear moduli differ more than `contrast` times makes any
 //      growth count for both (src/runtime/safety.rs any_growth_stalls);
-//   2  one workgroup per island (its lowest body): the energy test over its bodies;
-//   3  one workgroup per body: the rule, the body's window of soft flags, the bits.
+//   2  one workgroup per body: its own verdict, a clamp lock or a stalled residual (a
+//      diverged one gives its bits at once);
+//   3  one workgroup per island (its lowest body): the island's soft flag, as the CPU takes it
+//      (src/runtime/fallback.rs): its lowest body's own verdict, else the energy test;
+//   4  per body: the flag enters the body's window; three in five give the bits.
 // Islands here are bodies joined by contact pairs (the bodies that exchange forces); the CPU
 // also joins bodies whose swept boxes overlap. Sums run in a fixed tree order (deterministic, no
 // float atomics). Host wrapper: src/gpu/kernels/step_soft.rs; prepended:
@@ -26,8 +29,14 @@ const BAD_ENERGY: u32 = 256u;
 const BAD_CLAMP_LOCK: u32 = 512u;
 // In a body's second `soft` word, above its window of flags: any growth counts this substep.
 const STRICT: u32 = 0x100u;
-// There too: the body's island gained energy this substep.
-const ENERGY: u32 = 0x200u;
+// There too, this substep's: the body's own verdict, and its island's flag (one of three).
+const OWN_LOCK: u32 = 0x400u;
+const OWN_STALL: u32 = 0x800u;
+const ISLAND_LOCK: u32 = 0x1000u;
+const ISLAND_STALL: u32 = 0x2000u;
+const ISLAND_ENERGY: u32 = 0x4000u;
+const OWN: u32 = 0xc00u;
+const ISLAND: u32 = 0x7000u;
 const HISTORY: u32 = 0xffu;
 // step_guard's bits.
 const NON_FINITE: u32 = 7u;
@@ -100,6 +109,7 @@ var<workgroup> mass: array<f32, 64>;
 var<workgroup> low: array<f32, 64>;
 var<workgroup> high: array<f32, 64>;
 var<workgroup> driven: array<u32, 64>;
+var<workgroup> flagged: array<u32, 64>;
 var<workgroup> decided: u32;
 
 // The body's squared residual and the number of its vertices the bound held (BOUNDED_BIT),
@@ -157,10 +167,11 @@ fn join(a: u32, b: u32) {
     }
 }
 
-// The energy test of the island whose root is b (src/runtime/fallback.rs): its kinetic,
+// The soft flag of the island whose root is b, given to each of its bodies: the own verdict of
+// its lowest body that has one, else the energy test (src/runtime/fallback.rs): its kinetic,
 // elastic, gravitational and contact energy grew, with no pin of it moving, by more than
 // ENERGY_GAIN of its energy scale (kinetic + elastic energy + weight × height) plus the floor.
-fn island_energy(b: u32, lane: u32) {
+fn island_flag(b: u32, lane: u32) {
     if lane == 0u {
         decided = select(0u, 1u, find(b) == b);
     }
@@ -174,6 +185,7 @@ fn island_energy(b: u32, lane: u32) {
     var lo = 3.0e38;
     var hi = -3.0e38;
     var moved = 0u;
+    var first = 0xffffffffu;
     for (var k = lane; k < params.bodies; k += 64u) {
         if find(k) == b {
             e0 += energy_word(k, E_BEFORE) + energy_word(k, P_BEFORE);
@@ -183,6 +195,9 @@ fn island_energy(b: u32, lane: u32) {
             lo = min(lo, energy_word(k, Y_LOW));
             hi = max(hi, energy_word(k, Y_HIGH));
             moved = max(moved, atomicLoad(&energy[ENERGY_WORDS * k + DRIVEN]));
+            if (atomicLoad(&soft[2u * k + 1u]) & OWN) != 0u {
+                first = min(first, k);
+            }
         }
     }
     before[lane] = e0;
@@ -192,6 +207,7 @@ fn island_energy(b: u32, lane: u32) {
     low[lane] = lo;
     high[lane] = hi;
     driven[lane] = moved;
+    flagged[lane] = first;
     workgroupBarrier();
     for (var stride = 32u; stride > 0u; stride >>= 1u) {
         if lane < stride {
@@ -202,22 +218,65 @@ fn island_energy(b: u32, lane: u32) {
             low[lane] = min(low[lane], low[lane + stride]);
             high[lane] = max(high[lane], high[lane + stride]);
             driven[lane] = max(driven[lane], driven[lane + stride]);
+            flagged[lane] = min(flagged[lane], flagged[lane + stride]);
         }
         workgroupBarrier();
     }
     if lane == 0u {
-        let height = high[0] - low[0] + 2.0 * params.margin;
-        let budget = params.energy_gain * (scale[0] + mass[0] * params.gravity * height) + params.energy_floor;
-        decided = select(0u, 1u, driven[0] == 0u && after[0] > before[0] + budget);
+        var flag = 0u;
+        if flagged[0] != 0xffffffffu {
+            // Its lowest flagged body's kind, a clamp lock before a stalled residual.
+            let own = atomicLoad(&soft[2u * flagged[0] + 1u]);
+            flag = select(ISLAND_STALL, ISLAND_LOCK, (own & OWN_LOCK) != 0u);
+        } else if params.energy_test != 0u {
+            let height = high[0] - low[0] + 2.0 * params.margin;
+            let budget = params.energy_gain * (scale[0] + mass[0] * params.gravity * height) + params.energy_floor;
+            if driven[0] == 0u && after[0] > before[0] + budget {
+                flag = ISLAND_ENERGY;
+            }
+        }
+        decided = flag;
     }
-    if workgroupUniformLoad(&decided) == 0u {
+    let flag = workgroupUniformLoad(&decided);
+    if flag == 0u {
         return;
     }
     for (var k = lane; k < params.bodies; k += 64u) {
         if find(k) == b {
-            atomicOr(&soft[2u * k + 1u], ENERGY);
+            atomicOr(&soft[2u * k + 1u], flag);
         }
     }
+}
+
+// Gives body b (first vertex `first`) field bits in `bad`.
+fn raise(b: u32, first: u32, bits: u32) {
+    // Named by its first vertex (step_guard keeps the lowest flagged one).
+    atomicMax(&bad[2u * b], 0xffffffffu - first);
+    let before = atomicOr(&bad[2u * b + 1u], bits);
+    // The world word: step_guard then puts every body back for the host's redo (see there);
+    // not for a body already non-finite, which is rolled back alone.
+    if (before & NON_FINITE) == 0u {
+        atomicOr(&bad[arrayLength(&bad) - 1u], bits);
+    }
+}
+
+// Body b's window of soft flags takes its island's flag of the substep; at SOFT_LIMIT flags the
+// body gets the bits of the flag's kind and the window starts again.
+fn window(b: u32, first: u32) {
+    let word = atomicLoad(&soft[2u * b + 1u]);
+    let flag = word & ISLAND;
+    var history = ((word << 1u) | select(0u, 1u, flag != 0u)) & params.window_mask;
+    if countOneBits(history) >= params.soft_limit {
+        if (flag & ISLAND_LOCK) != 0u {
+            raise(b, first, BAD_CLAMP_LOCK);
+        } else if (flag & ISLAND_STALL) != 0u {
+            raise(b, first, BAD_STALLED);
+        } else {
+            raise(b, first, BAD_ENERGY);
+        }
+        history = 0u;
+    }
+    atomicStore(&soft[2u * b + 1u], history);
 }
 
 fn contrasting(a: f32, b: f32) -> bool {
@@ -254,13 +313,17 @@ fn main(
     if b >= params.bodies {
         return;
     }
-    if params.phase == 2u {
-        if params.energy_test != 0u {
-            island_energy(b, lane);
-        }
+    if params.phase == 3u {
+        island_flag(b, lane);
         return;
     }
     let record = bitcast<vec4<u32>>(records[params.body_records + 2u * b]);
+    if params.phase == 4u {
+        if lane == 0u {
+            window(b, record.x);
+        }
+        return;
+    }
     let sums = body_residual(record.x, record.x + record.y, lane);
     let r2 = sums.x;
     if lane != 0u {
@@ -278,37 +341,14 @@ fn main(
     let weight = max(c.x * params.gravity, 1e-3);
     // Cloth, and tet bodies touching a contrasting one, flag on any growth.
     let strict = c.y == 0.0 || (word & STRICT) != 0u;
-    var bits = 0u;
-    var stalled = false;
+    var own = 0u;
+    if sums.y > params.clamp_share * c.z {
+        own = OWN_LOCK;
+    }
     if r2 > first && sqrt(r2) > params.diverged * weight {
-        bits = BAD_DIVERGED;
+        raise(b, record.x, BAD_DIVERGED);
     } else if r2 > select(params.growth2 * first, first, strict) && sqrt(r2) > params.weight_share * weight {
-        stalled = true;
+        own |= OWN_STALL;
     }
-    let gained = (word & ENERGY) != 0u;
-    let locked = sums.y > params.clamp_share * c.z;
-    var history = ((word << 1u) | select(0u, 1u, stalled || gained || locked)) & params.window_mask;
-    if countOneBits(history) >= params.soft_limit {
-        // As on the CPU, a clamp lock names the flag before the residual, the residual before
-        // the energy.
-        if locked {
-            bits |= BAD_CLAMP_LOCK;
-        } else if stalled {
-            bits |= BAD_STALLED;
-        } else {
-            bits |= BAD_ENERGY;
-        }
-        history = 0u;
-    }
-    atomicStore(&soft[2u * b + 1u], history);
-    if bits != 0u {
-        // Named by its first vertex (step_guard keeps the lowest flagged one).
-        atomicMax(&bad[2u * b], 0xffffffffu - record.x);
-        let before = atomicOr(&bad[2u * b + 1u], bits);
-        // The world word: step_guard then puts every body back for the host's redo (see
-        // there); not for a body already non-finite, which is rolled back alone.
-        if (before & NON_FINITE) == 0u {
-            atomicOr(&bad[arrayLength(&bad) - 1u], bits);
-        }
-    }
+    atomicOr(&soft[2u * b + 1u], own);
 }

@@ -297,7 +297,12 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         let within = limit_move(params.bounds.contact, params.bounds.min_separation, v, target_x);
         if any(within != target_x) {
             atomicStore(&control[CONTROL_BOUND_HIT], 1u);
-            w = bitcast<f32>(bitcast<u32>(residual2) | BOUNDED_BIT);
+            // Only a vertex with a bound or a pair counts as held (a surface vertex, as the CPU
+            // counts them): for the others the move differs from the goal by rounding alone.
+            let l = params.bounds.contact;
+            if vertex_clamp(l, v).w < UNBOUNDED || contacts[l.offsets + v] < contacts[l.offsets + v + 1u] {
+                w = bitcast<f32>(bitcast<u32>(residual2) | BOUNDED_BIT);
+            }
         }
         target_x = within;
     }

@@ -18,7 +18,8 @@ const GROWTH_LIMIT: f32 = 100.0;
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> records: array<vec4<f32>>;
-// Per vertex: w the squared residual of its last update (vbd_color).
+// Per vertex: w the squared residual of its last update (vbd_color; its sign marks a held
+// vertex, so the sum takes the absolute value).
 @group(0) @binding(2) var<storage, read> updates: array<vec4<f32>>;
 // Per body: the smallest sum of the step, and 1 once one was seen.
 @group(0) @binding(3) var<storage, read_write> smallest: array<vec2<f32>>;

@@ -94,9 +94,10 @@ pub struct GpuStepSettings {
     pub contact_pairs: u32,
     /// The rigid correction of the initial guess (`solver/rigid_correction.rs`).
     pub rigid_correction: bool,
-    /// The safety check after each substep (`step_check`): a body whose step is unsafe is
-    /// rolled back at rest like a non-finite one, and its rollback counted with the reason,
-    /// for the host to redo the frame with the fallback.
+    /// The safety check after each substep (`step_check`'s hard tests, `step_energy` and
+    /// `step_soft`'s soft flags): once a body's step is unsafe every body is rolled back to the
+    /// substep's start at rest, and the body's rollback is counted with the reason, for the host
+    /// to redo the frame with the fallback.
     pub check: bool,
     /// Margin around an island's height in the energy test's scale \[m\] (the CPU check's
     /// island margin, `2 δ + 1 mm`).
@@ -141,7 +142,8 @@ struct StepBuffers {
     initial: wgpu::Buffer,
     previous: wgpu::Buffer,
     before_previous: wgpu::Buffer,
-    /// Per vertex: a staged colour update and its squared residual (vec4).
+    /// Per vertex: a staged colour update and its squared residual (vec4; the sign bit set when
+    /// the displacement bound held the vertex).
     updates: wgpu::Buffer,
     index: wgpu::Buffer,
     tets: wgpu::Buffer,
@@ -157,7 +159,8 @@ struct StepBuffers {
     rollbacks: wgpu::Buffer,
     /// Per body: the bounding-box diagonal at upload (the check's speed limit).
     sizes: wgpu::Buffer,
-    /// Per body: mass and largest tet shear modulus (the residual rule's constants).
+    /// Per body: mass, largest tet shear modulus and surface vertex count (`step_soft`'s
+    /// constants).
     soft_constants: wgpu::Buffer,
     /// Per body: the first sweep's residual and the window of soft flags (`step_soft`).
     soft: wgpu::Buffer,

@@ -1,5 +1,6 @@
 //! Host side of `shaders/step_guard.wgsl`: bodies whose substep produced a non-finite value are
-//! rolled back to the substep's start at rest, on the GPU, and flagged for the host.
+//! rolled back to the substep's start at rest, on the GPU, and flagged for the host; once the
+//! safety check (`step_check`, `step_soft`) finds a body unsafe, every body is rolled back.
 
 use super::{Bound, ComputeKernel};
 use crate::gpu::GpuContext;

@@ -20,15 +20,15 @@ pub const SHADER: &str = super::compose!("step_soft", "step", "contact_layout");
 /// Field bit of a body whose residual grew past [`DIVERGED_WEIGHTS`] times its weight (beside
 /// the `step_guard` and `step_check` bits).
 pub const BAD_DIVERGED: u32 = 64;
-/// Field bit of a body whose sweeps stalled in three of the last five substeps (the CPU's
-/// soft-flag window).
+/// Field bit of a body whose island's soft flags filled its window (three of the last five
+/// substeps, as on the CPU), the last of them a stalled residual.
 pub const BAD_STALLED: u32 = 128;
 /// Both.
 pub const RESIDUAL: u32 = BAD_DIVERGED | BAD_STALLED;
-/// Field bit of a body whose island gained energy in three of the last five substeps.
+/// As [`BAD_STALLED`], the last flag the island's energy gain.
 pub const BAD_ENERGY: u32 = 256;
-/// Field bit of a body more than a fifth of whose surface vertices ended held by their
-/// displacement bounds in three of the last five substeps.
+/// As [`BAD_STALLED`], the last flag a clamp lock: more than a fifth of a body's surface
+/// vertices ended held by their displacement bounds.
 pub const BAD_CLAMP_LOCK: u32 = 512;
 /// Every bit the kernel sets.
 pub const FLAGS: u32 = RESIDUAL | BAD_ENERGY | BAD_CLAMP_LOCK;
@@ -119,7 +119,7 @@ impl StepSoft {
         Self { kernel: ComputeKernel::new(ctx, "step_soft", SHADER) }
     }
 
-    /// The four phases (the pair phase only with surface contact).
+    /// The five phases (the pair phase only with surface contact).
     pub fn bind(&self, ctx: &GpuContext, s: &StepSoftSetup, b: &StepSoftBuffers<'_>) -> StepSoftBound {
         let buffers = [b.records, b.updates, b.index, b.contacts, b.constants, b.soft, b.bad, b.energy];
         let params = |phase: u32| Params {
@@ -149,8 +149,9 @@ impl StepSoft {
         if s.contact.is_some() {
             end.push(self.kernel.bind_pod(ctx, &params(1), &buffers, s.vertices));
         }
-        end.push(self.kernel.bind_pod(ctx, &params(2), &buffers, per_body));
-        end.push(self.kernel.bind_pod(ctx, &params(3), &buffers, per_body));
+        for phase in 2..5 {
+            end.push(self.kernel.bind_pod(ctx, &params(phase), &buffers, per_body));
+        }
         StepSoftBound { first, end }
     }
 }
@@ -187,8 +188,10 @@ mod tests {
     /// growing 1.2× (within RESIDUAL_GROWTH²: never), one growing 3× (flagged at the third), a
     /// 4e8 Pa block growing 1.1× on a 4e3 Pa slab through a contact pair (any growth counts for
     /// both), and
-    /// a body whose force passes a hundred weights (diverged: at once). Sums as the CPU sums
-    /// them, flags where the CPU's rule puts them, windows cleared after a flag.
+    /// a body whose force passes a hundred weights (diverged: at once). The pairs make islands
+    /// of bodies 1 and 2 and of 3 and 4, whose windows take the island's flag, as on the CPU.
+    /// Sums as the CPU sums them, flags where the CPU's rule puts them, windows cleared after a
+    /// flag.
     #[test]
     fn flags_stalled_and_diverged_bodies_as_the_cpu_rule_does() {
         let Some(ctx) = test_support::context() else { return };
@@ -313,22 +316,37 @@ mod tests {
             let got: Vec<u32> = read_blocking(&ctx, &bad, 2 * sizes.len() + 2).expect("bad");
             let mut world = 0;
             let kept: Vec<u32> = read_blocking(&ctx, &bufs[4], 2 * sizes.len()).expect("soft");
+            // Each body's own verdict, then its island's: the lowest member's stall (islands
+            // {0}, {1, 2}, {3, 4} through the pairs), as the CPU's settle takes it.
+            let verdicts: Vec<Option<ResidualVerdict>> = bodies
+                .iter()
+                .enumerate()
+                .map(|(b, r)| {
+                    let range = r.vertex_start as usize..(r.vertex_start + r.vertex_count) as usize;
+                    let sum = |x: &[f32]| x[range.clone()].iter().map(|&v| v as f64).sum::<f64>();
+                    residual_verdict(sum(&first), sum(&last), masses[b] as f64 * 9.81, strict[b])
+                })
+                .collect();
+            let island = |b: usize| match b {
+                0 => 0..1,
+                1 | 2 => 1..3,
+                _ => 3..5,
+            };
             for (b, r) in bodies.iter().enumerate() {
                 let range = r.vertex_start as usize..(r.vertex_start + r.vertex_count) as usize;
                 let sum = |x: &[f32]| x[range.clone()].iter().map(|&v| v as f64).sum::<f64>();
-                let weight = masses[b] as f64 * 9.81;
                 let kept_first = f32::from_bits(kept[2 * b]) as f64;
                 assert!(
                     (kept_first - sum(&first)).abs() <= 1e-5 * sum(&first),
                     "body {b}: {kept_first} vs {}",
                     sum(&first)
                 );
-                let verdict = residual_verdict(sum(&first), sum(&last), weight, strict[b]);
                 let mut bits = 0;
-                if verdict == Some(ResidualVerdict::Diverged) {
+                if verdicts[b] == Some(ResidualVerdict::Diverged) {
                     bits |= BAD_DIVERGED;
                 }
-                history[b] = ((history[b] << 1) | u32::from(verdict == Some(ResidualVerdict::Stalled))) & 31;
+                let stalled = island(b).any(|k| verdicts[k] == Some(ResidualVerdict::Stalled));
+                history[b] = ((history[b] << 1) | u32::from(stalled)) & 31;
                 if history[b].count_ones() >= SOFT_LIMIT {
                     bits |= BAD_STALLED;
                     history[b] = 0;
@@ -342,8 +360,9 @@ mod tests {
             }
             assert_eq!(got[2 * sizes.len() + 1], world, "substep {substep}: the world's word");
         }
+        // Body 1 stalls with body 2, its island; body 4 diverges at once, then stalls with 3.
         let stalled = Some((2, BAD_STALLED));
-        assert_eq!(flagged_at, [stalled, None, stalled, stalled, Some((0, BAD_DIVERGED))]);
+        assert_eq!(flagged_at, [stalled, stalled, stalled, stalled, Some((0, BAD_DIVERGED))]);
     }
 
     /// The energy test over islands, on energies written as `step_energy` leaves them: bodies 0

@@ -54,8 +54,9 @@ pub struct VbdColorBuffers<'a> {
     pub tets: &'a wgpu::Buffer,
     /// [`crate::gpu::pack::pack_records`].
     pub records: &'a wgpu::Buffer,
-    /// Per vertex (vec4): w `‖f‖²` of its last update; xyz its new position while a staged
-    /// pass waits for its commit.
+    /// Per vertex (vec4): w `‖f‖²` of its last update, with the sign bit set when the
+    /// displacement bound held a vertex that has one; xyz its new position while a staged pass
+    /// waits for its commit.
     pub updates: &'a wgpu::Buffer,
     /// From word `frozen` on, per body: `FROZEN_CONTACT` is or-ed in when a vertex touches an
     /// obstacle or a surface pair; a met surface bound sets `CONTROL_BOUND_HIT`

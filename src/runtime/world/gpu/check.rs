@@ -1,12 +1,13 @@
-//! The GPU's safety check on the host side: bodies its `step_check` kernel rejected (put back
-//! at rest on the device) are sent to the fallback, which runs on the CPU. The frames from the
+//! The GPU's safety check on the host side: bodies its `step_check` and `step_soft` kernels
+//! rejected (every body put back at rest on the device) are sent to the fallback, which runs
+//! on the CPU. The frames from the
 //! first one not known safe are rewound on the device and stepped again there, and the world
 //! stays on the CPU while an island is held on the fallback.
 
 use super::super::World;
-use crate::gpu::kernels::step_check::{BAD_INVERSION, BAD_SPEED, UNSAFE};
+use crate::gpu::kernels::step_check::{BAD_CROSSING, BAD_INVERSION, BAD_SPEED, UNSAFE};
 use crate::gpu::kernels::step_guard::{BAD_ACCELERATION, BAD_POSITION, BAD_VELOCITY};
-use crate::gpu::kernels::step_soft::{BAD_CLAMP_LOCK, BAD_ENERGY, FLAGS, RESIDUAL};
+use crate::gpu::kernels::step_soft::{BAD_CLAMP_LOCK, BAD_DIVERGED, FLAGS, RESIDUAL};
 use crate::runtime::FallbackReason;
 use crate::runtime::config::FallbackPolicy;
 use crate::runtime::events::PliantEvent;
@@ -17,13 +18,15 @@ pub(super) fn unsafe_reason(fields: u32) -> Option<FallbackReason> {
     if fields & (BAD_POSITION | BAD_VELOCITY | BAD_ACCELERATION) != 0 || fields & (UNSAFE | FLAGS) == 0 {
         return None;
     }
+    // Hard reasons first, then the soft ones in the CPU check's order.
     Some(match fields {
         f if f & BAD_INVERSION != 0 => FallbackReason::Inversion,
         f if f & BAD_SPEED != 0 => FallbackReason::Speed,
+        f if f & BAD_CROSSING != 0 => FallbackReason::Crossing,
+        f if f & BAD_DIVERGED != 0 => FallbackReason::ResidualGrowth,
         f if f & BAD_CLAMP_LOCK != 0 => FallbackReason::ClampLock,
         f if f & RESIDUAL != 0 => FallbackReason::ResidualGrowth,
-        f if f & BAD_ENERGY != 0 => FallbackReason::EnergyGain,
-        _ => FallbackReason::Crossing,
+        _ => FallbackReason::EnergyGain,
     })
 }
 
