@@ -8,7 +8,8 @@
 //      would tunnel next substep), or a path x^n → x through an obstacle.
 // The limits are the CPU check's (src/runtime/safety.rs); the CPU's island size is at least
 // the body's, so this test flags at least what the CPU's does. Host wrapper:
-// src/gpu/kernels/step_check.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl.
+// src/gpu/kernels/step_check.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// lib/unsafe_flags.wgsl.
 
 const INVERSION_J: f32 = 0.05;
 const MAX_SPEED: f32 = 50.0;
@@ -18,8 +19,6 @@ const CROSSING_TOLERANCE: f32 = 1e-5;
 const BAD_INVERSION: u32 = 8u;
 const BAD_SPEED: u32 = 16u;
 const BAD_CROSSING: u32 = 32u;
-// step_guard's bits.
-const NON_FINITE: u32 = 7u;
 
 struct Params {
     phase: u32,
@@ -42,14 +41,7 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> bad: array<atomic<u32>>;
 
 fn flag(v: u32, bits: u32) {
-    let b = index[params.vertex_body + v];
-    atomicMax(&bad[2u * b], 0xffffffffu - v);
-    let before = atomicOr(&bad[2u * b + 1u], bits);
-    // The world word: step_guard then puts every body back for the host's redo (see there);
-    // not for a body already non-finite, which is rolled back alone and not redone.
-    if (before & NON_FINITE) == 0u {
-        atomicOr(&bad[arrayLength(&bad) - 1u], bits);
-    }
+    flag_unsafe(index[params.vertex_body + v], v, bits);
 }
 
 // Whether the straight path a → b ends inside the obstacle or passes through it (entering and

@@ -10,19 +10,8 @@
 // An element's energy goes to its vertices in equal shares through the vertex → element lists
 // (gather only, no float atomics), so a body sums its own elements in a fixed order. Host
 // wrapper: src/gpu/kernels/step_energy.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/elements.wgsl.
+// lib/elements.wgsl, lib/energy_layout.wgsl.
 
-// Words per body in `energy` (f32 bits unless said), then one word per element.
-const ENERGY_WORDS: u32 = 8u;
-// Kinetic + elastic energy at the start [J].
-const E_BEFORE: u32 = 0u;
-// Gravitational + obstacle-contact energy at the start [J].
-const P_BEFORE: u32 = 1u;
-const E_AFTER: u32 = 2u;
-const P_AFTER: u32 = 3u;
-// Lowest and highest y of the body's vertices over the substep [m].
-const Y_LOW: u32 = 4u;
-const Y_HIGH: u32 = 5u;
 
 struct Params {
     phase: u32,

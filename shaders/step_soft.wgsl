@@ -20,7 +20,7 @@
 // Islands here are bodies joined by contact pairs (the bodies that exchange forces); the CPU
 // also joins bodies whose swept boxes overlap. Sums run in a fixed tree order (deterministic, no
 // float atomics). Host wrapper: src/gpu/kernels/step_soft.rs; prepended:
-// lib/contact_layout.wgsl.
+// lib/step.wgsl, lib/contact_layout.wgsl, lib/unsafe_flags.wgsl, lib/energy_layout.wgsl.
 
 // Field bits beside step_guard's (1, 2, 4) and step_check's (8, 16, 32).
 const BAD_DIVERGED: u32 = 64u;
@@ -38,8 +38,6 @@ const ISLAND_ENERGY: u32 = 0x4000u;
 const OWN: u32 = 0xc00u;
 const ISLAND: u32 = 0x7000u;
 const HISTORY: u32 = 0xffu;
-// step_guard's bits.
-const NON_FINITE: u32 = 7u;
 
 struct Params {
     phase: u32,
@@ -87,19 +85,9 @@ struct Params {
 // (newest in bit 0) and STRICT.
 @group(0) @binding(6) var<storage, read_write> soft: array<atomic<u32>>;
 @group(0) @binding(7) var<storage, read_write> bad: array<atomic<u32>>;
-// step_energy's per-body words (8 per body; see there): the energies at the start and end, the
-// height spanned, DRIVEN (set by the host) and the island label.
+// step_energy's per-body words (lib/energy_layout.wgsl): the energies at the start and end,
+// the height spanned, DRIVEN (set by the host) and the island label.
 @group(0) @binding(8) var<storage, read_write> energy: array<atomic<u32>>;
-
-const ENERGY_WORDS: u32 = 8u;
-const E_BEFORE: u32 = 0u;
-const P_BEFORE: u32 = 1u;
-const E_AFTER: u32 = 2u;
-const P_AFTER: u32 = 3u;
-const Y_LOW: u32 = 4u;
-const Y_HIGH: u32 = 5u;
-const DRIVEN: u32 = 6u;
-const LABEL: u32 = 7u;
 
 var<workgroup> partial: array<f32, 64>;
 var<workgroup> before: array<f32, 64>;
@@ -248,18 +236,6 @@ fn island_flag(b: u32, lane: u32) {
     }
 }
 
-// Gives body b (first vertex `first`) field bits in `bad`.
-fn raise(b: u32, first: u32, bits: u32) {
-    // Named by its first vertex (step_guard keeps the lowest flagged one).
-    atomicMax(&bad[2u * b], 0xffffffffu - first);
-    let before = atomicOr(&bad[2u * b + 1u], bits);
-    // The world word: step_guard then puts every body back for the host's redo (see there);
-    // not for a body already non-finite, which is rolled back alone.
-    if (before & NON_FINITE) == 0u {
-        atomicOr(&bad[arrayLength(&bad) - 1u], bits);
-    }
-}
-
 // Body b's window of soft flags takes its island's flag of the substep; at SOFT_LIMIT flags the
 // body gets the bits of the flag's kind and the window starts again.
 fn window(b: u32, first: u32) {
@@ -268,11 +244,11 @@ fn window(b: u32, first: u32) {
     var history = ((word << 1u) | select(0u, 1u, flag != 0u)) & params.window_mask;
     if countOneBits(history) >= params.soft_limit {
         if (flag & ISLAND_LOCK) != 0u {
-            raise(b, first, BAD_CLAMP_LOCK);
+            flag_unsafe(b, first, BAD_CLAMP_LOCK);
         } else if (flag & ISLAND_STALL) != 0u {
-            raise(b, first, BAD_STALLED);
+            flag_unsafe(b, first, BAD_STALLED);
         } else {
-            raise(b, first, BAD_ENERGY);
+            flag_unsafe(b, first, BAD_ENERGY);
         }
         history = 0u;
     }
@@ -346,7 +322,7 @@ fn main(
         own = OWN_LOCK;
     }
     if r2 > first && sqrt(r2) > params.diverged * weight {
-        raise(b, record.x, BAD_DIVERGED);
+        flag_unsafe(b, record.x, BAD_DIVERGED);
     } else if r2 > select(params.growth2 * first, first, strict) && sqrt(r2) > params.weight_share * weight {
         own |= OWN_STALL;
     }

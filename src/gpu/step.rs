@@ -237,6 +237,9 @@ pub struct GpuStepper {
     snapshots: Option<Snapshots>,
     /// A copy of the packed state's tables, for surface contact's buffers.
     state: SimState,
+    /// The per-body block of the energy buffer as [`GpuStepper::set_driven`] writes it (kept to
+    /// spare an allocation per frame).
+    driven_words: Vec<u32>,
 }
 
 impl std::fmt::Debug for GpuStepper {
@@ -341,6 +344,7 @@ impl GpuStepper {
             since_build: 0,
             snapshots: None,
             state: st.clone(),
+            driven_words: Vec::new(),
             ctx,
         })
     }

@@ -8,7 +8,7 @@ use crate::gpu::obstacles::GpuObstacleSet;
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("step_check", "step", "obstacles");
+pub const SHADER: &str = super::compose!("step_check", "step", "obstacles", "unsafe_flags");
 
 /// Field bit of a body flagged for an inverted tet (beside the `step_guard::BAD_*` bits).
 pub const BAD_INVERSION: u32 = 8;

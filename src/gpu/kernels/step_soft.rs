@@ -15,7 +15,7 @@ use crate::state::SimState;
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("step_soft", "step", "contact_layout");
+pub const SHADER: &str = super::compose!("step_soft", "step", "contact_layout", "unsafe_flags", "energy_layout");
 
 /// Field bit of a body whose residual grew past [`DIVERGED_WEIGHTS`] times its weight (beside
 /// the `step_guard` and `step_check` bits).

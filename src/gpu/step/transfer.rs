@@ -128,12 +128,14 @@ impl GpuStepper {
     /// Marks the bodies whose pins move in the frame being recorded (`driven`, one per body):
     /// the energy test skips their islands (the pins do work it cannot account for). Lands
     /// before the frame's commands, after the frames in flight.
-    pub fn set_driven(&self, driven: &[bool]) {
-        let mut words = vec![0u32; ENERGY_WORDS * self.bodies as usize];
+    pub fn set_driven(&mut self, driven: &[bool]) {
+        let words = &mut self.driven_words;
+        words.clear();
+        words.resize(ENERGY_WORDS * self.bodies as usize, 0);
         for (block, &d) in words.chunks_mut(ENERGY_WORDS).zip(driven) {
             block[DRIVEN] = u32::from(d);
         }
-        self.submitter.write(&self.buffers.energy, 0, bytemuck::cast_slice(&words));
+        self.submitter.write(&self.buffers.energy, 0, bytemuck::cast_slice(words));
     }
 
     /// Puts the dynamic state back to what it was at the start of frame `frame`, on the

@@ -85,6 +85,8 @@ pub(super) struct GpuRuntime {
     fallback: Option<String>,
     /// Per body: the rollbacks already reported (the GPU counts them since the upload).
     rollbacks_seen: Vec<u32>,
+    /// Per body, while a frame is recorded: a pin of it moved (kept to spare an allocation).
+    driven: Vec<bool>,
     /// The newest frame read back that its safety check passed: a body the check rejects
     /// later was rejected in a frame after it, so a redo starts right after it.
     checked_frame: u64,
@@ -442,7 +444,9 @@ impl World {
         let has_pins = self.bodies.iter().any(|(_, b)| !b.pins.is_empty());
         let frame_start = self.time;
         // Bodies whose pins moved in the frame: work the energy test cannot account for.
-        let mut driven = vec![false; if has_pins { self.state.bodies.len() } else { 0 }];
+        let mut driven = std::mem::take(&mut self.gpu.driven);
+        driven.clear();
+        driven.resize(if has_pins { self.state.bodies.len() } else { 0 }, false);
         let id = self.gpu.next_id;
         self.gpu.next_id += 1;
         for substep in 0..c.substeps {
@@ -507,6 +511,7 @@ impl World {
         if has_pins {
             stepper.set_driven(&driven);
         }
+        self.gpu.driven = driven;
         stepper.submit_frame(id);
         Ok(())
     }
