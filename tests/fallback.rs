@@ -6,7 +6,7 @@
 mod common;
 
 use pliant::prelude::*;
-use pliant::runtime::{FallbackReason, StepPath};
+use pliant::runtime::{FallbackPolicy, FallbackReason, StepPath};
 
 /// The handle of a loaded scene's body by name.
 fn body(loaded: &pliant::io::LoadedScene, name: &str) -> SoftBodyHandle {
@@ -272,4 +272,39 @@ fn a_settling_pile_never_falls_back() {
         let r = loaded.world.step();
         assert_eq!(r.fallbacks, 0, "frame {}: {:?}", r.frame, r.islands.iter().find(|i| i.path != StepPath::Fast));
     }
+}
+
+/// A stack held on the fallback (every step redone, as in a hold) keeps moving: two soft boxes
+/// dropped 4 mm onto each other settle, and no step after contact returns its start unchanged.
+/// The fast path leaves the pairs closer than the contact offset; the fallback's iterates push
+/// them out to it, which lifts the boxes, and comparing iterates by potential energy alone
+/// rewound every such step to staying put: the island froze (zero velocity every frame of a
+/// hold, 30 of 40 frames in a three-box drop).
+#[test]
+fn a_stack_held_on_the_fallback_is_not_frozen() {
+    let mut world =
+        World::new(StepConfig { fallback: FallbackPolicy::Always, ..StepConfig::default() }).expect("world");
+    let mut boxes = Vec::new();
+    for k in 0..2 {
+        let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [3, 3, 3], TetSplit::Six).expect("mesh");
+        let at = Vec3::new(0.0, 0.102 + 0.204 * k as f32, 0.0);
+        boxes.push(
+            world
+                .bodies
+                .insert(SoftBodyBuilder::tetrahedral(mesh).friction(0.4).translation(at).build().expect("body")),
+        );
+    }
+    world.obstacles.push(Obstacle::ground(0.0, 0.5));
+    let reports = run(&mut world, 24);
+    let mut frozen = Vec::new();
+    for r in &reports[4..] {
+        let redone = r.islands.iter().all(|i| matches!(i.path, StepPath::Fallback | StepPath::FallbackTruncated));
+        assert!(redone, "frame {}: {:?}", r.frame, r.islands);
+        if r.islands.iter().any(|i| i.travelled == 0.0) {
+            frozen.push(r.frame);
+        }
+    }
+    assert!(frozen.is_empty(), "the fallback returned its start unchanged at frames {frozen:?}");
+    assert!(world.state().velocities.iter().any(|v| v.length() > 0.0), "the stack is frozen");
+    assert!(lowest_y(&world, boxes[0]) > 0.0 && lowest_y(&world, boxes[1]) > lowest_y(&world, boxes[0]));
 }

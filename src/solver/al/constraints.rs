@@ -237,6 +237,17 @@ impl ActiveSet {
         }
     }
 
+    /// What the offset violations of a safe iterate `x` are worth \[J\]: each pair closer than
+    /// `delta` costs twice its multiplier times the shortfall. The multipliers estimate the
+    /// contact forces, so this is an exact penalty (weights above the forces): lifting a stack
+    /// out to the offset against gravity costs about `Σ λ (δ − d)` of potential energy and is
+    /// paid for, while energy from nowhere (metres of motion) is not, since the price is
+    /// bounded by `2 Σ λ δ`.
+    pub fn violation_price(&self, x: &[DVec3], obstacles: &[Obstacle], delta: f64) -> f64 {
+        let shortfall = |c: &Constraint| (delta - measure(&c.key, x, obstacles).0).max(0.0);
+        self.list.iter().filter(|c| c.lambda > 0.0).map(|c| 2.0 * c.lambda * shortfall(c)).sum()
+    }
+
     /// Drops pairs whose weight decayed below [`DROP_WEIGHT`].
     pub fn prune(&mut self) {
         self.list.retain(|c| c.gamma >= DROP_WEIGHT);

@@ -50,6 +50,12 @@ pub struct AlSettings {
     /// A subproblem whose gradient norm is below this is solved \[N\] (the caller sets a
     /// small share of the island's weight).
     pub force_tolerance: f64,
+    /// Most that the offset violations of an iterate may be priced at when iterates are
+    /// compared (\[J\]; see `al_step`): the multipliers that price them are only force
+    /// estimates, wild in an unconverged step (1e7 N under a 78 N steel block), so the caller
+    /// bounds the price by lifting its island's weight a few offsets. 0 compares potentials
+    /// alone.
+    pub violation_price_cap: f64,
     /// Return the current iterate once this time has passed.
     pub deadline: Option<Instant>,
 }
@@ -67,6 +73,7 @@ impl Default for AlSettings {
             j_min: 0.01,
             static_slip: 1e-4 / 60.0,
             force_tolerance: 1e-9,
+            violation_price_cap: 0.0,
             deadline: None,
         }
     }
@@ -181,18 +188,22 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
     }
     let (mut first_weight, mut start_weight, mut small_steps) = (1.0f64, 1.0f64, 0u32);
     // Every iterate x^[k] is feasible (intersection-free, no tet below j_min), and the step's
-    // answer is the feasible point of lowest incremental potential: the start x^[0] is one
-    // (staying put), so the answer's potential is at most the start's. The iterates are
-    // meant to descend towards it, but inexact subproblems on badly conditioned islands (a
-    // 1e11 Pa block on a 30 g cloth) can leave the last one far above the start, flinging
-    // vertices metres in a step with energy from nowhere; the lowest one seen is returned.
-    // Only where no kinematic vertex moves: a pin's target is part of the step's answer, and
-    // the iterates carry the pins only part of the way, so their potentials do not compare.
+    // answer is the feasible point of lowest merit: incremental potential plus the price of
+    // its offset violations (`ActiveSet::violation_price`, at most
+    // `AlSettings::violation_price_cap`). The start x^[0] is one (staying
+    // put). The iterates are meant to descend, but inexact subproblems on badly conditioned
+    // islands (a 1e11 Pa block on a 30 g cloth) can leave the last one far above the start,
+    // flinging vertices metres in a step with energy from nowhere; the lowest one seen is
+    // returned. The price matters at rest: a stack the fast path left closer than the offset
+    // gains potential on its way out, and by potential alone staying put won every step of a
+    // hold, freezing the island. Only where no kinematic vertex moves: a pin's target is part
+    // of the step's answer, and the iterates carry the pins only part of the way, so their
+    // potentials do not compare.
     let comparable = (0..n).all(|v| !input.moves[v] || input.solved[v] || input.start[v] == input.guess[v]);
-    // (potential, travelled) of the lowest iterate so far (in `scratch.best`), and the last
-    // iterate's potential.
+    // (potential, travelled) of the lowest iterate so far (in `scratch.best`), and whether the
+    // last iterate is that one.
     let mut lowest = comparable.then(|| (problem.energy(st, &x), 0.0));
-    let mut last_energy = lowest.map_or(f64::NEG_INFINITY, |l| l.0);
+    let mut last_is_lowest = true;
     if lowest.is_some() {
         scratch.best.clone_from(&x);
     }
@@ -221,9 +232,13 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
         };
         start_weight *= 1.0 - alpha;
         if let Some((energy, travelled)) = &mut lowest {
-            last_energy = problem.energy(st, &x);
-            if last_energy <= *energy {
-                (*energy, *travelled) = (last_energy, 1.0 - start_weight);
+            // Both priced by the current multipliers and offset.
+            let last = problem.energy(st, &x);
+            let price =
+                |y: &[DVec3]| scratch.active.violation_price(y, input.obstacles, delta).min(s.violation_price_cap);
+            last_is_lowest = last + price(&x) <= *energy + price(&scratch.best);
+            if last_is_lowest {
+                (*energy, *travelled) = (last, 1.0 - start_weight);
                 scratch.best.clone_from(&x);
             }
         }
@@ -244,8 +259,8 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
         }
     }
     stats.travelled = 1.0 - start_weight;
-    if let Some((energy, travelled)) = lowest
-        && last_energy > energy
+    if let Some((_, travelled)) = lowest
+        && !last_is_lowest
     {
         stats.rewound = true;
         stats.travelled = travelled;
@@ -389,7 +404,8 @@ mod tests {
             inertia: &inertia,
             surface_pairs: false,
         };
-        let settings = AlSettings { offset: 1e-3, ..AlSettings::default() };
+        // Lifting the cube's weight (9.8 N) by two offsets.
+        let settings = AlSettings { offset: 1e-3, violation_price_cap: 0.02, ..AlSettings::default() };
         let mut x = Vec::new();
         let stats = al_step(&input, &settings, &mut AlScratch::default(), &mut x);
         let problem = Problem::new(st, &solved, inertia);
@@ -409,6 +425,21 @@ mod tests {
             assert!((*a - (*b + G * H * H)).length() < 1e-6, "{a} vs {b}");
         }
         assert!(e1 < e0);
+    }
+
+    /// A cube resting closer to the ground than the offset (as a fast path leaves a stack):
+    /// the iterates that push it towards the offset gain potential energy, which the pairs'
+    /// multipliers pay for, so the step is not rewound towards staying put (by potential alone
+    /// it was, 13 % of the way, and a hold of such a stack froze it).
+    #[test]
+    fn a_body_inside_the_offset_is_not_rewound_to_its_start() {
+        let st = cube_at(0.0004);
+        let ground = [Obstacle::ground(0.0, 0.5)];
+        let start: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
+        let (x, stats, _, _) = step(&st, &ground, &start);
+        assert!(!stats.rewound && stats.travelled > 0.99, "{stats:?}");
+        let lowest = x.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
+        assert!(lowest > 0.0, "lowest vertex at {lowest} m: {stats:?}");
     }
 
     /// A first target scrambled by up to 0.3 m per vertex (tets inverted, vertices deep in the
