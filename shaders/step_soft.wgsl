@@ -10,8 +10,9 @@
 //   0  one workgroup per body, after the first sweep: its squared residual, kept in `soft`,
 //      its flags of the substep cleared, its island label reset;
 //   1  per vertex, at the end (surface contact only): a contact pair joins its bodies' islands,
-//      and between tet bodies whose shear moduli differ more than `contrast` times makes any
-//      growth count for both (src/runtime/safety.rs any_growth_stalls);
+//      and between bodies whose tet shear moduli differ more than `contrast` times, or whose
+//      mean vertex masses differ more than `mass_contrast` times, makes growth count as a
+//      stall for both (src/runtime/safety.rs any_growth_stalls; bodies alike never stall);
 //   2  one workgroup per body: its own verdict, a clamp lock or a stalled residual (a
 //      diverged one gives its bits at once);
 //   3  one workgroup per island (its lowest body): the island's soft flag, as the CPU takes it
@@ -27,7 +28,8 @@ const BAD_DIVERGED: u32 = 64u;
 const BAD_STALLED: u32 = 128u;
 const BAD_ENERGY: u32 = 256u;
 const BAD_CLAMP_LOCK: u32 = 512u;
-// In a body's second `soft` word, above its window of flags: any growth counts this substep.
+// In a body's second `soft` word, above its window of flags: growth counts as a stall this
+// substep.
 const STRICT: u32 = 0x100u;
 // There too, this substep's: the body's own verdict, and its island's flag (one of three).
 const OWN_LOCK: u32 = 0x400u;
@@ -49,8 +51,8 @@ struct Params {
     vertices: u32,
     // |g| [m/s²].
     gravity: f32,
-    // RESIDUAL_GROWTH², RESIDUAL_WEIGHT_SHARE, DIVERGED_WEIGHTS, STIFFNESS_CONTRAST.
-    growth2: f32,
+    // MASS_CONTRAST, RESIDUAL_WEIGHT_SHARE, DIVERGED_WEIGHTS, STIFFNESS_CONTRAST.
+    mass_contrast: f32,
     weight_share: f32,
     diverged: f32,
     contrast: f32,
@@ -255,8 +257,14 @@ fn window(b: u32, first: u32) {
     atomicStore(&soft[2u * b + 1u], history);
 }
 
-fn contrasting(a: f32, b: f32) -> bool {
-    return a > 0.0 && b > 0.0 && max(a, b) > params.contrast * min(a, b);
+fn beyond(a: f32, b: f32, ratio: f32) -> bool {
+    return a > 0.0 && b > 0.0 && max(a, b) > ratio * min(a, b);
+}
+
+// Bodies' constants (mass, shear modulus, surface vertices, mean vertex mass): stiffness or
+// vertex-mass contrast (src/runtime/safety.rs contrasting).
+fn contrasting(a: vec4<f32>, b: vec4<f32>) -> bool {
+    return beyond(a.y, b.y, params.contrast) || beyond(a.w, b.w, params.mass_contrast);
 }
 
 @compute @workgroup_size(64)
@@ -277,7 +285,7 @@ fn main(
             let b = index[params.vertex_body + contacts[pair + PAIR_VERTICES + 3u]];
             if a != b {
                 join(a, b);
-                if contrasting(constants[a].y, constants[b].y) {
+                if contrasting(constants[a], constants[b]) {
                     atomicOr(&soft[2u * a + 1u], STRICT);
                     atomicOr(&soft[2u * b + 1u], STRICT);
                 }
@@ -315,7 +323,7 @@ fn main(
     let word = atomicLoad(&soft[2u * b + 1u]);
     let c = constants[b];
     let weight = max(c.x * params.gravity, 1e-3);
-    // Cloth, and tet bodies touching a contrasting one, flag on any growth.
+    // Cloth, and bodies touching a contrasting one, flag on growth; others only diverge.
     let strict = c.y == 0.0 || (word & STRICT) != 0u;
     var own = 0u;
     if sums.y > params.clamp_share * c.z {
@@ -323,7 +331,7 @@ fn main(
     }
     if r2 > first && sqrt(r2) > params.diverged * weight {
         flag_unsafe(b, record.x, BAD_DIVERGED);
-    } else if r2 > select(params.growth2 * first, first, strict) && sqrt(r2) > params.weight_share * weight {
+    } else if strict && r2 > first && sqrt(r2) > params.weight_share * weight {
         own |= OWN_STALL;
     }
     atomicOr(&soft[2u * b + 1u], own);

@@ -18,7 +18,7 @@ pub use events::PliantEvent;
 pub use fallback::{HOLD_FRAMES, MAX_HOLD_FRAMES};
 pub use report::{Energies, IslandReport, StepPath, StepReport};
 pub use safety::{
-    CLAMP_LOCK_SHARE, DIVERGED_WEIGHTS, FallbackReason, INVERSION_J, MAX_SPEED, RESIDUAL_GROWTH, RESIDUAL_WEIGHT_SHARE,
+    CLAMP_LOCK_SHARE, DIVERGED_WEIGHTS, FallbackReason, INVERSION_J, MASS_CONTRAST, MAX_SPEED, RESIDUAL_WEIGHT_SHARE,
     STIFFNESS_CONTRAST,
 };
 pub(crate) use world::SubstepContext;

@@ -9,7 +9,7 @@ use crate::gpu::GpuContext;
 use crate::gpu::contact::ContactLayout;
 use crate::runtime::fallback::{ENERGY_FLOOR, ENERGY_GAIN, SOFT_LIMIT, SOFT_WINDOW};
 use crate::runtime::safety::{
-    CLAMP_LOCK_SHARE, DIVERGED_WEIGHTS, RESIDUAL_GROWTH, RESIDUAL_WEIGHT_SHARE, STIFFNESS_CONTRAST,
+    CLAMP_LOCK_SHARE, DIVERGED_WEIGHTS, MASS_CONTRAST, RESIDUAL_WEIGHT_SHARE, STIFFNESS_CONTRAST,
 };
 use crate::state::SimState;
 use bytemuck::{Pod, Zeroable};
@@ -43,7 +43,7 @@ struct Params {
     vertex_body: u32,
     vertices: u32,
     gravity: f32,
-    growth2: f32,
+    mass_contrast: f32,
     weight_share: f32,
     diverged: f32,
     contrast: f32,
@@ -129,7 +129,7 @@ impl StepSoft {
             vertex_body: s.vertex_body,
             vertices: s.vertices,
             gravity: s.gravity,
-            growth2: (RESIDUAL_GROWTH * RESIDUAL_GROWTH) as f32,
+            mass_contrast: MASS_CONTRAST as f32,
             weight_share: RESIDUAL_WEIGHT_SHARE as f32,
             diverged: DIVERGED_WEIGHTS as f32,
             contrast: STIFFNESS_CONTRAST as f32,
@@ -157,7 +157,8 @@ impl StepSoft {
 }
 
 /// Per body: its mass \[kg\], the largest shear modulus of its tets \[Pa\] (0 without tets:
-/// any growth of a cloth's residual counts), its number of surface vertices, and 0.
+/// any growth of a cloth's residual counts), its number of surface vertices, and its mean
+/// vertex mass \[kg\] (`safety::contrasting` compares these two).
 pub fn body_constants(st: &SimState) -> Vec<[f32; 4]> {
     let mut out = vec![[0.0f32; 4]; st.bodies.len()];
     for &v in &st.surface_vertices {
@@ -169,6 +170,9 @@ pub fn body_constants(st: &SimState) -> Vec<[f32; 4]> {
     for t in &st.tets {
         let b = st.vertex_body[t.vertices[0] as usize] as usize;
         out[b][1] = out[b][1].max(st.materials[t.material as usize].mu);
+    }
+    for (c, body) in out.iter_mut().zip(&st.bodies) {
+        c[3] = c[0] / body.vertex_count.max(1) as f32;
     }
     out
 }
@@ -184,11 +188,11 @@ mod tests {
     use crate::test_rng::Rng;
 
     /// Five bodies over four substeps, against the CPU's rule and window (squared residuals): a
-    /// cloth whose residual grows 1.1× a substep (stalls, flagged at the third), a tet body
-    /// growing 1.2× (within RESIDUAL_GROWTH²: never), one growing 3× (flagged at the third), a
-    /// 4e8 Pa block growing 1.1× on a 4e3 Pa slab through a contact pair (any growth counts for
-    /// both), and
-    /// a body whose force passes a hundred weights (diverged: at once). The pairs make islands
+    /// cloth whose residual grows 1.1× a substep (stalls, flagged at the third), two alike tet
+    /// bodies in contact growing 1.2× and 3× (a pile's growth: never), a 7.8 kg block growing
+    /// 1.1× on a body 3,000 times lighter per vertex through a contact pair (mass contrast: any
+    /// growth counts for both), and a body whose force passes a hundred weights (diverged: at
+    /// once). The pairs make islands
     /// of bodies 1 and 2 and of 3 and 4, whose windows take the island's flag, as on the CPU.
     /// Sums as the CPU sums them, flags where the CPU's rule puts them, windows cleared after a
     /// flag.
@@ -196,8 +200,11 @@ mod tests {
     fn flags_stalled_and_diverged_bodies_as_the_cpu_rule_does() {
         let Some(ctx) = test_support::context() else { return };
         let sizes = [300u32, 1000, 37, 64, 5];
-        let masses = [0.03f32, 1.0, 0.5, 7.8, 0.2];
-        let shear = [0.0f32, 4e4, 4e4, 4e8, 4e3];
+        let masses = [0.03f32, 1.0, 0.5, 7.8, 2e-4];
+        // Stiffnesses 10× apart between the block and its neighbour: the mass contrast is what
+        // makes them strict here (the stiffness contrast is the stiff-on-soft scene's, in
+        // tests/fallback.rs).
+        let shear = [0.0f32, 4e4, 4e4, 4e8, 4e7];
         // Last over first squared residual per substep, and the first's size in body weights.
         let growth = [1.1f32, 1.2, 3.0, 1.1, 1.0];
         let force = [2.0f32, 2.0, 2.0, 2.0, 1.0];
@@ -237,7 +244,8 @@ mod tests {
             contacts.extend_from_slice(&[0; 12]);
         }
         let layout = ContactLayout { offsets: 0, entries, pairs: pair_words, ..ContactLayout::default() };
-        let constants: Vec<[f32; 4]> = masses.iter().zip(&shear).map(|(&m, &s)| [m, s, 0.0, 0.0]).collect();
+        let vertex_mass: Vec<f32> = masses.iter().zip(&sizes).map(|(&m, &n)| m / n as f32).collect();
+        let constants: Vec<[f32; 4]> = (0..sizes.len()).map(|b| [masses[b], shear[b], 0.0, vertex_mass[b]]).collect();
         let bufs = [
             storage(&ctx, "records", &records, false),
             storage(&ctx, "index", &vertex_body, false),
@@ -262,7 +270,8 @@ mod tests {
                 shear[b] == 0.0
                     || pairs.iter().any(|p| {
                         let (x, y) = (vertex_body[p[0] as usize] as usize, vertex_body[p[3] as usize] as usize);
-                        (x == b || y == b) && x != y && contrasting(shear[x] as f64, shear[y] as f64)
+                        let of = |k: usize| [shear[k] as f64, vertex_mass[k] as f64];
+                        (x == b || y == b) && x != y && contrasting(of(x), of(y))
                     })
             })
             .collect();
@@ -360,9 +369,10 @@ mod tests {
             }
             assert_eq!(got[2 * sizes.len() + 1], world, "substep {substep}: the world's word");
         }
-        // Body 1 stalls with body 2, its island; body 4 diverges at once, then stalls with 3.
+        // The cloth stalls; bodies 1 and 2, alike, never do; body 4 diverges at once, then
+        // stalls with 3, its island.
         let stalled = Some((2, BAD_STALLED));
-        assert_eq!(flagged_at, [stalled, stalled, stalled, stalled, Some((0, BAD_DIVERGED))]);
+        assert_eq!(flagged_at, [stalled, None, None, stalled, Some((0, BAD_DIVERGED))]);
     }
 
     /// The energy test over islands, on energies written as `step_energy` leaves them: bodies 0
