@@ -403,8 +403,13 @@ fn redo_island(
         // A millionth of the island's weight (at least a micronewton).
         force_tolerance: 1e-6 * (mass * gravity.length() as f64).max(1.0),
         // Pushing a stack out to the offset lifts each of its bodies by at most the offset per
-        // interface below it: twice the island's weight times the offset per member bounds it.
-        violation_price_cap: 2.0 * config.contact_offset as f64 * members.len() as f64 * mass * gravity.length() as f64,
+        // interface below it: twice the island's weight times the offset per member bounds it
+        // (a weight of at least 1 N, as for the force tolerance, so contact pressed by pins or
+        // elastic preload without gravity is priced too).
+        violation_price_cap: 2.0
+            * config.contact_offset as f64
+            * members.len() as f64
+            * (mass * gravity.length() as f64).max(1.0),
         ..AlSettings::default()
     };
     let mut x = Vec::new();

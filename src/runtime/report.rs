@@ -13,9 +13,9 @@ pub enum StepPath {
     /// Rolled back and redone by the augmented-Lagrangian fallback, converged.
     Fallback,
     /// Rolled back and redone by the fallback, which ran out of time or iterations, or whose
-    /// last iterate had a higher incremental potential than an earlier one, and returned its
-    /// last (or that lower) iterate: intersection-free, less converged (see
-    /// `IslandReport::travelled`).
+    /// last iterate had a higher merit (incremental potential plus the capped price of its
+    /// contact-offset violations) than an earlier one, and returned its last (or that lower)
+    /// iterate: intersection-free, less converged (see `IslandReport::travelled`).
     FallbackTruncated,
     /// Rolled back to the step's start with zero velocity: the fast path failed and the
     /// fallback could not take the step (it produced non-finite values, or the island touches a

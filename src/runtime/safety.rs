@@ -78,7 +78,9 @@ pub const DIVERGED_WEIGHTS: f64 = 100.0;
 pub const STIFFNESS_CONTRAST: f64 = 1e3;
 /// Ratio of mean vertex masses between two bodies in contact beyond which the sweeps cannot
 /// carry the heavy one's load across (a dense block on a light sheet of the same stiffness):
-/// any growth of either's residual counts, as for [`STIFFNESS_CONTRAST`].
+/// any growth of either's residual counts, as for [`STIFFNESS_CONTRAST`]. Vertex mass follows
+/// the mesh too: two alike cubes meshed 2³ and 20³ cells apart differ 343× and count as
+/// contrasting (their sweeps are then held to the stricter rule, not exempted).
 pub const MASS_CONTRAST: f64 = 1e2;
 /// Share of an island's surface vertices that may end clamped.
 pub const CLAMP_LOCK_SHARE: f32 = 0.2;
@@ -103,8 +105,9 @@ pub(crate) struct CheckScratch {
     moves: Vec<bool>,
     residuals: Vec<(f64, f64)>,
     weight: Vec<f64>,
-    /// Per body: the largest shear modulus of its tets (0 for cloth) and its mean vertex mass.
+    /// Per body: the largest shear modulus of its tets (0 for cloth).
     shear: Vec<f64>,
+    /// Per body: its mean vertex mass \[kg\].
     vertex_mass: Vec<f64>,
     /// Per body: any growth of its residual counts as a stall.
     strict: Vec<bool>,
@@ -162,13 +165,7 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
     }
     c.scratch.body_residuals(st, residuals);
     vertex_mass.clear();
-    vertex_mass.resize(st.bodies.len(), 0.0);
-    for (&m, &b) in st.masses.iter().zip(&st.vertex_body) {
-        vertex_mass[b as usize] += m as f64;
-    }
-    for (m, body) in vertex_mass.iter_mut().zip(&st.bodies) {
-        *m /= body.vertex_count.max(1) as f64;
-    }
+    vertex_mass.extend((0..st.bodies.len()).map(|b| mean_vertex_mass(st, b)));
     any_growth_stalls(st, shear, vertex_mass, c.scratch.contact_pairs(), strict);
     weight.clear();
     weight.resize(st.bodies.len(), 0.0);
@@ -271,6 +268,14 @@ pub(crate) fn residual_verdict(first: f64, last: f64, weight: f64, strict: bool)
     } else {
         None
     }
+}
+
+/// Body `b`'s mean vertex mass \[kg\] (what [`contrasting`] compares; the GPU's
+/// `step_soft::body_constants` carries it).
+pub(crate) fn mean_vertex_mass(st: &SimState, b: usize) -> f64 {
+    let r = &st.bodies[b];
+    let range = r.vertex_start as usize..(r.vertex_start + r.vertex_count) as usize;
+    st.masses[range].iter().map(|&m| m as f64).sum::<f64>() / r.vertex_count.max(1) as f64
 }
 
 /// Whether two bodies, each given as its largest tet shear modulus (0: no tets) and its mean

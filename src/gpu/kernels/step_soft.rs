@@ -171,8 +171,8 @@ pub fn body_constants(st: &SimState) -> Vec<[f32; 4]> {
         let b = st.vertex_body[t.vertices[0] as usize] as usize;
         out[b][1] = out[b][1].max(st.materials[t.material as usize].mu);
     }
-    for (c, body) in out.iter_mut().zip(&st.bodies) {
-        c[3] = c[0] / body.vertex_count.max(1) as f32;
+    for (b, c) in out.iter_mut().enumerate() {
+        c[3] = crate::runtime::safety::mean_vertex_mass(st, b) as f32;
     }
     out
 }

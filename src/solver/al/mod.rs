@@ -92,9 +92,9 @@ pub struct AlStats {
     pub travelled: f64,
     /// The termination criterion held (otherwise time or the iteration cap ran out).
     pub converged: bool,
-    /// The last iterate's incremental potential was above an earlier one's, which was
-    /// returned instead: an inexact solve went uphill, and the step answers with its feasible
-    /// iterate of lowest potential.
+    /// The last iterate's merit (incremental potential plus the capped price of its offset
+    /// violations) was above an earlier one's, which was returned instead: an inexact solve
+    /// went uphill, and the step answers with its feasible iterate of lowest merit.
     pub rewound: bool,
     /// `‖∇L‖` at the last Newton iterate \[N\].
     pub residual: f64,
@@ -138,7 +138,7 @@ pub(crate) struct AlScratch {
     rhs: Vec<DVec3>,
     friction_scale: Vec<f64>,
     trial: Vec<DVec3>,
-    /// The iterate with the lowest incremental potential so far.
+    /// The iterate of lowest merit so far.
     best: Vec<DVec3>,
 }
 
