@@ -28,6 +28,10 @@ const BAD_DIVERGED: u32 = 64u;
 const BAD_STALLED: u32 = 128u;
 const BAD_ENERGY: u32 = 256u;
 const BAD_CLAMP_LOCK: u32 = 512u;
+// Per body in `soft`: its squared residual after the first sweep, its word of flags, and the
+// heaviest weight among the bodies it touches through contact pairs (f32 bits, as the CPU's
+// any_growth_stalls takes it).
+const SOFT_WORDS: u32 = 3u;
 // In a body's second `soft` word, above its window of flags: growth counts as a stall this
 // substep.
 const STRICT: u32 = 0x100u;
@@ -185,7 +189,7 @@ fn island_flag(b: u32, lane: u32) {
             lo = min(lo, energy_word(k, Y_LOW));
             hi = max(hi, energy_word(k, Y_HIGH));
             moved = max(moved, atomicLoad(&energy[ENERGY_WORDS * k + DRIVEN]));
-            if (atomicLoad(&soft[2u * k + 1u]) & OWN) != 0u {
+            if (atomicLoad(&soft[SOFT_WORDS * k + 1u]) & OWN) != 0u {
                 first = min(first, k);
             }
         }
@@ -216,7 +220,7 @@ fn island_flag(b: u32, lane: u32) {
         var flag = 0u;
         if flagged[0] != 0xffffffffu {
             // Its lowest flagged body's kind, a clamp lock before a stalled residual.
-            let own = atomicLoad(&soft[2u * flagged[0] + 1u]);
+            let own = atomicLoad(&soft[SOFT_WORDS * flagged[0] + 1u]);
             flag = select(ISLAND_STALL, ISLAND_LOCK, (own & OWN_LOCK) != 0u);
         } else if params.energy_test != 0u {
             let height = high[0] - low[0] + 2.0 * params.margin;
@@ -233,7 +237,7 @@ fn island_flag(b: u32, lane: u32) {
     }
     for (var k = lane; k < params.bodies; k += 64u) {
         if find(k) == b {
-            atomicOr(&soft[2u * k + 1u], flag);
+            atomicOr(&soft[SOFT_WORDS * k + 1u], flag);
         }
     }
 }
@@ -241,7 +245,7 @@ fn island_flag(b: u32, lane: u32) {
 // Body b's window of soft flags takes its island's flag of the substep; at SOFT_LIMIT flags the
 // body gets the bits of the flag's kind and the window starts again.
 fn window(b: u32, first: u32) {
-    let word = atomicLoad(&soft[2u * b + 1u]);
+    let word = atomicLoad(&soft[SOFT_WORDS * b + 1u]);
     let flag = word & ISLAND;
     var history = ((word << 1u) | select(0u, 1u, flag != 0u)) & params.window_mask;
     if countOneBits(history) >= params.soft_limit {
@@ -254,7 +258,7 @@ fn window(b: u32, first: u32) {
         }
         history = 0u;
     }
-    atomicStore(&soft[2u * b + 1u], history);
+    atomicStore(&soft[SOFT_WORDS * b + 1u], history);
 }
 
 fn beyond(a: f32, b: f32, ratio: f32) -> bool {
@@ -285,9 +289,12 @@ fn main(
             let b = index[params.vertex_body + contacts[pair + PAIR_VERTICES + 3u]];
             if a != b {
                 join(a, b);
+                // Positive floats order as their bits.
+                atomicMax(&soft[SOFT_WORDS * a + 2u], bitcast<u32>(constants[b].x * params.gravity));
+                atomicMax(&soft[SOFT_WORDS * b + 2u], bitcast<u32>(constants[a].x * params.gravity));
                 if contrasting(constants[a], constants[b]) {
-                    atomicOr(&soft[2u * a + 1u], STRICT);
-                    atomicOr(&soft[2u * b + 1u], STRICT);
+                    atomicOr(&soft[SOFT_WORDS * a + 1u], STRICT);
+                    atomicOr(&soft[SOFT_WORDS * b + 1u], STRICT);
                 }
             }
         }
@@ -314,15 +321,19 @@ fn main(
         return;
     }
     if params.phase == 0u {
-        atomicStore(&soft[2u * b], bitcast<u32>(r2));
-        atomicAnd(&soft[2u * b + 1u], HISTORY);
+        atomicStore(&soft[SOFT_WORDS * b], bitcast<u32>(r2));
+        atomicAnd(&soft[SOFT_WORDS * b + 1u], HISTORY);
+        atomicStore(&soft[SOFT_WORDS * b + 2u], 0u);
         atomicStore(&energy[ENERGY_WORDS * b + LABEL], b);
         return;
     }
-    let first = bitcast<f32>(atomicLoad(&soft[2u * b]));
-    let word = atomicLoad(&soft[2u * b + 1u]);
+    let first = bitcast<f32>(atomicLoad(&soft[SOFT_WORDS * b]));
+    let word = atomicLoad(&soft[SOFT_WORDS * b + 1u]);
     let c = constants[b];
     let weight = max(c.x * params.gravity, 1e-3);
+    // The force a stall is measured against: the heaviest weight among the body and those it
+    // touches (src/runtime/safety.rs residual_verdict's `carried`).
+    let carried = max(weight, bitcast<f32>(atomicLoad(&soft[SOFT_WORDS * b + 2u])));
     // Cloth, and bodies touching a contrasting one, flag on growth; others only diverge.
     let strict = c.y == 0.0 || (word & STRICT) != 0u;
     var own = 0u;
@@ -331,8 +342,8 @@ fn main(
     }
     if r2 > first && sqrt(r2) > params.diverged * weight {
         flag_unsafe(b, record.x, BAD_DIVERGED);
-    } else if strict && r2 > first && sqrt(r2) > params.weight_share * weight {
+    } else if strict && r2 > first && sqrt(r2) > params.weight_share * carried {
         own |= OWN_STALL;
     }
-    atomicOr(&soft[2u * b + 1u], own);
+    atomicOr(&soft[SOFT_WORDS * b + 1u], own);
 }

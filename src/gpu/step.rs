@@ -42,7 +42,7 @@ use super::kernels::Bound;
 use super::kernels::step_check::{StepCheck, body_sizes};
 use super::kernels::step_energy::{StepEnergy, energy_words};
 use super::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, StepGuard, StepGuardBuffers, decode};
-use super::kernels::step_soft::{StepSoft, body_constants};
+use super::kernels::step_soft::{SOFT_WORDS, StepSoft, body_constants};
 use super::kernels::vbd_advance::{VbdAdvance, VbdAdvanceBuffers};
 use super::kernels::vbd_chebyshev::{VbdChebyshev, VbdChebyshevBuffers};
 use super::kernels::vbd_color::{VbdColor, VbdColorBuffers, VbdColorSetup};
@@ -159,10 +159,11 @@ struct StepBuffers {
     rollbacks: wgpu::Buffer,
     /// Per body: the bounding-box diagonal at upload (the check's speed limit).
     sizes: wgpu::Buffer,
-    /// Per body: mass, largest tet shear modulus and surface vertex count (`step_soft`'s
+    /// Per body: mass, largest tet shear modulus, surface vertex count and mean vertex mass (`step_soft`'s
     /// constants).
     soft_constants: wgpu::Buffer,
-    /// Per body: the first sweep's residual and the window of soft flags (`step_soft`).
+    /// Per body: the first sweep's residual, the window of soft flags and the heaviest weight
+    /// touching it (`step_soft`).
     soft: wgpu::Buffer,
     /// Per body: energies and height of the substep, pins moved, island label; per element:
     /// its energy (`step_energy`).
@@ -296,7 +297,7 @@ impl GpuStepper {
             rollbacks: output::<[u32; ROLLBACK_WORDS]>(c, "rollbacks", bodies),
             sizes: storage(c, "sizes", &body_sizes(&st.positions, &st.vertex_body, bodies), false),
             soft_constants: storage(c, "soft constants", &body_constants(st), false),
-            soft: output::<[u32; 2]>(c, "soft", bodies),
+            soft: output::<[u32; SOFT_WORDS]>(c, "soft", bodies),
             energy: output::<u32>(c, "energy", energy_words(bodies, st.tets.len() + st.tris.len() + st.hinges.len())),
         };
         let kernels = Kernels {

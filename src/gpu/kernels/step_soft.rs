@@ -32,6 +32,9 @@ pub const BAD_ENERGY: u32 = 256;
 pub const BAD_CLAMP_LOCK: u32 = 512;
 /// Every bit the kernel sets.
 pub const FLAGS: u32 = RESIDUAL | BAD_ENERGY | BAD_CLAMP_LOCK;
+/// Words per body in the `soft` buffer: the first sweep's squared residual, the flags and their
+/// window, and the heaviest weight among the bodies it touches (the shader's `SOFT_WORDS`).
+pub const SOFT_WORDS: usize = 3;
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -70,7 +73,8 @@ pub struct StepSoftBuffers<'a> {
     pub contacts: &'a wgpu::Buffer,
     /// [`body_constants`] (vec4 per body).
     pub constants: &'a wgpu::Buffer,
-    /// Two u32 per body, kept from substep to substep (zeroed with the state's upload).
+    /// [`SOFT_WORDS`] u32 per body, kept from substep to substep (zeroed with the state's
+    /// upload).
     pub soft: &'a wgpu::Buffer,
     /// `step_guard`'s two u32 per body.
     pub bad: &'a wgpu::Buffer,
@@ -251,7 +255,7 @@ mod tests {
             storage(&ctx, "index", &vertex_body, false),
             storage(&ctx, "contacts", &contacts, false),
             storage(&ctx, "constants", &constants, false),
-            output::<u32>(&ctx, "soft", 2 * sizes.len()),
+            output::<u32>(&ctx, "soft", SOFT_WORDS * sizes.len()),
             output::<u32>(&ctx, "energy", ENERGY_WORDS * sizes.len()),
         ];
         let setup = StepSoftSetup {
@@ -324,7 +328,7 @@ mod tests {
             run(&last, &|b| b.end.iter().collect());
             let got: Vec<u32> = read_blocking(&ctx, &bad, 2 * sizes.len() + 2).expect("bad");
             let mut world = 0;
-            let kept: Vec<u32> = read_blocking(&ctx, &bufs[4], 2 * sizes.len()).expect("soft");
+            let kept: Vec<u32> = read_blocking(&ctx, &bufs[4], SOFT_WORDS * sizes.len()).expect("soft");
             // Each body's own verdict, then its island's: the lowest member's stall (islands
             // {0}, {1, 2}, {3, 4} through the pairs), as the CPU's settle takes it.
             let verdicts: Vec<Option<ResidualVerdict>> = bodies
@@ -333,7 +337,23 @@ mod tests {
                 .map(|(b, r)| {
                     let range = r.vertex_start as usize..(r.vertex_start + r.vertex_count) as usize;
                     let sum = |x: &[f32]| x[range.clone()].iter().map(|&v| v as f64).sum::<f64>();
-                    residual_verdict(sum(&first), sum(&last), masses[b] as f64 * 9.81, strict[b])
+                    let weight = |k: usize| masses[k] as f64 * 9.81;
+                    // The heaviest weight among the body and those its pairs join it to.
+                    let carried = pairs
+                        .iter()
+                        .map(|p| (vertex_body[p[0] as usize] as usize, vertex_body[p[3] as usize] as usize))
+                        .filter_map(|(x, y)| {
+                            if x == b {
+                                Some(y)
+                            } else if y == b {
+                                Some(x)
+                            } else {
+                                None
+                            }
+                        })
+                        .map(weight)
+                        .fold(weight(b), f64::max);
+                    residual_verdict(sum(&first), sum(&last), weight(b), carried, strict[b])
                 })
                 .collect();
             let island = |b: usize| match b {
@@ -344,7 +364,7 @@ mod tests {
             for (b, r) in bodies.iter().enumerate() {
                 let range = r.vertex_start as usize..(r.vertex_start + r.vertex_count) as usize;
                 let sum = |x: &[f32]| x[range.clone()].iter().map(|&v| v as f64).sum::<f64>();
-                let kept_first = f32::from_bits(kept[2 * b]) as f64;
+                let kept_first = f32::from_bits(kept[SOFT_WORDS * b]) as f64;
                 assert!(
                     (kept_first - sum(&first)).abs() <= 1e-5 * sum(&first),
                     "body {b}: {kept_first} vs {}",
@@ -409,7 +429,7 @@ mod tests {
             storage(&ctx, "index", &vertex_body, false),
             storage(&ctx, "contacts", &contacts, false),
             storage(&ctx, "constants", &constants, false),
-            output::<u32>(&ctx, "soft", 2 * count),
+            output::<u32>(&ctx, "soft", SOFT_WORDS * count),
             output::<u32>(&ctx, "energy", ENERGY_WORDS * count),
         ];
         let setup = StepSoftSetup {

@@ -10,6 +10,7 @@ use crate::gpu::buffers::{output, read_blocking};
 use crate::gpu::contact::{CONTROL_BOUNDS_VALID, CONTROL_PAIR_COUNT};
 use crate::gpu::kernels::step_energy::{DRIVEN, ENERGY_WORDS};
 use crate::gpu::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, decode};
+use crate::gpu::kernels::step_soft::SOFT_WORDS;
 use crate::gpu::{GpuContext, GpuError};
 use crate::state::SimState;
 
@@ -121,7 +122,7 @@ impl GpuStepper {
     /// The residual rule's windows of soft flags describe steps that are being replaced (a
     /// rewind, or state from the host): they start empty.
     fn forget_soft_flags(&self) {
-        let zeros = vec![0u8; self.bodies as usize * 2 * size_of::<u32>()];
+        let zeros = vec![0u8; self.bodies as usize * SOFT_WORDS * size_of::<u32>()];
         self.submitter.write(&self.buffers.soft, 0, &zeros);
     }
 
