@@ -24,6 +24,13 @@ use constraints::{ActiveSet, earliest_hits};
 use problem::Problem;
 use step_size::{StepLimits, max_step};
 
+/// Consecutive outer iterations with a step below 1e-4 after which the penalty doubles and the
+/// offset halves (\[ALPF\] §4.2). The paper waits 50 and never needed it; under Pliant's cap of
+/// 50 iterations a step never got there, and a cloth dragged by its pins into a slot, with
+/// vertices the fast path had left on the boxes' faces, stayed at α = 0 for every iteration of
+/// every step: the island froze while its pins ran 0.4 m ahead.
+pub(crate) const STALL_ITERATIONS: u32 = 5;
+
 /// Settings of one augmented-Lagrangian step.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlSettings {
@@ -249,7 +256,7 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
         // \[ALPF\] §4.2: a step pinned at α ≈ 0 for long means the penalty is too weak.
         if alpha < 1e-4 {
             small_steps += 1;
-            if small_steps >= 50 {
+            if small_steps >= STALL_ITERATIONS {
                 mu *= 2.0;
                 delta *= 0.5;
                 small_steps = 0;
