@@ -373,7 +373,7 @@ fn on_the_gpu_a_cloth_settling_on_a_soft_cube_never_falls_back() {
 /// The fast path leaves the pairs closer than the contact offset; the fallback's iterates push
 /// them out to it, which lifts the boxes, and comparing iterates by potential energy alone
 /// rewound every such step to staying put: the island froze (zero velocity every frame of a
-/// hold, 30 of 40 frames in a three-box drop).
+/// hold, 26 of 40 frames in a three-box drop).
 #[test]
 fn a_stack_held_on_the_fallback_is_not_frozen() {
     let mut world =
