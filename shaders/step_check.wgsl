@@ -44,8 +44,30 @@ fn flag(v: u32, bits: u32) {
     flag_unsafe(index[params.vertex_body + v], v, bits);
 }
 
+// Ternary-search steps for a chord's deepest point (collision::swept::CHORD_SEARCH_STEPS).
+const CHORD_SEARCH_STEPS: u32 = 32u;
+
+// Depth of the deepest point of a + t (b - a), t in [t0, t1], in a convex solid (every GPU
+// obstacle is): depth is concave along a line through one, so a ternary search finds it.
+fn chord_depth(o: Obstacle, a: vec3<f32>, b: vec3<f32>, first: f32, last: f32) -> f32 {
+    var t0 = first;
+    var t1 = last;
+    for (var k = 0u; k < CHORD_SEARCH_STEPS; k++) {
+        let m0 = t0 + (t1 - t0) / 3.0;
+        let m1 = t1 - (t1 - t0) / 3.0;
+        if obstacle_distance(o, a + (b - a) * m0).d > obstacle_distance(o, a + (b - a) * m1).d {
+            t0 = m0;
+        } else {
+            t1 = m1;
+        }
+    }
+    return -obstacle_distance(o, a + (b - a) * (0.5 * (t0 + t1))).d;
+}
+
 // Whether the straight path a → b ends inside the obstacle or passes through it (entering and
-// leaving again, by more than the tolerance): the twin of collision::swept::obstacle_crossed.
+// leaving again, with its deepest point deeper than the tolerance: a vertex sliding on a curved
+// surface moves along a chord inside it that dips by a hair): the twin of
+// collision::swept::obstacle_crossed.
 fn obstacle_crossed(o: Obstacle, a: vec3<f32>, b: vec3<f32>) -> bool {
     if obstacle_distance(o, b).d < -CROSSING_TOLERANCE {
         return true;
@@ -55,7 +77,7 @@ fn obstacle_crossed(o: Obstacle, a: vec3<f32>, b: vec3<f32>) -> bool {
     if enter == NO_ENTRY || exit_back == NO_ENTRY {
         return false;
     }
-    return ((1.0 - exit_back) - enter) * length(b - a) > CROSSING_TOLERANCE;
+    return chord_depth(o, a, b, enter, 1.0 - exit_back) > CROSSING_TOLERANCE;
 }
 
 @compute @workgroup_size(64)

@@ -368,6 +368,23 @@ fn on_the_gpu_a_cloth_settling_on_a_soft_cube_never_falls_back() {
     never_falls_back_on_gpu(cloth_on_soft_cube(StepConfig::default()), 40);
 }
 
+/// A 0.8 m cloth (32 × 32) dropped onto a 0.15 m sphere on the ground drapes and slides off it.
+/// Its vertices slide on the sphere at zero clearance, and a straight step between two points
+/// on a sphere runs inside it: the check once measured that chord by its length and took a
+/// 21 µm slide, 4e-10 m deep, for a crossing (frame 114, then a hold). Now by its depth.
+#[test]
+fn a_cloth_sliding_on_a_sphere_never_falls_back() {
+    let mut world = World::new(StepConfig::default()).expect("world");
+    let cloth = TriMesh::cloth_grid(Vec2::new(0.8, 0.8), [32, 32]).expect("cloth");
+    let builder = ClothBuilder::new(cloth).friction(0.3).self_collision(false).translation(Vec3::new(0.0, 0.32, 0.0));
+    world.bodies.insert(builder.build().expect("cloth"));
+    world.obstacles.push(Obstacle::sphere(Vec3::new(0.0, 0.15, 0.0), 0.15, 0.3).expect("sphere"));
+    world.obstacles.push(Obstacle::ground(0.0, 0.5));
+    for r in run(&mut world, 120) {
+        assert_eq!(r.fallbacks, 0, "frame {}: {:?}", r.frame, r.islands.iter().find(|i| i.path != StepPath::Fast));
+    }
+}
+
 /// A stack held on the fallback (every step redone, as in a hold) keeps moving: two soft boxes
 /// dropped 4 mm onto each other settle, and no step after contact returns its start unchanged.
 /// The fast path leaves the pairs closer than the contact offset; the fallback's iterates push

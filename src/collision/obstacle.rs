@@ -97,6 +97,16 @@ impl Obstacle {
         matches!(&self.shape, ObstacleShape::Posed(p) if p.carrier.is_none())
     }
 
+    /// Whether the solid is convex (the analytic shapes always; a posed shape when its collider
+    /// is).
+    #[inline]
+    pub(crate) fn is_convex(&self) -> bool {
+        match &self.shape {
+            ObstacleShape::Posed(s) => s.is_convex(),
+            ObstacleShape::Plane { .. } | ObstacleShape::Cuboid { .. } | ObstacleShape::Sphere { .. } => true,
+        }
+    }
+
     /// Whether the obstacle moves during the step (a posed shape whose poses differ).
     #[inline]
     pub(crate) fn moves(&self) -> bool {
@@ -181,11 +191,7 @@ impl Obstacle {
         // A convex solid's distance is convex along the segment: if it rises from both ends
         // into the segment, the nearer end is the closest point (the common case of an edge
         // lying on or above a face), and two queries answer.
-        let convex = match &self.shape {
-            ObstacleShape::Posed(s) => s.is_convex(),
-            ObstacleShape::Plane { .. } | ObstacleShape::Cuboid { .. } | ObstacleShape::Sphere { .. } => true,
-        };
-        if convex {
+        if self.is_convex() {
             let [(da, na), (db, nb)] = ends.unwrap_or_else(|| [exact(a), exact(b)]);
             // The distance's slope into the segment at each end (the normal is its gradient):
             // a convex function rising from one end has its minimum there.

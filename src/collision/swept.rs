@@ -148,9 +148,16 @@ pub(crate) fn obstacle_toi(o: &Obstacle, a: DVec3, b: DVec3, xi: f64, safety: f6
     Some(t)
 }
 
-/// Whether the segment `a → b` runs through the obstacle's solid for more than `tolerance` \[m\]
+/// Whether the segment `a → b` runs through the obstacle's solid deeper than `tolerance` \[m\]
 /// (enters it and leaves again, or ends inside): tunnelling through a thin obstacle is caught
 /// although both ends are outside.
+///
+/// On a convex solid the depth is that of the chord's deepest point. A vertex sliding on a
+/// curved surface at zero clearance moves along a chord that dips in by `L²/8R` (4e-10 m for a
+/// 21 µm step on a 0.15 m sphere), but the whole chord lies in the solid: measured by its
+/// length, such a step read as a crossing and sent a cloth draped on a sphere to the fallback.
+/// Other solids keep the chord's length (a chord of a non-convex one may leave and re-enter).
+/// `step_check.wgsl` is the GPU's twin.
 pub(crate) fn obstacle_crossed(o: &Obstacle, a: DVec3, b: DVec3, tolerance: f64) -> bool {
     let (a32, b32) = (Vec3A::from(a.as_vec3()), Vec3A::from(b.as_vec3()));
     if (o.signed_distance(b32).0 as f64) < -tolerance {
@@ -159,7 +166,27 @@ pub(crate) fn obstacle_crossed(o: &Obstacle, a: DVec3, b: DVec3, tolerance: f64)
     let (Some(enter), Some(exit_back)) = (o.first_entry(a32, b32), o.first_entry(b32, a32)) else {
         return false;
     };
-    ((1.0 - exit_back as f64) - enter as f64) * (b - a).length() > tolerance
+    let (t0, t1) = (enter as f64, 1.0 - exit_back as f64);
+    if o.is_convex() { chord_depth(o, a, b, t0, t1) > tolerance } else { (t1 - t0) * (b - a).length() > tolerance }
+}
+
+/// Ternary-search steps for the deepest point of a chord (the interval shrinks to (2/3)^32 ≈ 2e-6
+/// of the chord).
+pub(crate) const CHORD_SEARCH_STEPS: u32 = 32;
+
+/// Depth of the deepest point of `a + t (b − a)`, `t ∈ [t0, t1]`, in a convex solid \[m\]: the
+/// depth is concave along a line through a convex solid, so a ternary search finds it.
+fn chord_depth(o: &Obstacle, a: DVec3, b: DVec3, mut t0: f64, mut t1: f64) -> f64 {
+    let depth = |t: f64| -(o.signed_distance(Vec3A::from((a + (b - a) * t).as_vec3())).0 as f64);
+    for _ in 0..CHORD_SEARCH_STEPS {
+        let (m0, m1) = (t0 + (t1 - t0) / 3.0, t1 - (t1 - t0) / 3.0);
+        if depth(m0) < depth(m1) {
+            t0 = m0;
+        } else {
+            t1 = m1;
+        }
+    }
+    depth(0.5 * (t0 + t1))
 }
 
 #[cfg(test)]
@@ -183,6 +210,22 @@ mod tests {
         let slab =
             Obstacle::cuboid(glam::Vec3::ZERO, glam::Vec3::new(1.0, 0.01, 1.0), glam::Quat::IDENTITY, 0.5).unwrap();
         assert!(obstacle_crossed(&slab, DVec3::new(0.0, 0.5, 0.0), DVec3::new(0.0, -0.5, 0.0), 1e-6));
+        // A vertex sliding 21 µm on a 0.15 m sphere at zero clearance: its chord lies in the
+        // solid (by its length it crossed) but dips 4e-10 m; a chord 9 mm deep, or a path
+        // through the middle, crosses.
+        let ball = Obstacle::sphere(glam::Vec3::ZERO, 0.15, 0.3).unwrap();
+        // (Ends 0.15 µm out, so that both ends are outside after rounding to f32.)
+        let on = |angle: f64| DVec3::new(angle.sin(), angle.cos(), 0.0) * 0.15 * (1.0 + 1e-6);
+        let (from, to) = (DVec3::new(-1.05e-5, 0.15f32 as f64, 0.0), DVec3::new(1.05e-5, 0.15f32 as f64, 0.0));
+        let chord = |p: DVec3, q: DVec3| ball.first_entry(p.as_vec3().into(), q.as_vec3().into());
+        assert!(chord(from, to).is_some() && chord(to, from).is_some(), "the chord is in the solid");
+        assert!(!obstacle_crossed(&ball, from, to, 1e-5));
+        assert!(obstacle_crossed(&ball, on(0.3), on(1.0), 1e-5), "a chord {} m deep", 0.15 * (1.0 - 0.35f64.cos()));
+        assert!(obstacle_crossed(&ball, DVec3::new(-0.2, 0.0, 0.0), DVec3::new(0.2, 0.0, 0.0), 1e-5));
+        // A box's edge cut 1 cm deep (depth along the chord peaks at the corner, not its middle).
+        let block = Obstacle::cuboid(glam::Vec3::ZERO, glam::Vec3::splat(0.1), glam::Quat::IDENTITY, 0.5).unwrap();
+        assert!(obstacle_crossed(&block, DVec3::new(0.05, 0.11, 0.0), DVec3::new(0.11, 0.05, 0.0), 1e-5));
+        assert!(!obstacle_crossed(&block, DVec3::new(0.05, 0.1, 0.0), DVec3::new(0.09, 0.1, 0.0), 1e-5));
         assert!(!obstacle_crossed(&slab, DVec3::new(0.0, 0.5, 0.0), DVec3::new(0.0, 0.01, 0.0), 1e-6));
         assert!(!obstacle_crossed(&slab, DVec3::new(0.0, 0.5, 0.0), DVec3::new(3.0, -0.5, 0.0), 1e-6));
     }

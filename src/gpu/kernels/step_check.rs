@@ -171,4 +171,61 @@ mod tests {
         assert_eq!(flagged[2], (9, BAD_SPEED), "{flagged:?}");
         assert_eq!(flagged[3], (12, BAD_CROSSING), "{flagged:?}");
     }
+
+    /// A vertex sliding 21 µm on a sphere's top at zero clearance moves along a chord that lies in
+    /// the solid but dips by 4e-10 m: no crossing (by the chord's length it was one, as on the
+    /// CPU). A vertex whose path runs through the sphere's middle is flagged.
+    #[test]
+    fn a_vertex_sliding_on_a_sphere_is_not_a_crossing() {
+        let Some(ctx) = test_support::context() else { return };
+        let r = 0.15f32;
+        let legs = [Vec3::ZERO, Vec3::X * 0.1, Vec3::Y * 0.1, Vec3::Z * 0.1];
+        let dm_inv = [[10.0, 0.0, 0.0, 0.0], [0.0, 10.0, 0.0, 0.0], [0.0, 0.0, 10.0, 0.0]];
+        let corners = [Vec3::new(-1.05e-5, r, 0.0), Vec3::new(-0.3, 0.0, 0.0)];
+        let start: Vec<Vec4> = corners.iter().flat_map(|c| legs.map(|l| (*c + l).extend(0.0))).collect();
+        let mut end = start.clone();
+        end[0] = Vec4::new(1.05e-5, r, 0.0, 0.0);
+        end[4] = Vec4::new(0.3, 0.0, 0.0, 0.0);
+        let tets: Vec<TetElement> = (0..2u32)
+            .map(|b| TetElement {
+                vertices: [4 * b, 4 * b + 1, 4 * b + 2, 4 * b + 3],
+                dm_inv,
+                volume: 1e-3 / 6.0,
+                material: 0,
+                _pad: [0; 2],
+            })
+            .collect();
+        let vertex_body: Vec<u32> = (0..8).map(|v| v / 4).collect();
+        let steps: Vec<GpuVertexStep> =
+            start.iter().map(|s| GpuVertexStep { start: s.to_array(), ..Default::default() }).collect();
+        let sizes = body_sizes(&start, &vertex_body, 2);
+        let bufs = [
+            storage(&ctx, "positions", &end, false),
+            storage(&ctx, "velocities", &[Vec4::ZERO; 8], false),
+            storage(&ctx, "steps", &steps, false),
+            storage(&ctx, "tets", &tets, false),
+            storage(&ctx, "index", &vertex_body, false),
+            storage(&ctx, "sizes", &sizes, false),
+            output::<u32>(&ctx, "bad", 6),
+        ];
+        let b = StepCheckBuffers {
+            positions: &bufs[0],
+            velocities: &bufs[1],
+            steps: &bufs[2],
+            tets: &bufs[3],
+            index: &bufs[4],
+            sizes: &bufs[5],
+            bad: &bufs[6],
+        };
+        let sphere = Obstacle::sphere(Vec3::ZERO, r, 0.3).expect("sphere");
+        let obstacles = GpuObstacleSet::pack(&[sphere]).expect("obstacles");
+        let kernel = StepCheck::new(&ctx);
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        record_pass(&mut encoder, "step_check", &kernel.bind(&ctx, (8, 2), 0, 1.0 / 60.0, &obstacles, &b));
+        ctx.queue.submit([encoder.finish()]);
+        let bad: Vec<u32> = read_blocking(&ctx, &bufs[6], 6).expect("bad");
+        assert_eq!((bad[0], bad[1]), (0, 0), "the sliding vertex: {bad:?}");
+        assert_eq!(u32::MAX - bad[2], 4, "{bad:?}");
+        assert!(bad[3] & BAD_CROSSING != 0, "{bad:?}");
+    }
 }
