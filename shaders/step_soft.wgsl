@@ -12,7 +12,7 @@
 //   1  per vertex, at the end (surface contact only): a contact pair joins its bodies' islands,
 //      and between bodies whose tet shear moduli differ more than `contrast` times, or whose
 //      mean vertex masses differ more than `mass_contrast` times, makes growth count as a
-//      stall for both (src/runtime/safety.rs any_growth_stalls; bodies alike never stall);
+//      stall for both (src/runtime/safety.rs read_contacts; bodies alike never stall);
 //   2  one workgroup per body: its own verdict, a clamp lock or a stalled residual (a
 //      diverged one gives its bits at once);
 //   3  one workgroup per island (its lowest body): the island's soft flag, as the CPU takes it
@@ -30,7 +30,7 @@ const BAD_ENERGY: u32 = 256u;
 const BAD_CLAMP_LOCK: u32 = 512u;
 // Per body in `soft`: its squared residual after the first sweep, its word of flags, and the
 // heaviest weight among the bodies it touches through contact pairs (f32 bits, as the CPU's
-// any_growth_stalls takes it).
+// read_contacts takes it).
 const SOFT_WORDS: u32 = 3u;
 // In a body's second `soft` word, above its window of flags: growth counts as a stall this
 // substep.

@@ -54,6 +54,11 @@ fn assert_detected(reports: &[StepReport]) -> Vec<FallbackReason> {
     detected
 }
 
+/// The frame ran on the fast path: no island fell back.
+fn assert_stayed_fast(r: &StepReport) {
+    assert_eq!(r.fallbacks, 0, "frame {}: {:?}", r.frame, r.islands.iter().find(|i| i.path != StepPath::Fast));
+}
+
 /// Smallest volume ratio `J` of any tet.
 fn min_volume_ratio(world: &World) -> f32 {
     let st = world.state();
@@ -276,7 +281,7 @@ fn a_settling_pile_never_falls_back() {
     let mut loaded = common::load("pile_soft_box");
     for _ in 0..20 {
         let r = loaded.world.step();
-        assert_eq!(r.fallbacks, 0, "frame {}: {:?}", r.frame, r.islands.iter().find(|i| i.path != StepPath::Fast));
+        assert_stayed_fast(&r);
     }
 }
 
@@ -300,7 +305,7 @@ fn soft_cube_stack(config: StepConfig) -> World {
 fn a_stack_of_soft_cubes_never_falls_back() {
     let mut world = soft_cube_stack(StepConfig::default());
     for r in run(&mut world, 90) {
-        assert_eq!(r.fallbacks, 0, "frame {}: {:?}", r.frame, r.islands.iter().find(|i| i.path != StepPath::Fast));
+        assert_stayed_fast(&r);
     }
     // At rest: under a three-thousandth of the 0.29 J the upper cubes' fall released (2e-5 J).
     let st = world.state();
@@ -326,7 +331,7 @@ fn never_falls_back_on_gpu(mut world: World, frames: u64) {
         return;
     }
     for r in drive_on_gpu(&mut world, frames) {
-        assert_eq!(r.fallbacks, 0, "frame {}: {:?}", r.frame, r.islands.iter().find(|i| i.path != StepPath::Fast));
+        assert_stayed_fast(&r);
         assert_eq!(r.backend, Backend::Gpu, "frame {}", r.frame);
     }
     let events = world.drain_events();
@@ -357,7 +362,7 @@ fn cloth_on_soft_cube(config: StepConfig) -> World {
 fn a_cloth_settling_on_a_soft_cube_never_falls_back() {
     let mut world = cloth_on_soft_cube(StepConfig::default());
     for r in run(&mut world, 90) {
-        assert_eq!(r.fallbacks, 0, "frame {}: {:?}", r.frame, r.islands.iter().find(|i| i.path != StepPath::Fast));
+        assert_stayed_fast(&r);
     }
 }
 
@@ -381,7 +386,7 @@ fn a_cloth_sliding_on_a_sphere_never_falls_back() {
     world.obstacles.push(Obstacle::sphere(Vec3::new(0.0, 0.15, 0.0), 0.15, 0.3).expect("sphere"));
     world.obstacles.push(Obstacle::ground(0.0, 0.5));
     for r in run(&mut world, 120) {
-        assert_eq!(r.fallbacks, 0, "frame {}: {:?}", r.frame, r.islands.iter().find(|i| i.path != StepPath::Fast));
+        assert_stayed_fast(&r);
     }
 }
 

@@ -171,13 +171,13 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
     c.scratch.body_residuals(st, residuals);
     vertex_mass.clear();
     vertex_mass.extend((0..st.bodies.len()).map(|b| mean_vertex_mass(st, b)));
-    any_growth_stalls(st, shear, vertex_mass, c.scratch.contact_pairs(), strict);
     weight.clear();
     weight.resize(st.bodies.len(), 0.0);
     for (&m, &b) in st.masses.iter().zip(&st.vertex_body) {
         weight[b as usize] += m as f64 * c.gravity as f64;
     }
-    carried_weights(st, weight, c.scratch.contact_pairs(), carried);
+    let bodies = BodyConstants { shear, vertex_mass, weight };
+    read_contacts(st, &bodies, c.scratch.contact_pairs(), strict, carried);
     for (b, v) in out.iter_mut().enumerate() {
         if v.clamped as f32 > CLAMP_LOCK_SHARE * v.surface_vertices as f32 {
             v.soft = v.soft.or(Some(FallbackReason::ClampLock));
@@ -298,42 +298,38 @@ pub(crate) fn contrasting(a: [f64; 2], b: [f64; 2]) -> bool {
     beyond(a[0], b[0], STIFFNESS_CONTRAST) || beyond(a[1], b[1], MASS_CONTRAST)
 }
 
-/// Per body: whether a growth of its residual counts as a stall (into `out`): it has no tets
-/// (cloth; `shear` is each body's largest tet shear modulus, 0 without tets), or it touches
-/// (through the step's contact pairs) a body [`contrasting`] with it (`vertex_mass`: each
-/// body's mean vertex mass).
-fn any_growth_stalls(
-    st: &SimState,
-    shear: &[f64],
-    vertex_mass: &[f64],
-    pairs: &[crate::collision::surface_pairs::ContactPair],
-    out: &mut Vec<bool>,
-) {
-    out.clear();
-    out.extend(shear.iter().map(|&s| s == 0.0));
-    for p in pairs {
-        let (a, b) = (st.vertex_body[p.vertices[0] as usize] as usize, st.vertex_body[p.vertices[3] as usize] as usize);
-        if a != b && contrasting([shear[a], vertex_mass[a]], [shear[b], vertex_mass[b]]) {
-            out[a] = true;
-            out[b] = true;
-        }
-    }
+/// What the residual rule reads of each body: its largest tet shear modulus (0 without tets),
+/// its mean vertex mass and its weight.
+struct BodyConstants<'a> {
+    shear: &'a [f64],
+    vertex_mass: &'a [f64],
+    weight: &'a [f64],
 }
 
-/// Per body: the heaviest weight among its own and those of the bodies it touches through the
-/// step's contact pairs (into `out`; on the GPU: `step_soft`'s pair phase).
-fn carried_weights(
+/// One pass over the step's contact pairs, as the GPU's `step_soft` pair phase makes it. Per
+/// body, into `strict`: whether a growth of its residual counts as a stall (it has no tets, i.e.
+/// cloth, or it touches a body [`contrasting`] with it); into `carried`: the heaviest weight
+/// among its own and those of the bodies it touches.
+fn read_contacts(
     st: &SimState,
-    weight: &[f64],
+    bodies: &BodyConstants<'_>,
     pairs: &[crate::collision::surface_pairs::ContactPair],
-    out: &mut Vec<f64>,
+    strict: &mut Vec<bool>,
+    carried: &mut Vec<f64>,
 ) {
-    out.clear();
-    out.extend_from_slice(weight);
+    let BodyConstants { shear, vertex_mass, weight } = bodies;
+    strict.clear();
+    strict.extend(shear.iter().map(|&s| s == 0.0));
+    carried.clear();
+    carried.extend_from_slice(weight);
     for p in pairs {
         let (a, b) = (st.vertex_body[p.vertices[0] as usize] as usize, st.vertex_body[p.vertices[3] as usize] as usize);
-        out[a] = out[a].max(weight[b]);
-        out[b] = out[b].max(weight[a]);
+        carried[a] = carried[a].max(weight[b]);
+        carried[b] = carried[b].max(weight[a]);
+        if a != b && contrasting([shear[a], vertex_mass[a]], [shear[b], vertex_mass[b]]) {
+            strict[a] = true;
+            strict[b] = true;
+        }
     }
 }
 

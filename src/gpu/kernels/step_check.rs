@@ -107,6 +107,47 @@ mod tests {
     use crate::gpu::test_support;
     use crate::state::TetElement;
 
+    /// Runs the check at 60 Hz on one-tet bodies (vertices `4b..4b + 4` are body `b`'s) that
+    /// moved from `start` to `end` and end with `velocities`; returns `bad` (two words per body,
+    /// then the world's two).
+    fn run_check(
+        ctx: &GpuContext,
+        [start, end, velocities]: [&[Vec4]; 3],
+        tets: &[TetElement],
+        obstacles: &[Obstacle],
+    ) -> Vec<u32> {
+        let bodies = tets.len() as u32;
+        let vertex_body: Vec<u32> = (0..start.len() as u32).map(|v| v / 4).collect();
+        let steps: Vec<GpuVertexStep> =
+            start.iter().map(|s| GpuVertexStep { start: s.to_array(), ..Default::default() }).collect();
+        let words = 2 * bodies as usize + 2;
+        let bufs = [
+            storage(ctx, "positions", end, false),
+            storage(ctx, "velocities", velocities, false),
+            storage(ctx, "steps", &steps, false),
+            storage(ctx, "tets", tets, false),
+            storage(ctx, "index", &vertex_body, false),
+            storage(ctx, "sizes", &body_sizes(start, &vertex_body, bodies as usize), false),
+            output::<u32>(ctx, "bad", words),
+        ];
+        let b = StepCheckBuffers {
+            positions: &bufs[0],
+            velocities: &bufs[1],
+            steps: &bufs[2],
+            tets: &bufs[3],
+            index: &bufs[4],
+            sizes: &bufs[5],
+            bad: &bufs[6],
+        };
+        let obstacles = GpuObstacleSet::pack(obstacles).expect("obstacles");
+        let kernel = StepCheck::new(ctx);
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        let bound = kernel.bind(ctx, (start.len() as u32, bodies), 0, 1.0 / 60.0, &obstacles, &b);
+        record_pass(&mut encoder, "step_check", &bound);
+        ctx.queue.submit([encoder.finish()]);
+        read_blocking(ctx, &bufs[6], words).expect("bad")
+    }
+
     /// Four one-tet bodies: one fine, one crushed flat, one with a vertex too fast, one with a
     /// vertex whose path went through the ground; only the last three are flagged, each with its
     /// bit and its offending vertex.
@@ -135,35 +176,9 @@ mod tests {
         for x in &mut end[12..16] {
             x.y -= 1.6;
         }
-        let vertex_body: Vec<u32> = (0..16).map(|v| v / 4).collect();
-        let steps: Vec<GpuVertexStep> =
-            start.iter().map(|s| GpuVertexStep { start: s.to_array(), ..Default::default() }).collect();
-        let sizes = body_sizes(&start, &vertex_body, 4);
+        let sizes = body_sizes(&start, &(0..16).map(|v| v / 4).collect::<Vec<u32>>(), 4);
         assert!((sizes[0] - 0.1 * 3f32.sqrt()).abs() < 1e-6, "{sizes:?}");
-        let bufs = [
-            storage(&ctx, "positions", &end, false),
-            storage(&ctx, "velocities", &velocities, false),
-            storage(&ctx, "steps", &steps, false),
-            storage(&ctx, "tets", &tets, false),
-            storage(&ctx, "index", &vertex_body, false),
-            storage(&ctx, "sizes", &sizes, false),
-            output::<u32>(&ctx, "bad", 10),
-        ];
-        let b = StepCheckBuffers {
-            positions: &bufs[0],
-            velocities: &bufs[1],
-            steps: &bufs[2],
-            tets: &bufs[3],
-            index: &bufs[4],
-            sizes: &bufs[5],
-            bad: &bufs[6],
-        };
-        let obstacles = GpuObstacleSet::pack(&[Obstacle::ground(0.0, 0.5)]).expect("obstacles");
-        let kernel = StepCheck::new(&ctx);
-        let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        record_pass(&mut encoder, "step_check", &kernel.bind(&ctx, (16, 4), 0, 1.0 / 60.0, &obstacles, &b));
-        ctx.queue.submit([encoder.finish()]);
-        let bad: Vec<u32> = read_blocking(&ctx, &bufs[6], 10).expect("bad");
+        let bad = run_check(&ctx, [&start, &end, &velocities], &tets, &[Obstacle::ground(0.0, 0.5)]);
         assert_eq!(bad[9], BAD_INVERSION | BAD_SPEED | BAD_CROSSING, "the world's word");
         let flagged: Vec<(u32, u32)> = bad[..8].chunks(2).map(|w| (u32::MAX - w[0], w[1])).collect();
         assert_eq!(flagged[0], (u32::MAX, 0), "{flagged:?}");
@@ -195,35 +210,8 @@ mod tests {
                 _pad: [0; 2],
             })
             .collect();
-        let vertex_body: Vec<u32> = (0..8).map(|v| v / 4).collect();
-        let steps: Vec<GpuVertexStep> =
-            start.iter().map(|s| GpuVertexStep { start: s.to_array(), ..Default::default() }).collect();
-        let sizes = body_sizes(&start, &vertex_body, 2);
-        let bufs = [
-            storage(&ctx, "positions", &end, false),
-            storage(&ctx, "velocities", &[Vec4::ZERO; 8], false),
-            storage(&ctx, "steps", &steps, false),
-            storage(&ctx, "tets", &tets, false),
-            storage(&ctx, "index", &vertex_body, false),
-            storage(&ctx, "sizes", &sizes, false),
-            output::<u32>(&ctx, "bad", 6),
-        ];
-        let b = StepCheckBuffers {
-            positions: &bufs[0],
-            velocities: &bufs[1],
-            steps: &bufs[2],
-            tets: &bufs[3],
-            index: &bufs[4],
-            sizes: &bufs[5],
-            bad: &bufs[6],
-        };
         let sphere = Obstacle::sphere(Vec3::ZERO, r, 0.3).expect("sphere");
-        let obstacles = GpuObstacleSet::pack(&[sphere]).expect("obstacles");
-        let kernel = StepCheck::new(&ctx);
-        let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        record_pass(&mut encoder, "step_check", &kernel.bind(&ctx, (8, 2), 0, 1.0 / 60.0, &obstacles, &b));
-        ctx.queue.submit([encoder.finish()]);
-        let bad: Vec<u32> = read_blocking(&ctx, &bufs[6], 6).expect("bad");
+        let bad = run_check(&ctx, [&start, &end, &[Vec4::ZERO; 8]], &tets, &[sphere]);
         assert_eq!((bad[0], bad[1]), (0, 0), "the sliding vertex: {bad:?}");
         assert_eq!(u32::MAX - bad[2], 4, "{bad:?}");
         assert!(bad[3] & BAD_CROSSING != 0, "{bad:?}");
