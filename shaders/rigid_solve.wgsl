@@ -12,7 +12,7 @@
 // invocation sums the terms of the items it strides over that touch both bodies, then the
 // partial blocks are summed in a tree.
 // Host wrapper: src/gpu/kernels/rigid_solve.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/distance.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl, lib/rigid.wgsl.
+// lib/distance.wgsl, lib/mat3.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl, lib/rigid.wgsl.
 
 struct Params {
     rigid: RigidLayout,
@@ -114,10 +114,6 @@ fn member_of(b: u32, root: u32) -> bool {
 
 fn body_of_vertex(v: u32) -> u32 {
     return index[params.vertex_body + v];
-}
-
-fn skew(r: vec3<f32>) -> mat3x3<f32> {
-    return mat3x3<f32>(vec3<f32>(0.0, r.z, -r.y), vec3<f32>(-r.z, 0.0, r.x), vec3<f32>(r.y, -r.x, 0.0));
 }
 
 // A point's arm from its body's centre, or zero for a body that does not turn.
@@ -352,14 +348,14 @@ fn add_item(acc: ptr<function, array<f32, 42>>, it: Item, i: u32, j: u32) {
                 (*acc)[39u + r] += gr[r];
             }
         }
-        let ski = skew(si.arm);
+        let ski = skew3(si.arm);
         for (var c = 0u; c < 2u; c++) {
             let sj = it.sides[c];
             if sj.slot != j {
                 continue;
             }
             let h = it.term.h * (si.coef * sj.coef);
-            let skj = skew(sj.arm);
+            let skj = skew3(sj.arm);
             let tr = (h * skj) * -1.0;
             let rt = ski * h;
             let rr = (ski * h * skj) * -1.0;

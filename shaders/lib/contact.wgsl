@@ -1,7 +1,7 @@
 // Contact as a vertex's Newton system sees it (src/collision/contact.rs add_contact) and the
 // displacement bounds of surface contact (src/solver/vbd_contact.rs limit_move), for kernels
 // that bind `contacts` read-only. Not a kernel: host wrappers prepend this file after
-// lib/contact_layout.wgsl.
+// lib/mat3.wgsl and lib/contact_layout.wgsl.
 
 // Bounds at least this large are no bound (vertices off the surface; f32 has no reliable
 // infinity in WGSL).
@@ -114,14 +114,6 @@ fn friction_f1_over_u(u: f32, eps: f32) -> f32 {
         return 2.0 * inv - u * inv * inv;
     }
     return 1.0 / u;
-}
-
-fn outer3(a: vec3<f32>, b: vec3<f32>) -> mat3x3<f32> {
-    return mat3x3<f32>(a * b.x, a * b.y, a * b.z);
-}
-
-fn diag3(d: f32) -> mat3x3<f32> {
-    return mat3x3<f32>(vec3<f32>(d, 0.0, 0.0), vec3<f32>(0.0, d, 0.0), vec3<f32>(0.0, 0.0, d));
 }
 
 // One contact's penalty and lagged friction in a vertex's Newton system (src/collision/

@@ -8,6 +8,8 @@ use wgpu::util::DeviceExt;
 
 use crate::gpu::GpuContext;
 
+pub mod al_elements;
+pub mod al_pcg;
 pub mod bvh_build;
 pub mod bvh_refit;
 pub mod contact_advance;
@@ -46,6 +48,8 @@ pub(crate) use compose;
 /// Every kernel's name (its file in `shaders/`) and composed source, for validation and for
 /// compiling them all ahead of the first step ([`GpuContext::warm_up`]).
 pub const SHADERS: &[(&str, &str)] = &[
+    ("al_elements", al_elements::SHADER),
+    ("al_pcg", al_pcg::SHADER),
     ("bvh_build", bvh_build::SHADER),
     ("bvh_refit", bvh_refit::SHADER),
     ("contact_advance", contact_advance::SHADER),

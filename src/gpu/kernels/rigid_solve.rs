@@ -12,7 +12,7 @@ use crate::gpu::obstacles::GpuObstacleSet;
 
 /// WGSL source.
 pub const SHADER: &str =
-    super::compose!("rigid_solve", "step", "obstacles", "distance", "contact_layout", "contact", "rigid");
+    super::compose!("rigid_solve", "step", "obstacles", "distance", "mat3", "contact_layout", "contact", "rigid");
 
 /// The shader's `Params` uniform.
 #[repr(C)]

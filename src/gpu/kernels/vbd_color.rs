@@ -12,7 +12,7 @@ use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
 pub const SHADER: &str =
-    super::compose!("vbd_color", "step", "obstacles", "distance", "contact_layout", "contact", "elements");
+    super::compose!("vbd_color", "step", "obstacles", "distance", "mat3", "contact_layout", "contact", "elements");
 
 /// The shader's `Params` uniform.
 #[repr(C)]

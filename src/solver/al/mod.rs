@@ -8,7 +8,7 @@
 //! (ALGORITHMS §4.5).
 
 mod constraints;
-mod problem;
+pub(crate) mod problem;
 mod step_size;
 
 use std::time::Instant;

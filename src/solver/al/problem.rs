@@ -155,71 +155,28 @@ impl Problem {
         let Self { dof, hessian, tets, tris, hinges, tet_slots, tri_slots, hinge_slots, .. } = self;
         let mut dense = [0.0f64; 144];
         for (n, &i) in tets.iter().enumerate() {
-            let t = &st.tets[i as usize];
-            let m = &st.materials[t.material as usize];
-            let xs = gather::<4>(x, &t.vertices);
-            let (mu, la, rest) = (m.mu as f64, m.lambda as f64, tet_rest(t));
-            let (g, h) = if m.model == MODEL_STABLE_NEO_HOOKEAN {
-                (
-                    stable_neo_hookean::element_gradient::<f64>(&xs, &rest, mu, la),
-                    stable_neo_hookean::element_hessian::<f64>(&xs, &rest, mu, la),
-                )
-            } else {
-                // PSD by construction: the projection below returns at its Cholesky test.
-                (
-                    stvk::element_gradient::<f64>(&xs, &rest, mu, la),
-                    stvk::element_hessian_psd::<f64>(&xs, &rest, mu, la),
-                )
-            };
-            scatter::<4>(
-                &t.vertices,
-                &g,
-                |a, b| h[a][b],
-                dof,
-                grad,
-                hessian,
-                &tet_slots[16 * n..16 * n + 16],
-                &mut dense,
-            );
+            let (g, h) = tet_terms(st, i, x);
+            let vertices = &st.tets[i as usize].vertices;
+            scatter::<4>(vertices, &g, |a, b| h[a][b], dof, grad, hessian, &tet_slots[16 * n..16 * n + 16], &mut dense);
         }
         for (n, &i) in tris.iter().enumerate() {
-            let t = &st.tris[i as usize];
-            let m = &st.materials[t.material as usize];
-            let xs = gather::<3>(x, &t.vertices[..3]);
-            let (dm, a, mu, la) = (tri_dm(t), t.measure as f64, m.mu as f64, m.lambda as f64);
-            let g = membrane::element_gradient::<f64>(&xs, &dm, a, mu, la);
-            // PSD by construction: the 9×9 projection below then returns at its Cholesky test.
-            let h = membrane::element_hessian_psd::<f64>(&xs, &dm, a, mu, la);
-            scatter::<3>(
-                &t.vertices[..3],
-                &g,
-                |a, b| h[a][b],
-                dof,
-                grad,
-                hessian,
-                &tri_slots[9 * n..9 * n + 9],
-                &mut dense,
-            );
+            let (g, h) = triangle_terms(st, i, x);
+            let vertices = &st.tris[i as usize].vertices[..3];
+            scatter::<3>(vertices, &g, |a, b| h[a][b], dof, grad, hessian, &tri_slots[9 * n..9 * n + 9], &mut dense);
         }
         for (n, &i) in hinges.iter().enumerate() {
-            let hg = &st.hinges[i as usize];
-            let xs = gather::<4>(x, &hg.vertices);
-            let (rest, k) = (hg.rest_angle as f64, hg.stiffness as f64);
-            let g = bending::element_gradient::<f64>(&xs, rest, k);
-            let dtheta = bending::angle_gradient::<f64>(&xs);
-            let outer = |a: usize, b: usize| {
-                DMat3::from_cols(dtheta[a] * dtheta[b].x, dtheta[a] * dtheta[b].y, dtheta[a] * dtheta[b].z) * k
-            };
+            let (g, h) = hinge_terms(st, i, x);
+            let vertices = &st.hinges[i as usize].vertices;
             let slots = &hinge_slots[16 * n..16 * n + 16];
             for a in 0..4 {
-                let da = dof[hg.vertices[a] as usize];
+                let da = dof[vertices[a] as usize];
                 if da != NO_DOF {
                     grad[da as usize] += g[a];
                 }
                 for b in 0..4 {
                     let s = slots[4 * a + b];
                     if s != NO_DOF {
-                        hessian.blocks[s as usize] += outer(a, b);
+                        hessian.blocks[s as usize] += h[a][b];
                     }
                 }
             }
@@ -239,6 +196,65 @@ impl Problem {
     }
 }
 
+/// Tet `i`'s gradient and Hessian blocks at `x`: stable neo-Hookean's exact Hessian (projected
+/// by [`projected_dense`]), StVK's PSD by construction.
+pub(crate) fn tet_terms(st: &SimState, i: u32, x: &[DVec3]) -> ([DVec3; 4], [[DMat3; 4]; 4]) {
+    let t = &st.tets[i as usize];
+    let m = &st.materials[t.material as usize];
+    let xs = gather::<4>(x, &t.vertices);
+    let (mu, la, rest) = (m.mu as f64, m.lambda as f64, tet_rest(t));
+    if m.model == MODEL_STABLE_NEO_HOOKEAN {
+        (
+            stable_neo_hookean::element_gradient::<f64>(&xs, &rest, mu, la),
+            stable_neo_hookean::element_hessian::<f64>(&xs, &rest, mu, la),
+        )
+    } else {
+        // PSD by construction: the projection then returns at its Cholesky test.
+        (stvk::element_gradient::<f64>(&xs, &rest, mu, la), stvk::element_hessian_psd::<f64>(&xs, &rest, mu, la))
+    }
+}
+
+/// Membrane triangle `i`'s gradient and Hessian blocks at `x` (PSD by construction).
+pub(crate) fn triangle_terms(st: &SimState, i: u32, x: &[DVec3]) -> ([DVec3; 3], [[DMat3; 3]; 3]) {
+    let t = &st.tris[i as usize];
+    let m = &st.materials[t.material as usize];
+    let xs = gather::<3>(x, &t.vertices[..3]);
+    let (dm, a, mu, la) = (tri_dm(t), t.measure as f64, m.mu as f64, m.lambda as f64);
+    (membrane::element_gradient::<f64>(&xs, &dm, a, mu, la), membrane::element_hessian_psd::<f64>(&xs, &dm, a, mu, la))
+}
+
+/// Hinge `i`'s gradient and Gauss–Newton Hessian `k ∇θ ∇θᵀ` at `x` (PSD, exact at the rest
+/// angle).
+pub(crate) fn hinge_terms(st: &SimState, i: u32, x: &[DVec3]) -> ([DVec3; 4], [[DMat3; 4]; 4]) {
+    let hg = &st.hinges[i as usize];
+    let xs = gather::<4>(x, &hg.vertices);
+    let (rest, k) = (hg.rest_angle as f64, hg.stiffness as f64);
+    let dtheta = bending::angle_gradient::<f64>(&xs);
+    let h = std::array::from_fn(|a| {
+        std::array::from_fn(|b| {
+            DMat3::from_cols(dtheta[a] * dtheta[b].x, dtheta[a] * dtheta[b].y, dtheta[a] * dtheta[b].z) * k
+        })
+    });
+    (bending::element_gradient::<f64>(&xs, rest, k), h)
+}
+
+/// The blocks `h(a, b)` of a `K`-vertex element as a dense row-major `3K × 3K` matrix in
+/// `dense`, projected onto the PSD cone.
+pub(crate) fn projected_dense<const K: usize>(h: impl Fn(usize, usize) -> DMat3, dense: &mut [f64; 144]) {
+    let n = 3 * K;
+    for a in 0..K {
+        for b in 0..K {
+            let blk = h(a, b);
+            for r in 0..3 {
+                for c in 0..3 {
+                    dense[(3 * a + r) * n + 3 * b + c] = blk.col(c)[r];
+                }
+            }
+        }
+    }
+    project_psd(&mut dense[..n * n], n);
+}
+
 /// Adds an element's gradient and PSD-projected Hessian (blocks `h(a, b)`) to the unknowns.
 #[allow(clippy::too_many_arguments)]
 fn scatter<const K: usize>(
@@ -252,17 +268,7 @@ fn scatter<const K: usize>(
     dense: &mut [f64; 144],
 ) {
     let n = 3 * K;
-    for a in 0..K {
-        for b in 0..K {
-            let blk = h(a, b);
-            for r in 0..3 {
-                for c in 0..3 {
-                    dense[(3 * a + r) * n + 3 * b + c] = blk.col(c)[r];
-                }
-            }
-        }
-    }
-    project_psd(&mut dense[..n * n], n);
+    projected_dense::<K>(h, dense);
     for a in 0..K {
         let da = dof[vertices[a] as usize];
         if da != NO_DOF {

@@ -1,0 +1,315 @@
+// The augmented-Lagrangian step's Newton system solved by block-Jacobi preconditioned conjugate
+// gradients (src/solver/linear/pcg.rs pcg, as src/solver/al/mod.rs solve_subproblem calls it),
+// matrix-free: a product gathers, vertex by vertex, its rows of the element Hessians that
+// al_elements wrote, so no matrix is assembled and nothing is accumulated across invocations
+// except through the per-workgroup partial sums of the dot products.
+//
+// One shader, one phase per dispatch:
+//   setup      per vertex: ∇ and the diagonal block (inertia m/w I plus the element blocks),
+//              its inverse (the preconditioner), r = b = −∇, z = M⁻¹ r, p = z, d = 0
+//   apply      per vertex: y = A p
+//   update     per vertex: d += α p, r −= α y, z = M⁻¹ r
+//   direction  per vertex: p = z + β p
+//   reduce     one workgroup: sums the partials of the phase before and decides: α, β, whether
+//              the solve ended; the dispatch arguments of the per-vertex phases after setup go to
+//              zero when it did, so the iterations a step records beyond convergence cost no work
+//              and the host is never asked (indirect dispatch).
+// The solve stops, as on the CPU, at ‖r‖ ≤ tolerance ‖b‖, after max_iterations, or when the
+// curvature along p is not positive (d so far is kept: still a descent direction).
+// Vertices that are not solved carry zero in every vector.
+// Host wrapper: src/gpu/kernels/al_pcg.rs; prepended: lib/step.wgsl, lib/mat3.wgsl.
+
+const PHASE_SETUP: u32 = 0u;
+const PHASE_APPLY: u32 = 1u;
+const PHASE_UPDATE: u32 = 2u;
+const PHASE_DIRECTION: u32 = 3u;
+const PHASE_REDUCE: u32 = 4u;
+
+// Regions of `vectors`, each `count` vec4 long.
+const V_DIRECTION: u32 = 0u;
+const V_RESIDUAL: u32 = 1u;
+const V_PRECONDITIONED: u32 = 2u;
+const V_SEARCH: u32 = 3u;
+const V_PRODUCT: u32 = 4u;
+// Three regions: the columns of the diagonal block's inverse.
+const V_INVERSE: u32 = 5u;
+const V_GRADIENT: u32 = 8u;
+
+// Words of `scalars`; the per-workgroup partials (two per workgroup) follow from S_PARTIALS.
+const S_RZ: u32 = 0u;
+const S_BB: u32 = 1u;
+const S_ALPHA: u32 = 2u;
+const S_BETA: u32 = 3u;
+const S_RR: u32 = 4u;
+const S_CURVATURE: u32 = 5u;
+const S_PARTIALS: u32 = 8u;
+
+// Words of `control`: the per-vertex phases' dispatch arguments (x, y, z), the iterations
+// taken, and how the solve stands.
+const C_ARGS: u32 = 0u;
+const C_ITERATIONS: u32 = 3u;
+const C_STATE: u32 = 4u;
+const RUNNING: u32 = 0u;
+const CONVERGED: u32 = 1u;
+const CAPPED: u32 = 2u;
+const NOT_CURVED: u32 = 3u;
+const NO_RIGHT_HAND_SIDE: u32 = 4u;
+
+struct Params {
+    phase: u32,
+    // Vertices, and the workgroups of a per-vertex phase.
+    count: u32,
+    groups: u32,
+    // For the reduce phase: the per-vertex phase whose partials it sums.
+    after: u32,
+    // Where the element adjacencies (row offsets, entries `element << 2 | slot`) start in `index`.
+    tet_offsets: u32,
+    tet_entries: u32,
+    tri_offsets: u32,
+    tri_entries: u32,
+    hinge_offsets: u32,
+    hinge_entries: u32,
+    // First word of the triangles' and the hinges' records in `element` (tets at 0).
+    tris_base: u32,
+    hinges_base: u32,
+    tolerance: f32,
+    max_iterations: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+// The targets x̂ the system is linearised at.
+@group(0) @binding(1) var<storage, read> positions: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> steps: array<VertexStep>;
+@group(0) @binding(3) var<storage, read> index: array<u32>;
+// al_elements' records.
+@group(0) @binding(4) var<storage, read> element: array<u32>;
+// 1 for a vertex with unknowns.
+@group(0) @binding(5) var<storage, read> solved: array<u32>;
+@group(0) @binding(6) var<storage, read_write> vectors: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> scalars: array<f32>;
+@group(0) @binding(8) var<storage, read_write> control: array<u32>;
+
+var<workgroup> partial: array<vec2<f32>, 64>;
+var<workgroup> state: u32;
+
+fn vec(region: u32, v: u32) -> vec3<f32> {
+    return vectors[region * params.count + v].xyz;
+}
+
+fn set_vec(region: u32, v: u32, x: vec3<f32>) {
+    vectors[region * params.count + v] = vec4<f32>(x, 0.0);
+}
+
+fn word(i: u32) -> f32 {
+    return bitcast<f32>(element[i]);
+}
+
+// Row block (slot, b) of the Hessian of the k-vertex element record at `base`.
+fn hessian_block(base: u32, k: u32, slot: u32, b: u32) -> mat3x3<f32> {
+    let n = 3u * k;
+    let row = base + 4u + n + 3u * slot * n + 3u * b;
+    return mat3x3<f32>(vec3<f32>(word(row), word(row + n), word(row + 2u * n)),
+                       vec3<f32>(word(row + 1u), word(row + n + 1u), word(row + 2u * n + 1u)),
+                       vec3<f32>(word(row + 2u), word(row + n + 2u), word(row + 2u * n + 2u)));
+}
+
+// What one element adds to vertex row `slot`: its gradient and diagonal block (setup), or its
+// rows times the search direction (apply).
+struct Rows {
+    gradient: vec3<f32>,
+    diagonal: mat3x3<f32>,
+    product: vec3<f32>,
+}
+
+fn element_rows(base: u32, k: u32, slot: u32, product: bool) -> Rows {
+    var out: Rows;
+    if product {
+        for (var b = 0u; b < k; b++) {
+            out.product += hessian_block(base, k, slot, b) * vec(V_SEARCH, element[base + b]);
+        }
+    } else {
+        let g = base + 4u + 3u * slot;
+        out.gradient = vec3<f32>(word(g), word(g + 1u), word(g + 2u));
+        out.diagonal = hessian_block(base, k, slot, slot);
+    }
+    return out;
+}
+
+// Sums vertex v's rows over the elements it belongs to.
+fn gather(v: u32, product: bool) -> Rows {
+    var sum: Rows;
+    for (var e = index[params.tet_offsets + v]; e < index[params.tet_offsets + v + 1u]; e++) {
+        let entry = index[params.tet_entries + e];
+        let r = element_rows((entry >> 2u) * 160u, 4u, entry & 3u, product);
+        sum.gradient += r.gradient;
+        sum.diagonal += r.diagonal;
+        sum.product += r.product;
+    }
+    for (var e = index[params.tri_offsets + v]; e < index[params.tri_offsets + v + 1u]; e++) {
+        let entry = index[params.tri_entries + e];
+        let r = element_rows(params.tris_base + (entry >> 2u) * 94u, 3u, entry & 3u, product);
+        sum.gradient += r.gradient;
+        sum.diagonal += r.diagonal;
+        sum.product += r.product;
+    }
+    for (var e = index[params.hinge_offsets + v]; e < index[params.hinge_offsets + v + 1u]; e++) {
+        let entry = index[params.hinge_entries + e];
+        let r = element_rows(params.hinges_base + (entry >> 2u) * 160u, 4u, entry & 3u, product);
+        sum.gradient += r.gradient;
+        sum.diagonal += r.diagonal;
+        sum.product += r.product;
+    }
+    return sum;
+}
+
+// z = M⁻¹ r with the inverse's columns.
+fn precondition(v: u32, r: vec3<f32>) -> vec3<f32> {
+    return vec(V_INVERSE, v) * r.x + vec(V_INVERSE + 1u, v) * r.y + vec(V_INVERSE + 2u, v) * r.z;
+}
+
+// The per-vertex phases: each invocation's share of two dot products.
+fn vertex_phase(v: u32) -> vec2<f32> {
+    let phase = params.phase;
+    if phase == PHASE_SETUP {
+        var g = vec3<f32>(0.0);
+        var inverse = mat3x3<f32>();
+        if solved[v] != 0u {
+            let s = steps[v];
+            let m_over_w = s.inertia.w;
+            let rows = gather(v, false);
+            g = (positions[v].xyz - s.start.xyz - s.inertia.xyz) * m_over_w + rows.gradient;
+            let d = rows.diagonal + diag3(m_over_w);
+            // Inverse through the adjugate; an unusable block preconditions by the identity (as
+            // the CPU does with a non-finite inverse).
+            let det = determinant(d);
+            inverse = diag3(1.0);
+            if abs(det) > 0.0 {
+                let inv = transpose(mat3x3<f32>(cross(d[1], d[2]), cross(d[2], d[0]), cross(d[0], d[1]))) * (1.0 / det);
+                if all(abs(inv[0]) < vec3<f32>(3.0e38)) && all(abs(inv[1]) < vec3<f32>(3.0e38))
+                    && all(abs(inv[2]) < vec3<f32>(3.0e38)) {
+                    inverse = inv;
+                }
+            }
+        }
+        set_vec(V_GRADIENT, v, g);
+        set_vec(V_INVERSE, v, inverse[0]);
+        set_vec(V_INVERSE + 1u, v, inverse[1]);
+        set_vec(V_INVERSE + 2u, v, inverse[2]);
+        let r = -g;
+        let z = inverse * r;
+        set_vec(V_DIRECTION, v, vec3<f32>(0.0));
+        set_vec(V_RESIDUAL, v, r);
+        set_vec(V_PRECONDITIONED, v, z);
+        set_vec(V_SEARCH, v, z);
+        return vec2<f32>(dot(r, z), dot(r, r));
+    }
+    if phase == PHASE_APPLY {
+        var y = vec3<f32>(0.0);
+        if solved[v] != 0u {
+            y = gather(v, true).product + vec(V_SEARCH, v) * steps[v].inertia.w;
+        }
+        set_vec(V_PRODUCT, v, y);
+        return vec2<f32>(dot(vec(V_SEARCH, v), y), 0.0);
+    }
+    if phase == PHASE_UPDATE {
+        let alpha = scalars[S_ALPHA];
+        set_vec(V_DIRECTION, v, vec(V_DIRECTION, v) + vec(V_SEARCH, v) * alpha);
+        let r = vec(V_RESIDUAL, v) - vec(V_PRODUCT, v) * alpha;
+        let z = precondition(v, r);
+        set_vec(V_RESIDUAL, v, r);
+        set_vec(V_PRECONDITIONED, v, z);
+        return vec2<f32>(dot(r, z), dot(r, r));
+    }
+    // PHASE_DIRECTION
+    set_vec(V_SEARCH, v, vec(V_PRECONDITIONED, v) + vec(V_SEARCH, v) * scalars[S_BETA]);
+    return vec2<f32>(0.0);
+}
+
+// The reduce phase's decision, by one invocation, from the partials' sums `s`.
+fn decide(s: vec2<f32>) {
+    let after = params.after;
+    if after == PHASE_SETUP {
+        scalars[S_RZ] = s.x;
+        scalars[S_BB] = s.y;
+        scalars[S_RR] = s.y;
+        control[C_ITERATIONS] = 0u;
+        control[C_ARGS] = params.groups;
+        control[C_ARGS + 1u] = 1u;
+        control[C_ARGS + 2u] = 1u;
+        control[C_STATE] = RUNNING;
+        if !(s.y > 0.0) {
+            control[C_STATE] = NO_RIGHT_HAND_SIDE;
+            control[C_ARGS] = 0u;
+        }
+        return;
+    }
+    if after == PHASE_APPLY {
+        scalars[S_CURVATURE] = s.x;
+        if !(s.x > 0.0) {
+            control[C_STATE] = NOT_CURVED;
+            control[C_ARGS] = 0u;
+            return;
+        }
+        scalars[S_ALPHA] = scalars[S_RZ] / s.x;
+        return;
+    }
+    // After update: the new r·z and ‖r‖².
+    let iterations = control[C_ITERATIONS] + 1u;
+    control[C_ITERATIONS] = iterations;
+    scalars[S_RR] = s.y;
+    let tol = params.tolerance;
+    if s.y <= tol * tol * scalars[S_BB] {
+        control[C_STATE] = CONVERGED;
+        control[C_ARGS] = 0u;
+        return;
+    }
+    if iterations >= params.max_iterations {
+        control[C_STATE] = CAPPED;
+        control[C_ARGS] = 0u;
+        return;
+    }
+    scalars[S_BETA] = s.x / scalars[S_RZ];
+    scalars[S_RZ] = s.x;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>) {
+    if params.phase == PHASE_REDUCE {
+        // A solve that has ended takes no further decision (setup's reduce starts one).
+        if lid == 0u {
+            state = select(control[C_STATE], RUNNING, params.after == PHASE_SETUP);
+        }
+        if workgroupUniformLoad(&state) != RUNNING {
+            return;
+        }
+        var s = vec2<f32>(0.0);
+        for (var w = lid; w < params.groups; w += 64u) {
+            s += vec2<f32>(scalars[S_PARTIALS + 2u * w], scalars[S_PARTIALS + 2u * w + 1u]);
+        }
+        partial[lid] = s;
+    } else {
+        let v = wg.x * 64u + lid;
+        var s = vec2<f32>(0.0);
+        if v < params.count {
+            s = vertex_phase(v);
+        }
+        partial[lid] = s;
+    }
+    workgroupBarrier();
+    for (var stride = 32u; stride > 0u; stride >>= 1u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        if params.phase == PHASE_REDUCE {
+            decide(partial[0]);
+        } else {
+            scalars[S_PARTIALS + 2u * wg.x] = partial[0].x;
+            scalars[S_PARTIALS + 2u * wg.x + 1u] = partial[0].y;
+        }
+    }
+}

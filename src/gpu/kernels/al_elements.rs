@@ -1,0 +1,271 @@
+//! Host side of `shaders/al_elements.wgsl`: the element gradients and PSD-projected Hessians of
+//! the augmented-Lagrangian step's potential (the GPU twin of `solver::al::problem`'s
+//! `gradient_hessian`), one record per element for `al_pcg` to gather.
+
+use super::{Bound, ComputeKernel};
+use crate::gpu::GpuContext;
+use crate::gpu::pack::RecordLayout;
+use bytemuck::{Pod, Zeroable};
+
+/// WGSL source.
+pub const SHADER: &str = super::compose!("al_elements", "step", "elements", "mat3", "psd");
+
+/// Words of a tet's or a hinge's record: 4 vertices, a 12-gradient, a 12×12 Hessian.
+pub const TET_RECORD: u32 = 4 + 12 + 144;
+/// Words of a triangle's record: 4 vertex words, a 9-gradient, a 9×9 Hessian.
+pub const TRIANGLE_RECORD: u32 = 4 + 9 + 81;
+
+/// Where each element kind's records start in the `element` buffer (in u32 words): tets first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AlElementLayout {
+    /// Counts of tets, triangles and hinges.
+    pub counts: [u32; 3],
+    /// First word of the triangles' records.
+    pub tris: u32,
+    /// First word of the hinges' records.
+    pub hinges: u32,
+    /// Words in all.
+    pub words: u32,
+}
+
+impl AlElementLayout {
+    /// The layout for `tets`, `tris` and `hinges` elements.
+    pub fn new(tets: usize, tris: usize, hinges: usize) -> Self {
+        let counts = [tets, tris, hinges].map(|n| n as u32);
+        let tris = counts[0] * TET_RECORD;
+        let hinges = tris + counts[1] * TRIANGLE_RECORD;
+        Self { counts, tris, hinges, words: hinges + counts[2] * TET_RECORD }
+    }
+}
+
+/// The shader's `Params` uniform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct Params {
+    kind: u32,
+    count: u32,
+    base: u32,
+    tris: u32,
+    hinges: u32,
+    _pad: [u32; 3],
+}
+
+/// What the kernel reads and writes.
+pub struct AlElementsBuffers<'a> {
+    /// The targets `x̂` (vec4).
+    pub positions: &'a wgpu::Buffer,
+    /// The state's tets.
+    pub tets: &'a wgpu::Buffer,
+    /// The packed records (materials, bodies, triangles, hinges).
+    pub records: &'a wgpu::Buffer,
+    /// The element records (u32, [`AlElementLayout::words`]), written.
+    pub element: &'a wgpu::Buffer,
+}
+
+/// The compiled kernel.
+pub struct AlElements {
+    kernel: ComputeKernel,
+}
+
+impl AlElements {
+    /// Compiles the shader for `ctx`'s device.
+    pub fn new(ctx: &GpuContext) -> Self {
+        Self { kernel: ComputeKernel::new(ctx, "al_elements", SHADER) }
+    }
+
+    /// One dispatch per element kind present.
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        layout: &AlElementLayout,
+        records: &RecordLayout,
+        b: &AlElementsBuffers<'_>,
+    ) -> Vec<Bound> {
+        let bases = [0, layout.tris, layout.hinges];
+        (0..3)
+            .filter(|&kind| layout.counts[kind] > 0)
+            .map(|kind| {
+                let params = Params {
+                    kind: kind as u32,
+                    count: layout.counts[kind],
+                    base: bases[kind],
+                    tris: records.tris,
+                    hinges: records.hinges,
+                    _pad: [0; 3],
+                };
+                let buffers = [b.positions, b.tets, b.records, b.element];
+                self.kernel.bind_pod(ctx, &params, &buffers, layout.counts[kind])
+            })
+            .collect()
+    }
+}
+
+/// A scene and a deformed configuration for the AL kernels' tests, and their element records.
+#[cfg(test)]
+pub(crate) mod fixture {
+    use glam::{Vec2, Vec3, Vec4};
+
+    use super::*;
+    use crate::gpu::buffers::{output, storage};
+    use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
+    use crate::gpu::pack::pack_records;
+    use crate::prelude::*;
+    use crate::test_rng::Rng;
+
+    /// A stable neo-Hookean cube, a StVK cube and a cloth (membranes and hinges), with targets
+    /// moved from rest by up to 0.05 m (half a cell): tets compressed and some inverted, the
+    /// cloth buckled; inertia of a 60 Hz step towards a random target near the start.
+    pub struct Fixture {
+        pub world: World,
+        pub targets: Vec<Vec4>,
+        pub steps: Vec<GpuVertexStep>,
+    }
+
+    pub fn fixture() -> Fixture {
+        let mut world = World::new(StepConfig::default()).expect("world");
+        let mesh = || TetMesh::box_mesh(Vec3::splat(0.2), [2, 2, 3], TetSplit::Six).expect("mesh");
+        world.bodies.insert(SoftBodyBuilder::tetrahedral(mesh()).build().expect("jelly"));
+        world.bodies.insert(
+            SoftBodyBuilder::tetrahedral(mesh())
+                .material(StVK::from_young_poisson(2e5, 0.3))
+                .translation(Vec3::new(0.5, 0.0, 0.0))
+                .build()
+                .expect("stvk"),
+        );
+        let cloth = TriMesh::cloth_grid(Vec2::new(0.4, 0.4), [4, 4]).expect("cloth");
+        world.bodies.insert(ClothBuilder::new(cloth).translation(Vec3::new(0.0, 0.5, 0.0)).build().expect("cloth"));
+        world.sync();
+        let st = world.state();
+        let mut rng = Rng(17);
+        let targets: Vec<Vec4> = st.positions.iter().map(|p| *p + (rng.vec() * 0.03).as_vec3().extend(0.0)).collect();
+        let h2 = (1.0f32 / 60.0).powi(2);
+        let steps = (0..st.vertex_count())
+            .map(|v| GpuVertexStep {
+                start: st.positions[v].to_array(),
+                predictor: [0.0; 4],
+                inertia: (rng.vec() * 0.01).as_vec3().extend(st.masses[v] / h2).to_array(),
+                velocity: [0.0; 4],
+                offset: [0.0; 4],
+            })
+            .collect();
+        Fixture { world, targets, steps }
+    }
+
+    /// The fixture's targets and element records on the device, and the dispatches that fill
+    /// the records.
+    pub struct Records {
+        pub layout: AlElementLayout,
+        pub positions: wgpu::Buffer,
+        pub element: wgpu::Buffer,
+        pub dispatches: Vec<Bound>,
+    }
+
+    pub fn records(ctx: &GpuContext, f: &Fixture) -> Records {
+        let st = f.world.state();
+        let layout = AlElementLayout::new(st.tets.len(), st.tris.len(), st.hinges.len());
+        assert!(layout.counts.iter().all(|&c| c > 0), "{layout:?}");
+        let (records, record_layout) = pack_records(st);
+        let positions = storage(ctx, "positions", &f.targets, false);
+        let tets = storage(ctx, "tets", &st.tets, false);
+        let records = storage(ctx, "records", &records, false);
+        let element = output::<u32>(ctx, "element", layout.words as usize);
+        let dispatches = AlElements::new(ctx).bind(
+            ctx,
+            &layout,
+            &record_layout,
+            &AlElementsBuffers { positions: &positions, tets: &tets, records: &records, element: &element },
+        );
+        Records { layout, positions, element, dispatches }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::{DMat3, DVec3};
+
+    use super::fixture::{fixture, records};
+    use super::*;
+    use crate::gpu::buffers::read_blocking;
+    use crate::gpu::kernels::record_pass;
+    use crate::gpu::test_support;
+    use crate::solver::al::problem::{hinge_terms, projected_dense, tet_terms, triangle_terms};
+
+    /// Every element's record against the CPU's terms (`solver::al::problem`), in f64 and
+    /// projected there by the CPU's Jacobi: vertices, gradient, and the PSD Hessian, within f32
+    /// rounding of the element's largest entry. The stable neo-Hookean tets are indefinite
+    /// before projection in the fixture's deformation, so the projection is what is compared.
+    #[test]
+    fn records_match_the_cpu_element_terms() {
+        let Some(ctx) = test_support::context() else { return };
+        let f = fixture();
+        let st = f.world.state();
+        let r = records(&ctx, &f);
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        record_pass(&mut encoder, "al_elements", &r.dispatches);
+        ctx.queue.submit([encoder.finish()]);
+        let words: Vec<u32> = read_blocking(&ctx, &r.element, r.layout.words as usize).expect("records");
+        let x: Vec<DVec3> = f.targets.iter().map(|p| p.truncate().as_dvec3()).collect();
+        // Checks one record; returns whether the projection changed the CPU's Hessian.
+        let check =
+            |kind: &str, e: u32, base: u32, vertices: &[u32], g: &[DVec3], h: &dyn Fn(usize, usize) -> DMat3| {
+                let k = g.len();
+                let n = 3 * k;
+                let at = |i: usize| f32::from_bits(words[base as usize + i]) as f64;
+                for (a, &v) in vertices.iter().enumerate() {
+                    assert_eq!(words[base as usize + a], v, "{kind} {e}: vertex {a}");
+                }
+                let g_scale = g.iter().map(|v| v.abs().max_element()).fold(1e-9, f64::max);
+                for (a, ga) in g.iter().enumerate() {
+                    let gpu = DVec3::new(at(4 + 3 * a), at(5 + 3 * a), at(6 + 3 * a));
+                    assert!(
+                        (gpu - *ga).abs().max_element() <= 1e-4 * g_scale,
+                        "{kind} {e}: gradient {a}: {gpu} vs {ga}"
+                    );
+                }
+                let mut dense = [0.0; 144];
+                let mut raw = [0.0; 144];
+                match k {
+                    3 => projected_dense::<3>(h, &mut dense),
+                    _ => projected_dense::<4>(h, &mut dense),
+                }
+                for a in 0..k {
+                    for b in 0..k {
+                        for rr in 0..3 {
+                            for c in 0..3 {
+                                raw[(3 * a + rr) * n + 3 * b + c] = h(a, b).col(c)[rr];
+                            }
+                        }
+                    }
+                }
+                let scale = dense[..n * n].iter().fold(1e-9f64, |m, v| m.max(v.abs()));
+                for i in 0..n * n {
+                    let (gpu, cpu) = (at(4 + n + i), dense[i]);
+                    assert!(
+                        (gpu - cpu).abs() <= 2e-4 * scale,
+                        "{kind} {e}: Hessian entry {i}: {gpu} vs {cpu} (scale {scale})"
+                    );
+                }
+                raw.iter().zip(&dense).any(|(a, b)| (a - b).abs() > 1e-3 * scale)
+            };
+        let mut tets_projected = 0;
+        for e in 0..st.tets.len() as u32 {
+            let (g, h) = tet_terms(st, e, &x);
+            tets_projected +=
+                check("tet", e, e * TET_RECORD, &st.tets[e as usize].vertices, &g, &|a, b| h[a][b]) as u32;
+        }
+        for e in 0..st.tris.len() as u32 {
+            let (g, h) = triangle_terms(st, e, &x);
+            let mut v = st.tris[e as usize].vertices;
+            v[3] = 0;
+            let _ = check("triangle", e, r.layout.tris + e * TRIANGLE_RECORD, &v, &g, &|a, b| h[a][b]);
+        }
+        for e in 0..st.hinges.len() as u32 {
+            let (g, h) = hinge_terms(st, e, &x);
+            let _ =
+                check("hinge", e, r.layout.hinges + e * TET_RECORD, &st.hinges[e as usize].vertices, &g, &|a, b| {
+                    h[a][b]
+                });
+        }
+        assert!(tets_projected > 0, "no tet needed its projection");
+    }
+}
