@@ -8,7 +8,7 @@
 //      from a detection of this topology;
 //   1  per vertex: scale the offset by the body's fraction, restart the iterates there.
 // Host wrapper: src/gpu/kernels/contact_advance.rs; prepended: lib/step.wgsl, lib/distance.wgsl,
-// lib/mat3.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl.
+// lib/mat3.wgsl, lib/friction.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl.
 
 struct Params {
     contact: ContactLayout,

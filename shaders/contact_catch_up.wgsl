@@ -3,7 +3,8 @@
 // surface through another; one held back flags the bound as met, so that the next scheduled
 // detection runs and it can catch up. One invocation per vertex.
 // Host wrapper: src/gpu/kernels/contact_catch_up.rs; prepended: lib/step.wgsl,
-// lib/distance.wgsl, lib/mat3.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl.
+// lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
+// lib/contact_layout.wgsl, lib/contact.wgsl.
 
 struct Params {
     contact: ContactLayout,

@@ -12,7 +12,8 @@
 // invocation sums the terms of the items it strides over that touch both bodies, then the
 // partial blocks are summed in a tree.
 // Host wrapper: src/gpu/kernels/rigid_solve.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/distance.wgsl, lib/mat3.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl, lib/rigid.wgsl.
+// lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
+// lib/contact_layout.wgsl, lib/contact.wgsl, lib/rigid.wgsl.
 
 struct Params {
     rigid: RigidLayout,

@@ -4,7 +4,8 @@
 // Gauss–Seidel result; the mixed position is held within the surface-contact displacement
 // bound and clamped against the obstacles like a vertex step.
 // Host wrapper: src/gpu/kernels/vbd_chebyshev.rs; prepended: lib/obstacles.wgsl,
-// lib/distance.wgsl, lib/mat3.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl.
+// lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
+// lib/contact_layout.wgsl, lib/contact.wgsl.
 
 struct Params {
     omega: f32,

@@ -9,7 +9,8 @@
 // so such pairs update Jacobi-style and no invocation reads a position another one is writing.
 // Nothing is accumulated across invocations in floating point.
 // Host wrapper: src/gpu/kernels/vbd_color.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/distance.wgsl, lib/mat3.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl.
+// lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
+// lib/contact_layout.wgsl, lib/contact.wgsl.
 
 struct Params {
     // First entry of this colour in color_vertices (at the start of `index`), and its count.

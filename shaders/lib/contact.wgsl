@@ -1,7 +1,7 @@
 // Contact as a vertex's Newton system sees it (src/collision/contact.rs add_contact) and the
 // displacement bounds of surface contact (src/solver/vbd_contact.rs limit_move), for kernels
 // that bind `contacts` read-only. Not a kernel: host wrappers prepend this file after
-// lib/mat3.wgsl and lib/contact_layout.wgsl.
+// lib/mat3.wgsl, lib/friction.wgsl and lib/contact_layout.wgsl.
 
 // Bounds at least this large are no bound (vertices off the surface; f32 has no reliable
 // infinity in WGSL).
@@ -105,15 +105,6 @@ fn limit_move(l: ContactLayout, xi: f32, v: u32, goal: vec3<f32>) -> vec3<f32> {
         }
     }
     return center + d * scale;
-}
-
-// IPC's smoothed friction magnitude over slip (src/collision/contact.rs friction_f1_over_u).
-fn friction_f1_over_u(u: f32, eps: f32) -> f32 {
-    if u < eps {
-        let inv = 1.0 / eps;
-        return 2.0 * inv - u * inv * inv;
-    }
-    return 1.0 / u;
 }
 
 // One contact's penalty and lagged friction in a vertex's Newton system (src/collision/

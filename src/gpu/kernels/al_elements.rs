@@ -156,6 +156,8 @@ pub(crate) mod fixture {
     pub struct Records {
         pub layout: AlElementLayout,
         pub positions: wgpu::Buffer,
+        pub tets: wgpu::Buffer,
+        pub records: wgpu::Buffer,
         pub element: wgpu::Buffer,
         pub dispatches: Vec<Bound>,
     }
@@ -175,7 +177,7 @@ pub(crate) mod fixture {
             &record_layout,
             &AlElementsBuffers { positions: &positions, tets: &tets, records: &records, element: &element },
         );
-        Records { layout, positions, element, dispatches }
+        Records { layout, positions, tets, records, element, dispatches }
     }
 }
 

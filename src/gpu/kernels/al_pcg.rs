@@ -10,9 +10,11 @@ use crate::gpu::pack::IndexLayout;
 use bytemuck::{Pod, Zeroable};
 
 use super::al_elements::AlElementLayout;
+#[cfg(test)]
+use super::al_elements::{AlElements, AlElementsBuffers};
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("al_pcg", "step", "mat3");
+pub const SHADER: &str = super::compose!("al_pcg", "step", "mat3", "friction");
 
 const PHASE_SETUP: u32 = 0;
 const PHASE_APPLY: u32 = 1;
@@ -61,6 +63,92 @@ impl PcgEnd {
     }
 }
 
+/// `scalars` word of the AL penalty μ \[N/m\].
+pub const SCALAR_MU: usize = 6;
+/// `scalars` word of the AL offset δ \[m\].
+pub const SCALAR_DELTA: usize = 7;
+
+/// A pair's vertex slot that holds no vertex (an obstacle pair moves one).
+pub const NO_VERTEX: u32 = u32::MAX;
+
+/// An active pair of the AL step as `al_pcg` reads it (the GPU twin of
+/// `solver::al::constraints::Constraint`): its term is evaluated at the targets from the
+/// linearisation at the safe iterate.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct AlPair {
+    /// Moving vertices ([`NO_VERTEX`] beyond an obstacle pair's first).
+    pub vertices: [u32; 4],
+    /// `∂d/∂x_k` at the safe iterate.
+    pub gradient: [[f32; 3]; 4],
+    /// The vertices' positions at the safe iterate.
+    pub base: [[f32; 3]; 4],
+    /// Closest-point weights (`P − Q = Σ w_k x_k`).
+    pub weights: [f32; 4],
+    /// The friction frame's normal.
+    pub frame: [f32; 3],
+    /// Distance at the safe iterate \[m\].
+    pub distance: f32,
+    /// Multiplier λ \[N\].
+    pub lambda: f32,
+    /// Weight γ.
+    pub gamma: f32,
+    /// Coulomb coefficient.
+    pub friction: f32,
+    /// Lagged normal force Λ \[N\].
+    pub normal_force: f32,
+}
+
+// The shader reads a pair as 40 words (al_pcg.wgsl PAIR_WORDS).
+const _: () = assert!(std::mem::size_of::<AlPair>() == 160);
+
+/// Where the pairs and their vertex adjacency go in the `element` buffer, after the elements'
+/// records (u32 words).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AlPairLayout {
+    /// First word of the pair records.
+    pub pairs: u32,
+    /// First word of the adjacency's `vertices + 1` row offsets.
+    pub offsets: u32,
+    /// First word of its entries (`pair << 2 | slot`).
+    pub entries: u32,
+    /// Words of the `element` buffer in all.
+    pub words: u32,
+}
+
+impl AlPairLayout {
+    /// Room for `pairs` pairs over `vertices` vertices after `elements`.
+    pub fn new(elements: &AlElementLayout, pairs: usize, vertices: usize) -> Self {
+        let words = std::mem::size_of::<AlPair>() as u32 / 4;
+        let at = elements.words;
+        let offsets = at + pairs as u32 * words;
+        let entries = offsets + vertices as u32 + 1;
+        Self { pairs: at, offsets, entries, words: entries + 4 * pairs as u32 }
+    }
+}
+
+/// The vertex → pair adjacency of `pairs` over `vertices` vertices: row offsets and entries
+/// `pair << 2 | slot`, each row in pair order (so gathers sum in a fixed order).
+pub fn pair_adjacency(pairs: &[AlPair], vertices: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut offsets = vec![0u32; vertices + 1];
+    let moving = |p: &AlPair| p.vertices.into_iter().enumerate().filter(|&(_, v)| v != NO_VERTEX);
+    for p in pairs {
+        moving(p).for_each(|(_, v)| offsets[v as usize + 1] += 1);
+    }
+    for v in 0..vertices {
+        offsets[v + 1] += offsets[v];
+    }
+    let mut fill = offsets.clone();
+    let mut entries = vec![0u32; offsets[vertices] as usize];
+    for (i, p) in pairs.iter().enumerate() {
+        for (slot, v) in moving(p) {
+            entries[fill[v as usize] as usize] = (i as u32) << 2 | slot as u32;
+            fill[v as usize] += 1;
+        }
+    }
+    (offsets, entries)
+}
+
 /// Words of the `scalars` buffer for `vertices`: eight scalars, then two partials per workgroup.
 pub fn scalar_words(vertices: usize) -> usize {
     8 + 2 * (vertices as u32).div_ceil(WORKGROUP).max(1) as usize
@@ -84,6 +172,10 @@ struct Params {
     hinges_base: u32,
     tolerance: f32,
     max_iterations: u32,
+    pairs: u32,
+    pair_offsets: u32,
+    pair_entries: u32,
+    static_slip: f32,
     _pad: [u32; 2],
 }
 
@@ -95,7 +187,7 @@ pub struct AlPcgBuffers<'a> {
     pub steps: &'a wgpu::Buffer,
     /// The packed index (element adjacencies).
     pub index: &'a wgpu::Buffer,
-    /// `al_elements`' records.
+    /// `al_elements`' records, then the pairs and their adjacency ([`AlPairLayout`]).
     pub element: &'a wgpu::Buffer,
     /// 1 per vertex with unknowns (u32).
     pub solved: &'a wgpu::Buffer,
@@ -115,6 +207,10 @@ pub struct AlPcgSetup<'a> {
     pub index: &'a IndexLayout,
     /// Where the element records are.
     pub elements: &'a AlElementLayout,
+    /// Where the pairs are.
+    pub pairs: &'a AlPairLayout,
+    /// Static friction slip `ε_v h` \[m\].
+    pub static_slip: f32,
     /// Relative residual at which the solve stops.
     pub tolerance: f32,
     /// Iterations recorded (and the cap).
@@ -168,6 +264,10 @@ impl AlPcg {
             hinges_base: s.elements.hinges,
             tolerance: s.tolerance,
             max_iterations: s.max_iterations,
+            pairs: s.pairs.pairs,
+            pair_offsets: s.pairs.offsets,
+            pair_entries: s.pairs.entries,
+            static_slip: s.static_slip,
             _pad: [0; 2],
         };
         // A dispatch may not read its arguments from a buffer it binds for writing, so the
@@ -197,120 +297,221 @@ impl AlPcg {
 
 #[cfg(test)]
 mod tests {
-    use glam::{DVec3, Vec4};
+    use glam::{DMat3, DVec3, Vec4};
 
     use super::*;
+    use crate::collision::Obstacle;
+    use crate::collision::surface_pairs::{PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE};
+    use crate::collision::swept::{PAIR_OBSTACLE, PairKey};
     use crate::gpu::buffers::{read_blocking, storage};
-    use crate::gpu::kernels::al_elements::fixture::{fixture, records};
+    use crate::gpu::kernels::al_elements::fixture::{Fixture, fixture, records};
     use crate::gpu::pack::pack_index;
     use crate::gpu::test_support;
+    use crate::solver::al::constraints::ActiveSet;
     use crate::solver::al::problem::{NO_DOF, Problem};
     use crate::solver::linear::pcg;
 
-    /// The GPU's Newton system against the CPU's (`solver::al::problem`) in the AL kernels'
-    /// fixture (tets compressed and inverted, the cloth buckled), every seventh vertex not
-    /// solved: the gradient agrees; the GPU's PCG stops on its own before the recorded cap, and
-    /// its direction solves the CPU's projected f64 system to within f32 of the tolerance and
-    /// lowers the quadratic model as far as the CPU's exact solve, to 0.1 %.
-    #[test]
-    fn solves_the_cpu_newton_system() {
-        let Some(ctx) = test_support::context() else { return };
-        let f = fixture();
+    const STATIC_SLIP: f64 = 1e-4 / 60.0;
+
+    /// What a GPU solve left: the vectors' regions per vertex and the control words.
+    struct Solve {
+        n: usize,
+        vectors: Vec<Vec4>,
+        control: Vec<u32>,
+    }
+
+    impl Solve {
+        fn region(&self, r: usize, v: usize) -> DVec3 {
+            self.vectors[r * self.n + v].truncate().as_dvec3()
+        }
+    }
+
+    /// Runs `al_elements` and a PCG solve capped at 400 iterations, tolerance 1e-4, on the
+    /// fixture with `pairs` at penalty `mu` and offset `delta`.
+    fn solve_on_gpu(ctx: &GpuContext, f: &Fixture, solve: &[bool], pairs: &[AlPair], mu: f32, delta: f32) -> Solve {
         let st = f.world.state();
         let n = st.vertex_count();
-        let solve: Vec<bool> = (0..n).map(|v| v % 7 != 0).collect();
+        let r = records(ctx, f);
+        let pair_layout = AlPairLayout::new(&r.layout, pairs.len(), n);
+        // Room for the element records (al_elements fills it below), then the pairs and their
+        // adjacency.
+        let mut words = vec![0u32; pair_layout.words as usize];
+        let (offsets, entries) = pair_adjacency(pairs, n);
+        let tail = bytemuck::cast_slice::<AlPair, u32>(pairs).iter().chain(&offsets).chain(&entries);
+        words[pair_layout.pairs as usize..].iter_mut().zip(tail).for_each(|(w, t)| *w = *t);
+        let element = storage(ctx, "element", &words, true);
+        let mut scalars = vec![0.0f32; scalar_words(n)];
+        scalars[SCALAR_MU] = mu;
+        scalars[SCALAR_DELTA] = delta;
         let solved: Vec<u32> = solve.iter().map(|&s| s as u32).collect();
-        let r = records(&ctx, &f);
         let (index, index_layout) = pack_index(st);
-        let cap = 400;
-        let steps = storage(&ctx, "steps", &f.steps, false);
-        let index = storage(&ctx, "index", &index, false);
-        let solved = storage(&ctx, "solved", &solved, false);
-        let vectors = output::<Vec4>(&ctx, "vectors", VECTOR_REGIONS * n);
-        let scalars = output::<f32>(&ctx, "scalars", scalar_words(n));
+        let steps = storage(ctx, "steps", &f.steps, false);
+        let index = storage(ctx, "index", &index, false);
+        let solved = storage(ctx, "solved", &solved, false);
+        let vectors = output::<Vec4>(ctx, "vectors", VECTOR_REGIONS * n);
+        let scalars = storage(ctx, "scalars", &scalars, true);
         let control = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("control"),
             size: (CONTROL_WORDS * 4) as u64,
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::INDIRECT | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let solver = AlPcg::new(&ctx).bind(
-            &ctx,
+        let solver = AlPcg::new(ctx).bind(
+            ctx,
             &AlPcgSetup {
                 vertices: n,
                 index: &index_layout,
                 elements: &r.layout,
+                pairs: &pair_layout,
+                static_slip: STATIC_SLIP as f32,
                 tolerance: 1e-4,
-                max_iterations: cap,
+                max_iterations: 400,
             },
             &AlPcgBuffers {
                 positions: &r.positions,
                 steps: &steps,
                 index: &index,
-                element: &r.element,
+                element: &element,
                 solved: &solved,
                 vectors: &vectors,
                 scalars: &scalars,
                 control: &control,
             },
         );
+        // The element records are written into `element` (the pairs' words stay).
+        let fill = AlElements::new(ctx).bind(
+            ctx,
+            &r.layout,
+            &crate::gpu::pack::pack_records(st).1,
+            &AlElementsBuffers { positions: &r.positions, tets: &r.tets, records: &r.records, element: &element },
+        );
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         {
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            r.dispatches.iter().for_each(|b| b.record(&mut pass));
+            fill.iter().for_each(|b| b.record(&mut pass));
             solver.record(&mut pass);
         }
         ctx.queue.submit([encoder.finish()]);
-        let vectors: Vec<Vec4> = read_blocking(&ctx, &vectors, VECTOR_REGIONS * n).expect("vectors");
-        let words: Vec<u32> = read_blocking(&ctx, &control, CONTROL_WORDS).expect("control");
+        let vectors = read_blocking(ctx, &vectors, VECTOR_REGIONS * n).expect("vectors");
+        let control = read_blocking(ctx, &control, CONTROL_WORDS).expect("control");
         assert_eq!(ctx.error(), None);
-        let region = |r: usize, v: usize| vectors[r * n + v].truncate().as_dvec3();
+        Solve { n, vectors, control }
+    }
 
-        // The CPU's system at the same targets, in f64.
+    /// Checks a GPU solve against the CPU's f64 system: the fixture's potential plus `active`'s
+    /// terms at penalty `mu` and offset `delta`. The gradient agrees per vertex; the solve ended
+    /// on its own before the cap; its direction solves the CPU's system to within f32 of the
+    /// tolerance and lowers the quadratic model to within 0.1 % of its minimum.
+    fn check_against_cpu(f: &Fixture, solve: &[bool], active: &ActiveSet, mu: f64, delta: f64, gpu: &Solve) {
+        let st = f.world.state();
+        let n = st.vertex_count();
         let x: Vec<DVec3> = f.targets.iter().map(|p| p.truncate().as_dvec3()).collect();
-        let mut problem = Problem::new(st, &solve, |v| {
+        let start: Vec<DVec3> = f.steps.iter().map(|s| Vec4::from_array(s.start).truncate().as_dvec3()).collect();
+        let mut problem = Problem::new(st, solve, |v| {
             let s = &f.steps[v];
             let y = Vec4::from_array(s.start).truncate() + Vec4::from_array(s.inertia).truncate();
             (s.inertia[3] as f64, y.as_dvec3())
         });
-        let mut grad = vec![DVec3::ZERO; problem.len()];
+        let m = problem.len();
+        let mut grad = vec![DVec3::ZERO; m];
         problem.gradient_hessian(st, &x, &mut grad);
+        let (mut diag, mut friction_scale) = (vec![DMat3::ZERO; m], Vec::new());
+        active.gradient(&x, &start, &problem.dof, mu, delta, STATIC_SLIP, &mut grad, &mut diag, &mut friction_scale);
         let scale = grad.iter().map(|g| g.length()).fold(0.0, f64::max);
         for v in 0..n {
             let d = problem.dof[v];
             if d == NO_DOF {
-                assert_eq!(region(REGION_GRADIENT, v), DVec3::ZERO, "vertex {v} is not solved");
-                assert_eq!(region(REGION_DIRECTION, v), DVec3::ZERO, "vertex {v} is not solved");
+                assert_eq!(gpu.region(REGION_GRADIENT, v), DVec3::ZERO, "vertex {v} is not solved");
+                assert_eq!(gpu.region(REGION_DIRECTION, v), DVec3::ZERO, "vertex {v} is not solved");
                 continue;
             }
-            let (gpu, cpu) = (region(REGION_GRADIENT, v), grad[d as usize]);
-            assert!((gpu - cpu).length() <= 1e-4 * scale, "vertex {v}: gradient {gpu} vs {cpu} (scale {scale})");
+            let (g, c) = (gpu.region(REGION_GRADIENT, v), grad[d as usize]);
+            assert!((g - c).length() <= 1e-4 * scale, "vertex {v}: gradient {g} vs {c} (scale {scale})");
         }
-        let end = PcgEnd::decode(words[CONTROL_STATE]);
-        let iterations = words[CONTROL_ITERATIONS];
-        assert_eq!(end, Some(PcgEnd::Converged), "after {iterations} iterations");
-        assert!(iterations > 5 && iterations < cap, "{iterations} iterations");
+        let iterations = gpu.control[CONTROL_ITERATIONS];
+        assert_eq!(
+            PcgEnd::decode(gpu.control[CONTROL_STATE]),
+            Some(PcgEnd::Converged),
+            "after {iterations} iterations"
+        );
+        assert!(iterations > 5 && iterations < 400, "{iterations} iterations");
 
+        let apply = |p: &[DVec3], y: &mut [DVec3]| {
+            problem.hessian.multiply(p, y);
+            active.multiply(&problem.dof, mu, &friction_scale, p, y);
+        };
         let b: Vec<DVec3> = grad.iter().map(|g| -*g).collect();
-        let dir: Vec<DVec3> = problem.vertices.iter().map(|&v| region(REGION_DIRECTION, v as usize)).collect();
+        let dir: Vec<DVec3> = problem.vertices.iter().map(|&v| gpu.region(REGION_DIRECTION, v as usize)).collect();
         let norm = |a: &[DVec3]| a.iter().map(|v| v.length_squared()).sum::<f64>().sqrt();
         let dot = |a: &[DVec3], b: &[DVec3]| a.iter().zip(b).map(|(a, b)| a.dot(*b)).sum::<f64>();
-        let mut ad = vec![DVec3::ZERO; dir.len()];
-        problem.hessian.multiply(&dir, &mut ad);
+        let mut ad = vec![DVec3::ZERO; m];
+        apply(&dir, &mut ad);
         let residual: Vec<DVec3> = ad.iter().zip(&b).map(|(a, b)| *a - *b).collect();
         let relative = norm(&residual) / norm(&b);
         assert!(relative < 1e-3, "‖A d − b‖ / ‖b‖ = {relative:e}");
-        // The quadratic model m(d) = ½ dᵀA d − bᵀd against its minimum, from the CPU's
-        // exact solve: m(d) − m* = ½ ‖d − d*‖²_A.
-        let inverse: Vec<_> = (0..problem.len()).map(|i| problem.hessian.diagonal_block(i).inverse()).collect();
-        let mut exact = vec![DVec3::ZERO; problem.len()];
-        pcg(|p, y| problem.hessian.multiply(p, y), &inverse, &b, &mut exact, 1e-12, 10_000);
+        // The quadratic model m(d) = ½ dᵀA d − bᵀd against its minimum from the CPU's exact
+        // solve: m(d) − m* = ½ ‖d − d*‖²_A.
+        let inverse: Vec<_> = (0..m).map(|i| (problem.hessian.diagonal_block(i) + diag[i]).inverse()).collect();
+        let mut exact = vec![DVec3::ZERO; m];
+        pcg(apply, &inverse, &b, &mut exact, 1e-12, 10_000);
         let model = |d: &[DVec3]| {
-            let mut ad = vec![DVec3::ZERO; d.len()];
-            problem.hessian.multiply(d, &mut ad);
+            let mut ad = vec![DVec3::ZERO; m];
+            apply(d, &mut ad);
             0.5 * dot(d, &ad) - dot(&b, d)
         };
         let (m_gpu, m_min) = (model(&dir), model(&exact));
         assert!(m_min < 0.0 && m_gpu - m_min <= 1e-3 * m_min.abs(), "model {m_gpu:e} against its minimum {m_min:e}");
+    }
+
+    /// Every seventh vertex of the fixture not solved.
+    fn some_solved(f: &Fixture) -> Vec<bool> {
+        (0..f.world.state().vertex_count()).map(|v| v % 7 != 0).collect()
+    }
+
+    /// The GPU's Newton system without pairs against the CPU's (`solver::al::problem`) in the
+    /// AL kernels' fixture (tets compressed and inverted, the cloth buckled).
+    #[test]
+    fn solves_the_cpu_newton_system() {
+        let Some(ctx) = test_support::context() else { return };
+        let f = fixture();
+        let solve = some_solved(&f);
+        let gpu = solve_on_gpu(&ctx, &f, &solve, &[], 0.0, 0.0);
+        check_against_cpu(&f, &solve, &ActiveSet::default(), 0.0, 0.0, &gpu);
+    }
+
+    /// With an active set (`solver::al::constraints`): the jelly cube's bottom vertices
+    /// against a ground 2 mm below them, which the targets penetrate; a cloth vertex against a
+    /// triangle of the cube and an edge of the cube against one of the StVK cube. Two dual
+    /// updates give the violated pairs multipliers and lagged friction, and decay the others.
+    #[test]
+    fn solves_the_cpu_newton_system_with_pairs() {
+        let Some(ctx) = test_support::context() else { return };
+        let f = fixture();
+        let st = f.world.state();
+        let solve = some_solved(&f);
+        let start: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
+        let xh: Vec<DVec3> = f.targets.iter().map(|p| p.truncate().as_dvec3()).collect();
+        let jelly = st.bodies[0].vertex_start..st.bodies[0].vertex_start + st.bodies[0].vertex_count;
+        let bottom = jelly.clone().map(|v| start[v as usize].y).fold(f64::INFINITY, f64::min);
+        let obstacles = vec![Obstacle::ground((bottom - 0.002) as f32, 0.6)];
+        let mut active = ActiveSet::default();
+        for v in jelly.clone().filter(|&v| start[v as usize].y < bottom + 1e-6) {
+            active.add(st, &obstacles, PairKey { kind: PAIR_OBSTACLE, vertices: [v, 0, u32::MAX, u32::MAX] }, &start);
+        }
+        let cloth = st.bodies[2].vertex_start;
+        let t = st.surface_triangles.iter().find(|t| jelly.contains(&t[0])).expect("a jelly triangle");
+        active.add(st, &obstacles, PairKey { kind: PAIR_POINT_TRIANGLE, vertices: [cloth, t[0], t[1], t[2]] }, &start);
+        let a = st.surface_edges.iter().find(|e| jelly.contains(&e[0])).expect("a jelly edge");
+        let b = st.surface_edges.iter().find(|e| st.vertex_body[e[0] as usize] == 1).expect("a StVK edge");
+        active.add(st, &obstacles, PairKey { kind: PAIR_EDGE_EDGE, vertices: [a[0], a[1], b[0], b[1]] }, &start);
+        let (mu, delta) = (2e4, 1e-3);
+        active.dual_update(&xh, mu, delta);
+        active.dual_update(&xh, mu, delta);
+        let pairs = active.gpu_pairs();
+        assert!(pairs.len() >= 6, "{} pairs", pairs.len());
+        assert!(pairs.iter().any(|p| p.lambda > 0.0 && p.normal_force > 0.0), "no pair is pressed");
+        assert!(pairs.iter().any(|p| p.gamma < 1.0), "no pair decayed");
+        let gpu = solve_on_gpu(&ctx, &f, &solve, &pairs, mu as f32, delta as f32);
+        check_against_cpu(&f, &solve, &active, mu, delta, &gpu);
     }
 }

@@ -11,7 +11,8 @@ use crate::gpu::GpuContext;
 use crate::gpu::contact::ContactLayout;
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("contact_advance", "step", "distance", "mat3", "contact_layout", "contact");
+pub const SHADER: &str =
+    super::compose!("contact_advance", "step", "distance", "mat3", "friction", "contact_layout", "contact");
 
 /// The shader's `Params` uniform.
 #[repr(C)]

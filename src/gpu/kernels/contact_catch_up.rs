@@ -8,7 +8,8 @@ use crate::gpu::GpuContext;
 use crate::gpu::contact::ContactLayout;
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("contact_catch_up", "step", "distance", "mat3", "contact_layout", "contact");
+pub const SHADER: &str =
+    super::compose!("contact_catch_up", "step", "distance", "mat3", "friction", "contact_layout", "contact");
 
 /// The shader's `Params` uniform.
 #[repr(C)]

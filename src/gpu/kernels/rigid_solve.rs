@@ -11,8 +11,17 @@ use crate::gpu::contact::ContactLayout;
 use crate::gpu::obstacles::GpuObstacleSet;
 
 /// WGSL source.
-pub const SHADER: &str =
-    super::compose!("rigid_solve", "step", "obstacles", "distance", "mat3", "contact_layout", "contact", "rigid");
+pub const SHADER: &str = super::compose!(
+    "rigid_solve",
+    "step",
+    "obstacles",
+    "distance",
+    "mat3",
+    "friction",
+    "contact_layout",
+    "contact",
+    "rigid"
+);
 
 /// The shader's `Params` uniform.
 #[repr(C)]

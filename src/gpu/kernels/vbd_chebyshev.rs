@@ -8,7 +8,8 @@ use crate::gpu::obstacles::GpuObstacleSet;
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("vbd_chebyshev", "obstacles", "distance", "mat3", "contact_layout", "contact");
+pub const SHADER: &str =
+    super::compose!("vbd_chebyshev", "obstacles", "distance", "mat3", "friction", "contact_layout", "contact");
 
 /// The shader's `Params` uniform.
 #[repr(C)]

@@ -11,8 +11,17 @@ use crate::gpu::pack::{IndexLayout, RecordLayout};
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str =
-    super::compose!("vbd_color", "step", "obstacles", "distance", "mat3", "contact_layout", "contact", "elements");
+pub const SHADER: &str = super::compose!(
+    "vbd_color",
+    "step",
+    "obstacles",
+    "distance",
+    "mat3",
+    "friction",
+    "contact_layout",
+    "contact",
+    "elements"
+);
 
 /// The shader's `Params` uniform.
 #[repr(C)]

@@ -269,6 +269,33 @@ impl ActiveSet {
     }
 }
 
+#[cfg(all(test, feature = "gpu"))]
+impl ActiveSet {
+    /// The set as the GPU's AL kernels read it (their tests' bridge from this oracle).
+    pub(crate) fn gpu_pairs(&self) -> Vec<crate::gpu::kernels::al_pcg::AlPair> {
+        use crate::gpu::kernels::al_pcg::{AlPair, NO_VERTEX};
+        let f3 = |v: DVec3| v.as_vec3().to_array();
+        self.list
+            .iter()
+            .map(|c| {
+                let moving = c.key.moving_vertices().len();
+                AlPair {
+                    vertices: std::array::from_fn(|k| if k < moving { c.key.vertices[k] } else { NO_VERTEX }),
+                    gradient: c.grad.map(f3),
+                    base: c.base.map(f3),
+                    weights: c.weights.map(|w| w as f32),
+                    frame: f3(c.frame),
+                    distance: c.distance as f32,
+                    lambda: c.lambda as f32,
+                    gamma: c.gamma as f32,
+                    friction: c.friction as f32,
+                    normal_force: c.normal_force as f32,
+                }
+            })
+            .collect()
+    }
+}
+
 /// \[ALPF\] Alg. 3's filter: of the new pairs `hits` (key, time of impact), keep those that are
 /// the earliest hit of at least one of their vertices; deep multi-layer penetrations otherwise
 /// add up to ten times more pairs than needed (\[ALPF\] §6.3).

@@ -7,7 +7,7 @@
 //! Out of time, the step returns the current `x`: less converged, never intersecting
 //! (ALGORITHMS §4.5).
 
-mod constraints;
+pub(crate) mod constraints;
 pub(crate) mod problem;
 mod step_size;
 
