@@ -19,7 +19,8 @@
 // The solve stops, as on the CPU, at ‖r‖ ≤ tolerance ‖b‖, after max_iterations, or when the
 // curvature along p is not positive (d so far is kept: still a descent direction).
 // Vertices that are not solved carry zero in every vector.
-// Host wrapper: src/gpu/kernels/al_pcg.rs; prepended: lib/step.wgsl, lib/mat3.wgsl, lib/friction.wgsl.
+// Host wrapper: src/gpu/kernels/al_pcg.rs; prepended: lib/step.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
+// lib/al.wgsl.
 
 const PHASE_SETUP: u32 = 0u;
 const PHASE_APPLY: u32 = 1u;
@@ -36,38 +37,6 @@ const V_PRODUCT: u32 = 4u;
 // Three regions: the columns of the diagonal block's inverse.
 const V_INVERSE: u32 = 5u;
 const V_GRADIENT: u32 = 8u;
-
-// Words of `scalars`: the solve's own, the AL penalty μ [N/m] and offset δ [m] (set by whoever
-// runs the outer iterations), and from S_PARTIALS the per-workgroup partials (two each).
-const S_RZ: u32 = 0u;
-const S_BB: u32 = 1u;
-const S_ALPHA: u32 = 2u;
-const S_BETA: u32 = 3u;
-const S_RR: u32 = 4u;
-const S_CURVATURE: u32 = 5u;
-const S_MU: u32 = 6u;
-const S_DELTA: u32 = 7u;
-const S_PARTIALS: u32 = 8u;
-
-// An active pair's record in `element` (src/gpu/kernels/al_pcg.rs AlPair): its moving vertices
-// (NO_VERTEX where it has fewer than four), and at the safe iterate its distance's gradient
-// per vertex and those vertices' positions (the linearisation), the closest-point weights and
-// normal (friction's frame), the distance; λ, γ, the Coulomb coefficient and the lagged normal
-// force.
-const PAIR_WORDS: u32 = 40u;
-const NO_VERTEX: u32 = 0xffffffffu;
-struct PairTerm {
-    vertices: array<u32, 4>,
-    gradient: array<vec3<f32>, 4>,
-    weights: array<f32, 4>,
-    // μγ, the friction's stiffness k_f = μ_f Λ f1(u)/u, the constraint's force, the frame.
-    stiffness: f32,
-    k_f: f32,
-    force: f32,
-    frame: vec3<f32>,
-    // The tangential slip of the step at the targets.
-    slip: vec3<f32>,
-}
 
 // Words of `control`: the per-vertex phases' dispatch arguments (x, y, z), the iterations
 // taken, and how the solve stands.
@@ -134,10 +103,6 @@ fn set_vec(region: u32, v: u32, x: vec3<f32>) {
     vectors[region * params.count + v] = vec4<f32>(x, 0.0);
 }
 
-fn word(i: u32) -> f32 {
-    return bitcast<f32>(element[i]);
-}
-
 // Row block (slot, b) of the Hessian of the k-vertex element record at `base`.
 fn hessian_block(base: u32, k: u32, slot: u32, b: u32) -> mat3x3<f32> {
     let n = 3u * k;
@@ -169,63 +134,36 @@ fn element_rows(base: u32, k: u32, slot: u32, product: bool) -> Rows {
     return out;
 }
 
-fn word3(i: u32) -> vec3<f32> {
-    return vec3<f32>(word(i), word(i + 1u), word(i + 2u));
-}
-
-// The pair at `base` evaluated at the targets (constraints.rs Constraint::value and slip).
-fn pair_term(base: u32) -> PairTerm {
-    var t: PairTerm;
-    let mu = scalars[S_MU];
-    var c = word(base + 35u) - scalars[S_DELTA];
-    var r = vec3<f32>(0.0);
-    for (var k = 0u; k < 4u; k++) {
-        let v = element[base + k];
-        t.vertices[k] = v;
-        t.gradient[k] = word3(base + 4u + 3u * k);
-        t.weights[k] = word(base + 28u + k);
-        if v != NO_VERTEX {
-            let x = positions[v].xyz;
-            c += dot(t.gradient[k], x - word3(base + 16u + 3u * k));
-            r += (x - steps[v].start.xyz) * t.weights[k];
-        }
-    }
-    let lambda = word(base + 36u);
-    let gamma = word(base + 37u);
-    let slack = max(c - lambda / mu, 0.0);
-    t.stiffness = mu * gamma;
-    t.force = mu * gamma * (c - lambda / mu - slack);
-    t.frame = word3(base + 32u);
-    t.slip = r - t.frame * dot(t.frame, r);
-    let friction = word(base + 38u);
-    let normal_force = word(base + 39u);
-    if normal_force > 0.0 && friction > 0.0 {
-        t.k_f = friction * normal_force * friction_f1_over_u(length(t.slip), params.static_slip);
-    }
-    return t;
-}
-
 // What a pair adds to its vertex row `slot` (see element_rows).
 fn pair_rows(base: u32, slot: u32, product: bool) -> Rows {
     var out: Rows;
-    let t = pair_term(base);
-    let g = t.gradient[slot];
-    let w = t.weights[slot];
+    let p = load_al_pair(base);
+    var x: array<vec3<f32>, 4>;
+    var start: array<vec3<f32>, 4>;
+    for (var k = 0u; k < 4u; k++) {
+        if p.vertices[k] != NO_VERTEX {
+            x[k] = positions[p.vertices[k]].xyz;
+            start[k] = steps[p.vertices[k]].start.xyz;
+        }
+    }
+    let t = al_pair_term(p, x, start, scalars[S_MU], scalars[S_DELTA], params.static_slip);
+    let g = p.gradient[slot];
+    let w = p.weights[slot];
     if product {
         var along = 0.0;
         var rel = vec3<f32>(0.0);
         for (var k = 0u; k < 4u; k++) {
-            if t.vertices[k] != NO_VERTEX {
-                let p = vec(V_SEARCH, t.vertices[k]);
-                along += dot(t.gradient[k], p);
-                rel += p * t.weights[k];
+            if p.vertices[k] != NO_VERTEX {
+                let d = vec(V_SEARCH, p.vertices[k]);
+                along += dot(p.gradient[k], d);
+                rel += d * p.weights[k];
             }
         }
-        rel -= t.frame * dot(t.frame, rel);
+        rel -= p.frame * dot(p.frame, rel);
         out.product = g * (t.stiffness * along) + rel * (t.k_f * w);
     } else {
         out.gradient = g * t.force + t.slip * (t.k_f * w);
-        out.diagonal = outer3(g, g) * t.stiffness + (diag3(1.0) - outer3(t.frame, t.frame)) * (t.k_f * w * w);
+        out.diagonal = outer3(g, g) * t.stiffness + (diag3(1.0) - outer3(p.frame, p.frame)) * (t.k_f * w * w);
     }
     return out;
 }

@@ -136,23 +136,6 @@ fn shift(s: Side) -> vec3<f32> {
     return (t + cross(theta, s.arm)) * s.coef;
 }
 
-// IPC's smoothed friction potential and the derivative of its magnitude (src/collision/
-// contact.rs; f1/u is lib/contact.wgsl's).
-fn friction_f0(u: f32, eps: f32) -> f32 {
-    if u < eps {
-        return -u * u * u / (3.0 * eps * eps) + u * u / eps + eps / 3.0;
-    }
-    return u;
-}
-
-fn friction_f1_prime(u: f32, eps: f32) -> f32 {
-    if u < eps {
-        let inv = 1.0 / eps;
-        return 2.0 * inv - 2.0 * u * inv * inv;
-    }
-    return 0.0;
-}
-
 // src/solver/rigid_energy.rs contact_term: penalty on the gap along n̂, lagged friction on the
 // slip's part normal to n0.
 fn contact_term(gap: f32, n: vec3<f32>, k: f32, n0: vec3<f32>, slip: vec3<f32>, mu_lambda: f32) -> Term {

@@ -100,94 +100,13 @@ impl AlElements {
     }
 }
 
-/// A scene and a deformed configuration for the AL kernels' tests, and their element records.
-#[cfg(test)]
-pub(crate) mod fixture {
-    use glam::{Vec2, Vec3, Vec4};
-
-    use super::*;
-    use crate::gpu::buffers::{output, storage};
-    use crate::gpu::kernels::vbd_inertia::GpuVertexStep;
-    use crate::gpu::pack::pack_records;
-    use crate::prelude::*;
-    use crate::test_rng::Rng;
-
-    /// A stable neo-Hookean cube, a StVK cube and a cloth (membranes and hinges), with targets
-    /// moved from rest by up to 0.05 m (half a cell): tets compressed and some inverted, the
-    /// cloth buckled; inertia of a 60 Hz step towards a random target near the start.
-    pub struct Fixture {
-        pub world: World,
-        pub targets: Vec<Vec4>,
-        pub steps: Vec<GpuVertexStep>,
-    }
-
-    pub fn fixture() -> Fixture {
-        let mut world = World::new(StepConfig::default()).expect("world");
-        let mesh = || TetMesh::box_mesh(Vec3::splat(0.2), [2, 2, 3], TetSplit::Six).expect("mesh");
-        world.bodies.insert(SoftBodyBuilder::tetrahedral(mesh()).build().expect("jelly"));
-        world.bodies.insert(
-            SoftBodyBuilder::tetrahedral(mesh())
-                .material(StVK::from_young_poisson(2e5, 0.3))
-                .translation(Vec3::new(0.5, 0.0, 0.0))
-                .build()
-                .expect("stvk"),
-        );
-        let cloth = TriMesh::cloth_grid(Vec2::new(0.4, 0.4), [4, 4]).expect("cloth");
-        world.bodies.insert(ClothBuilder::new(cloth).translation(Vec3::new(0.0, 0.5, 0.0)).build().expect("cloth"));
-        world.sync();
-        let st = world.state();
-        let mut rng = Rng(17);
-        let targets: Vec<Vec4> = st.positions.iter().map(|p| *p + (rng.vec() * 0.03).as_vec3().extend(0.0)).collect();
-        let h2 = (1.0f32 / 60.0).powi(2);
-        let steps = (0..st.vertex_count())
-            .map(|v| GpuVertexStep {
-                start: st.positions[v].to_array(),
-                predictor: [0.0; 4],
-                inertia: (rng.vec() * 0.01).as_vec3().extend(st.masses[v] / h2).to_array(),
-                velocity: [0.0; 4],
-                offset: [0.0; 4],
-            })
-            .collect();
-        Fixture { world, targets, steps }
-    }
-
-    /// The fixture's targets and element records on the device, and the dispatches that fill
-    /// the records.
-    pub struct Records {
-        pub layout: AlElementLayout,
-        pub positions: wgpu::Buffer,
-        pub tets: wgpu::Buffer,
-        pub records: wgpu::Buffer,
-        pub element: wgpu::Buffer,
-        pub dispatches: Vec<Bound>,
-    }
-
-    pub fn records(ctx: &GpuContext, f: &Fixture) -> Records {
-        let st = f.world.state();
-        let layout = AlElementLayout::new(st.tets.len(), st.tris.len(), st.hinges.len());
-        assert!(layout.counts.iter().all(|&c| c > 0), "{layout:?}");
-        let (records, record_layout) = pack_records(st);
-        let positions = storage(ctx, "positions", &f.targets, false);
-        let tets = storage(ctx, "tets", &st.tets, false);
-        let records = storage(ctx, "records", &records, false);
-        let element = output::<u32>(ctx, "element", layout.words as usize);
-        let dispatches = AlElements::new(ctx).bind(
-            ctx,
-            &layout,
-            &record_layout,
-            &AlElementsBuffers { positions: &positions, tets: &tets, records: &records, element: &element },
-        );
-        Records { layout, positions, tets, records, element, dispatches }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use glam::{DMat3, DVec3};
 
-    use super::fixture::{fixture, records};
     use super::*;
     use crate::gpu::buffers::read_blocking;
+    use crate::gpu::kernels::al_fixture::{Device, fixture};
     use crate::gpu::kernels::record_pass;
     use crate::gpu::test_support;
     use crate::solver::al::problem::{hinge_terms, projected_dense, tet_terms, triangle_terms};
@@ -201,11 +120,11 @@ mod tests {
         let Some(ctx) = test_support::context() else { return };
         let f = fixture();
         let st = f.world.state();
-        let r = records(&ctx, &f);
+        let r = Device::new(&ctx, &f, &f.solve(), &[], 0.0, 0.0);
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        record_pass(&mut encoder, "al_elements", &r.dispatches);
+        record_pass(&mut encoder, "al_elements", &r.fill);
         ctx.queue.submit([encoder.finish()]);
-        let words: Vec<u32> = read_blocking(&ctx, &r.element, r.layout.words as usize).expect("records");
+        let words: Vec<u32> = read_blocking(&ctx, &r.element, r.elements.words as usize).expect("records");
         let x: Vec<DVec3> = f.targets.iter().map(|p| p.truncate().as_dvec3()).collect();
         // Checks one record; returns whether the projection changed the CPU's Hessian.
         let check =
@@ -259,12 +178,12 @@ mod tests {
             let (g, h) = triangle_terms(st, e, &x);
             let mut v = st.tris[e as usize].vertices;
             v[3] = 0;
-            let _ = check("triangle", e, r.layout.tris + e * TRIANGLE_RECORD, &v, &g, &|a, b| h[a][b]);
+            let _ = check("triangle", e, r.elements.tris + e * TRIANGLE_RECORD, &v, &g, &|a, b| h[a][b]);
         }
         for e in 0..st.hinges.len() as u32 {
             let (g, h) = hinge_terms(st, e, &x);
             let _ =
-                check("hinge", e, r.layout.hinges + e * TET_RECORD, &st.hinges[e as usize].vertices, &g, &|a, b| {
+                check("hinge", e, r.elements.hinges + e * TET_RECORD, &st.hinges[e as usize].vertices, &g, &|a, b| {
                     h[a][b]
                 });
         }

@@ -10,11 +10,9 @@ use crate::gpu::pack::IndexLayout;
 use bytemuck::{Pod, Zeroable};
 
 use super::al_elements::AlElementLayout;
-#[cfg(test)]
-use super::al_elements::{AlElements, AlElementsBuffers};
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("al_pcg", "step", "mat3", "friction");
+pub const SHADER: &str = super::compose!("al_pcg", "step", "mat3", "friction", "al");
 
 const PHASE_SETUP: u32 = 0;
 const PHASE_APPLY: u32 = 1;
@@ -149,9 +147,10 @@ pub fn pair_adjacency(pairs: &[AlPair], vertices: usize) -> (Vec<u32>, Vec<u32>)
     (offsets, entries)
 }
 
-/// Words of the `scalars` buffer for `vertices`: eight scalars, then two partials per workgroup.
-pub fn scalar_words(vertices: usize) -> usize {
-    8 + 2 * (vertices as u32).div_ceil(WORKGROUP).max(1) as usize
+/// Words of the `scalars` buffer for dispatches over at most `items` invocations: sixteen
+/// scalars (`lib/al.wgsl`), then two partials per workgroup.
+pub fn scalar_words(items: usize) -> usize {
+    16 + 2 * (items as u32).div_ceil(WORKGROUP).max(1) as usize
 }
 
 /// The shader's `Params` uniform.
@@ -300,18 +299,12 @@ mod tests {
     use glam::{DMat3, DVec3, Vec4};
 
     use super::*;
-    use crate::collision::Obstacle;
-    use crate::collision::surface_pairs::{PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE};
-    use crate::collision::swept::{PAIR_OBSTACLE, PairKey};
-    use crate::gpu::buffers::{read_blocking, storage};
-    use crate::gpu::kernels::al_elements::fixture::{Fixture, fixture, records};
-    use crate::gpu::pack::pack_index;
+    use crate::gpu::buffers::read_blocking;
+    use crate::gpu::kernels::al_fixture::{DELTA, Device, Fixture, MU, STATIC_SLIP, fixture};
     use crate::gpu::test_support;
     use crate::solver::al::constraints::ActiveSet;
-    use crate::solver::al::problem::{NO_DOF, Problem};
+    use crate::solver::al::problem::NO_DOF;
     use crate::solver::linear::pcg;
-
-    const STATIC_SLIP: f64 = 1e-4 / 60.0;
 
     /// What a GPU solve left: the vectors' regions per vertex and the control words.
     struct Solve {
@@ -327,75 +320,39 @@ mod tests {
     }
 
     /// Runs `al_elements` and a PCG solve capped at 400 iterations, tolerance 1e-4, on the
-    /// fixture with `pairs` at penalty `mu` and offset `delta`.
-    fn solve_on_gpu(ctx: &GpuContext, f: &Fixture, solve: &[bool], pairs: &[AlPair], mu: f32, delta: f32) -> Solve {
-        let st = f.world.state();
-        let n = st.vertex_count();
-        let r = records(ctx, f);
-        let pair_layout = AlPairLayout::new(&r.layout, pairs.len(), n);
-        // Room for the element records (al_elements fills it below), then the pairs and their
-        // adjacency.
-        let mut words = vec![0u32; pair_layout.words as usize];
-        let (offsets, entries) = pair_adjacency(pairs, n);
-        let tail = bytemuck::cast_slice::<AlPair, u32>(pairs).iter().chain(&offsets).chain(&entries);
-        words[pair_layout.pairs as usize..].iter_mut().zip(tail).for_each(|(w, t)| *w = *t);
-        let element = storage(ctx, "element", &words, true);
-        let mut scalars = vec![0.0f32; scalar_words(n)];
-        scalars[SCALAR_MU] = mu;
-        scalars[SCALAR_DELTA] = delta;
-        let solved: Vec<u32> = solve.iter().map(|&s| s as u32).collect();
-        let (index, index_layout) = pack_index(st);
-        let steps = storage(ctx, "steps", &f.steps, false);
-        let index = storage(ctx, "index", &index, false);
-        let solved = storage(ctx, "solved", &solved, false);
-        let vectors = output::<Vec4>(ctx, "vectors", VECTOR_REGIONS * n);
-        let scalars = storage(ctx, "scalars", &scalars, true);
-        let control = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("control"),
-            size: (CONTROL_WORDS * 4) as u64,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::INDIRECT | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
+    /// fixture with `active`'s pairs at penalty `mu` and offset `delta`.
+    fn solve_on_gpu(ctx: &GpuContext, f: &Fixture, solve: &[bool], active: &ActiveSet, mu: f64, delta: f64) -> Solve {
+        let d = Device::new(ctx, f, solve, &active.gpu_pairs(), mu as f32, delta as f32);
+        let control = Device::control(ctx, CONTROL_WORDS);
         let solver = AlPcg::new(ctx).bind(
             ctx,
             &AlPcgSetup {
-                vertices: n,
-                index: &index_layout,
-                elements: &r.layout,
-                pairs: &pair_layout,
+                vertices: d.n,
+                index: &d.index_layout,
+                elements: &d.elements,
+                pairs: &d.pairs,
                 static_slip: STATIC_SLIP as f32,
                 tolerance: 1e-4,
                 max_iterations: 400,
             },
             &AlPcgBuffers {
-                positions: &r.positions,
-                steps: &steps,
-                index: &index,
-                element: &element,
-                solved: &solved,
-                vectors: &vectors,
-                scalars: &scalars,
+                positions: &d.positions,
+                steps: &d.steps,
+                index: &d.index,
+                element: &d.element,
+                solved: &d.solved,
+                vectors: &d.vectors,
+                scalars: &d.scalars,
                 control: &control,
             },
         );
-        // The element records are written into `element` (the pairs' words stay).
-        let fill = AlElements::new(ctx).bind(
-            ctx,
-            &r.layout,
-            &crate::gpu::pack::pack_records(st).1,
-            &AlElementsBuffers { positions: &r.positions, tets: &r.tets, records: &r.records, element: &element },
-        );
-        let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            fill.iter().for_each(|b| b.record(&mut pass));
-            solver.record(&mut pass);
-        }
-        ctx.queue.submit([encoder.finish()]);
-        let vectors = read_blocking(ctx, &vectors, VECTOR_REGIONS * n).expect("vectors");
+        Device::run(ctx, |pass| {
+            d.fill.iter().for_each(|b| b.record(pass));
+            solver.record(pass);
+        });
+        let vectors = read_blocking(ctx, &d.vectors, VECTOR_REGIONS * d.n).expect("vectors");
         let control = read_blocking(ctx, &control, CONTROL_WORDS).expect("control");
-        assert_eq!(ctx.error(), None);
-        Solve { n, vectors, control }
+        Solve { n: d.n, vectors, control }
     }
 
     /// Checks a GPU solve against the CPU's f64 system: the fixture's potential plus `active`'s
@@ -404,21 +361,15 @@ mod tests {
     /// tolerance and lowers the quadratic model to within 0.1 % of its minimum.
     fn check_against_cpu(f: &Fixture, solve: &[bool], active: &ActiveSet, mu: f64, delta: f64, gpu: &Solve) {
         let st = f.world.state();
-        let n = st.vertex_count();
-        let x: Vec<DVec3> = f.targets.iter().map(|p| p.truncate().as_dvec3()).collect();
-        let start: Vec<DVec3> = f.steps.iter().map(|s| Vec4::from_array(s.start).truncate().as_dvec3()).collect();
-        let mut problem = Problem::new(st, solve, |v| {
-            let s = &f.steps[v];
-            let y = Vec4::from_array(s.start).truncate() + Vec4::from_array(s.inertia).truncate();
-            (s.inertia[3] as f64, y.as_dvec3())
-        });
+        let (start, x) = f.start_and_targets();
+        let mut problem = f.problem(solve);
         let m = problem.len();
         let mut grad = vec![DVec3::ZERO; m];
         problem.gradient_hessian(st, &x, &mut grad);
         let (mut diag, mut friction_scale) = (vec![DMat3::ZERO; m], Vec::new());
         active.gradient(&x, &start, &problem.dof, mu, delta, STATIC_SLIP, &mut grad, &mut diag, &mut friction_scale);
         let scale = grad.iter().map(|g| g.length()).fold(0.0, f64::max);
-        for v in 0..n {
+        for v in 0..st.vertex_count() {
             let d = problem.dof[v];
             if d == NO_DOF {
                 assert_eq!(gpu.region(REGION_GRADIENT, v), DVec3::ZERO, "vertex {v} is not solved");
@@ -463,55 +414,25 @@ mod tests {
         assert!(m_min < 0.0 && m_gpu - m_min <= 1e-3 * m_min.abs(), "model {m_gpu:e} against its minimum {m_min:e}");
     }
 
-    /// Every seventh vertex of the fixture not solved.
-    fn some_solved(f: &Fixture) -> Vec<bool> {
-        (0..f.world.state().vertex_count()).map(|v| v % 7 != 0).collect()
-    }
-
     /// The GPU's Newton system without pairs against the CPU's (`solver::al::problem`) in the
     /// AL kernels' fixture (tets compressed and inverted, the cloth buckled).
     #[test]
     fn solves_the_cpu_newton_system() {
         let Some(ctx) = test_support::context() else { return };
         let f = fixture();
-        let solve = some_solved(&f);
-        let gpu = solve_on_gpu(&ctx, &f, &solve, &[], 0.0, 0.0);
-        check_against_cpu(&f, &solve, &ActiveSet::default(), 0.0, 0.0, &gpu);
+        let (solve, none) = (f.solve(), ActiveSet::default());
+        let gpu = solve_on_gpu(&ctx, &f, &solve, &none, 0.0, 0.0);
+        check_against_cpu(&f, &solve, &none, 0.0, 0.0, &gpu);
     }
 
-    /// With an active set (`solver::al::constraints`): the jelly cube's bottom vertices
-    /// against a ground 2 mm below them, which the targets penetrate; a cloth vertex against a
-    /// triangle of the cube and an edge of the cube against one of the StVK cube. Two dual
-    /// updates give the violated pairs multipliers and lagged friction, and decay the others.
+    /// With the fixture's active set (`solver::al::constraints`): obstacle, point–triangle and
+    /// edge–edge pairs, with multipliers, decayed weights and lagged friction.
     #[test]
     fn solves_the_cpu_newton_system_with_pairs() {
         let Some(ctx) = test_support::context() else { return };
         let f = fixture();
-        let st = f.world.state();
-        let solve = some_solved(&f);
-        let start: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
-        let xh: Vec<DVec3> = f.targets.iter().map(|p| p.truncate().as_dvec3()).collect();
-        let jelly = st.bodies[0].vertex_start..st.bodies[0].vertex_start + st.bodies[0].vertex_count;
-        let bottom = jelly.clone().map(|v| start[v as usize].y).fold(f64::INFINITY, f64::min);
-        let obstacles = vec![Obstacle::ground((bottom - 0.002) as f32, 0.6)];
-        let mut active = ActiveSet::default();
-        for v in jelly.clone().filter(|&v| start[v as usize].y < bottom + 1e-6) {
-            active.add(st, &obstacles, PairKey { kind: PAIR_OBSTACLE, vertices: [v, 0, u32::MAX, u32::MAX] }, &start);
-        }
-        let cloth = st.bodies[2].vertex_start;
-        let t = st.surface_triangles.iter().find(|t| jelly.contains(&t[0])).expect("a jelly triangle");
-        active.add(st, &obstacles, PairKey { kind: PAIR_POINT_TRIANGLE, vertices: [cloth, t[0], t[1], t[2]] }, &start);
-        let a = st.surface_edges.iter().find(|e| jelly.contains(&e[0])).expect("a jelly edge");
-        let b = st.surface_edges.iter().find(|e| st.vertex_body[e[0] as usize] == 1).expect("a StVK edge");
-        active.add(st, &obstacles, PairKey { kind: PAIR_EDGE_EDGE, vertices: [a[0], a[1], b[0], b[1]] }, &start);
-        let (mu, delta) = (2e4, 1e-3);
-        active.dual_update(&xh, mu, delta);
-        active.dual_update(&xh, mu, delta);
-        let pairs = active.gpu_pairs();
-        assert!(pairs.len() >= 6, "{} pairs", pairs.len());
-        assert!(pairs.iter().any(|p| p.lambda > 0.0 && p.normal_force > 0.0), "no pair is pressed");
-        assert!(pairs.iter().any(|p| p.gamma < 1.0), "no pair decayed");
-        let gpu = solve_on_gpu(&ctx, &f, &solve, &pairs, mu as f32, delta as f32);
-        check_against_cpu(&f, &solve, &active, mu, delta, &gpu);
+        let (solve, active) = (f.solve(), f.active_set());
+        let gpu = solve_on_gpu(&ctx, &f, &solve, &active, MU, DELTA);
+        check_against_cpu(&f, &solve, &active, MU, DELTA, &gpu);
     }
 }

@@ -9,7 +9,10 @@ use wgpu::util::DeviceExt;
 use crate::gpu::GpuContext;
 
 pub mod al_elements;
+#[cfg(test)]
+pub(crate) mod al_fixture;
 pub mod al_pcg;
+pub mod al_search;
 pub mod bvh_build;
 pub mod bvh_refit;
 pub mod contact_advance;
@@ -50,6 +53,7 @@ pub(crate) use compose;
 pub const SHADERS: &[(&str, &str)] = &[
     ("al_elements", al_elements::SHADER),
     ("al_pcg", al_pcg::SHADER),
+    ("al_search", al_search::SHADER),
     ("bvh_build", bvh_build::SHADER),
     ("bvh_refit", bvh_refit::SHADER),
     ("contact_advance", contact_advance::SHADER),

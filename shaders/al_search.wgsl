@@ -1,0 +1,250 @@
+// The backtracking line search of the augmented-Lagrangian step's Newton iteration
+// (src/solver/al/mod.rs solve_subproblem): along the direction d that al_pcg left, the first of
+// r = 1, 1/2, 1/4, … (down to 1e-8) whose change of the Lagrangian L (incremental potential
+// plus the active pairs' terms) passes Armijo's test ΔL ≤ 1e-4 r ∇L·d is taken, x̂ += r d.
+// The change is summed term by term as a difference (inertia in closed form, each element's and
+// pair's energy after minus before), not as a difference of two totals, whose f32 rounding
+// would swamp a small decrease.
+//
+// One shader, one phase per dispatch:
+//   slope    per vertex: ∇·d and ‖d‖² (al_pcg's gradient and direction)
+//   trial    per item (vertices, then tets, triangles, hinges, pairs): its ΔL at the step r
+//   commit   per vertex: x̂ += r d
+//   reduce   one workgroup: sums the partials of the phase before and decides: the slope (no
+//            descent ends the search), then after each trial acceptance or halving. The trial
+//            and commit phases read their dispatch arguments from `control`, so trials after
+//            acceptance cost nothing and a failed search commits nothing (indirect dispatch).
+// Host wrapper: src/gpu/kernels/al_search.rs; prepended: lib/step.wgsl, lib/elements.wgsl,
+// lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
+
+const PHASE_SLOPE: u32 = 0u;
+const PHASE_TRIAL: u32 = 1u;
+const PHASE_COMMIT: u32 = 2u;
+const PHASE_REDUCE: u32 = 3u;
+
+// al_pcg's regions of `vectors`.
+const V_DIRECTION: u32 = 0u;
+const V_GRADIENT: u32 = 8u;
+
+// Words of `control`: the trial phase's and the commit phase's dispatch arguments, how the
+// search stands, and the trials taken.
+const C_TRIAL_ARGS: u32 = 0u;
+const C_COMMIT_ARGS: u32 = 3u;
+const C_STATE: u32 = 6u;
+const C_TRIALS: u32 = 7u;
+const SEARCHING: u32 = 0u;
+// A step was taken; a full one (or one below 1e-12 m) also ends the Newton iterations.
+const ACCEPTED: u32 = 1u;
+const FINAL: u32 = 2u;
+// No descent along d, or no step above 1e-8 passed: nothing moves.
+const NO_DESCENT: u32 = 3u;
+const NO_STEP: u32 = 4u;
+
+struct Params {
+    phase: u32,
+    // Vertices, and the workgroups of a per-vertex phase.
+    vertices: u32,
+    vertex_groups: u32,
+    // For the reduce phase: the phase whose partials it sums.
+    after: u32,
+    // Items of the trial phase: vertices, tets, triangles, hinges, pairs (counts), and its
+    // workgroups.
+    tets: u32,
+    tris: u32,
+    hinges: u32,
+    pairs: u32,
+    item_groups: u32,
+    // Where the triangles and the hinges start in `records` (in vec4s), and the pair records
+    // in `element`.
+    tri_records: u32,
+    hinge_records: u32,
+    pair_records: u32,
+    static_slip: f32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+// The targets x̂.
+@group(0) @binding(1) var<storage, read_write> positions: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> steps: array<VertexStep>;
+@group(0) @binding(3) var<storage, read> tets: array<Tet>;
+// src/gpu/pack.rs pack_records (see vbd_color.wgsl).
+@group(0) @binding(4) var<storage, read> records: array<vec4<f32>>;
+// al_pcg's element records and pairs (only the pairs are read here).
+@group(0) @binding(5) var<storage, read> element: array<u32>;
+@group(0) @binding(6) var<storage, read> vectors: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> scalars: array<f32>;
+@group(0) @binding(8) var<storage, read_write> control: array<u32>;
+
+var<workgroup> partial: array<vec2<f32>, 64>;
+var<workgroup> state: u32;
+
+fn direction(v: u32) -> vec3<f32> {
+    return vectors[V_DIRECTION * params.vertices + v].xyz;
+}
+
+// Vertex v at the trial step: x̂ + r d (d is zero on vertices that are not solved).
+fn moved(v: u32, r: f32) -> vec3<f32> {
+    return positions[v].xyz + direction(v) * r;
+}
+
+fn tet_energy(e: u32, r: f32) -> f32 {
+    let t = tets[e];
+    let x0 = moved(t.vertices.x, r);
+    let ff = mat3x3<f32>(moved(t.vertices.y, r) - x0, moved(t.vertices.z, r) - x0, moved(t.vertices.w, r) - x0)
+        * t.dm_inv;
+    let m = records[t.material];
+    return t.volume * tet_energy_density(bitcast<u32>(m.x) == MODEL_STABLE_NEO_HOOKEAN, ff, m.y, m.z);
+}
+
+fn triangle_energy(e: u32, r: f32) -> f32 {
+    let base = params.tri_records + 3u * e;
+    let tv = bitcast<vec4<u32>>(records[base]);
+    let dm = records[base + 1u];
+    let rest = records[base + 2u];
+    let m = records[bitcast<u32>(rest.y)];
+    let x0 = moved(tv.x, r);
+    let e1 = moved(tv.y, r) - x0;
+    let e2 = moved(tv.z, r) - x0;
+    return rest.x * membrane_energy_density(e1 * dm.x + e2 * dm.z, e1 * dm.y + e2 * dm.w, m.y, m.z);
+}
+
+fn hinge_energy(e: u32, r: f32) -> f32 {
+    let base = params.hinge_records + 2u * e;
+    let hv = bitcast<vec4<u32>>(records[base]);
+    let hinge = records[base + 1u];
+    let d = hinge_angle_offset(moved(hv.x, r), moved(hv.y, r), moved(hv.z, r), moved(hv.w, r), hinge.x);
+    return 0.5 * hinge.y * d * d;
+}
+
+fn pair_energy(i: u32, r: f32) -> f32 {
+    let p = load_al_pair(params.pair_records + i * PAIR_WORDS);
+    var x: array<vec3<f32>, 4>;
+    var start: array<vec3<f32>, 4>;
+    for (var k = 0u; k < 4u; k++) {
+        if p.vertices[k] != NO_VERTEX {
+            x[k] = moved(p.vertices[k], r);
+            start[k] = steps[p.vertices[k]].start.xyz;
+        }
+    }
+    let mu = scalars[S_MU];
+    let t = al_pair_term(p, x, start, mu, scalars[S_DELTA], params.static_slip);
+    return al_pair_energy(p, t, mu, params.static_slip);
+}
+
+// Item i's change of the Lagrangian at step r.
+fn trial_change(i: u32, r: f32) -> f32 {
+    var k = i;
+    if k < params.vertices {
+        // ½ m/w (‖x̂ + r d − y‖² − ‖x̂ − y‖²) = m/w r d·(x̂ − y + ½ r d).
+        let s = steps[k];
+        let d = direction(k);
+        return s.inertia.w * r * dot(d, positions[k].xyz - s.start.xyz - s.inertia.xyz + d * (0.5 * r));
+    }
+    k -= params.vertices;
+    if k < params.tets {
+        return tet_energy(k, r) - tet_energy(k, 0.0);
+    }
+    k -= params.tets;
+    if k < params.tris {
+        return triangle_energy(k, r) - triangle_energy(k, 0.0);
+    }
+    k -= params.tris;
+    if k < params.hinges {
+        return hinge_energy(k, r) - hinge_energy(k, 0.0);
+    }
+    k -= params.hinges;
+    return pair_energy(k, r) - pair_energy(k, 0.0);
+}
+
+// The reduce phase's decision, by one invocation, from the partials' sums `s`.
+fn decide(s: vec2<f32>) {
+    if params.after == PHASE_SLOPE {
+        scalars[S_SLOPE] = s.x;
+        scalars[S_DIRECTION_NORM] = sqrt(s.y);
+        scalars[S_STEP] = 1.0;
+        control[C_TRIALS] = 0u;
+        control[C_COMMIT_ARGS] = 0u;
+        control[C_COMMIT_ARGS + 1u] = 1u;
+        control[C_COMMIT_ARGS + 2u] = 1u;
+        control[C_TRIAL_ARGS + 1u] = 1u;
+        control[C_TRIAL_ARGS + 2u] = 1u;
+        if s.x < 0.0 {
+            control[C_STATE] = SEARCHING;
+            control[C_TRIAL_ARGS] = params.item_groups;
+        } else {
+            control[C_STATE] = NO_DESCENT;
+            control[C_TRIAL_ARGS] = 0u;
+        }
+        return;
+    }
+    // After a trial.
+    let r = scalars[S_STEP];
+    control[C_TRIALS] += 1u;
+    scalars[S_DECREASE] = s.x;
+    if s.x <= 1e-4 * r * scalars[S_SLOPE] {
+        control[C_STATE] = select(ACCEPTED, FINAL, r == 1.0 || r * scalars[S_DIRECTION_NORM] < 1e-12);
+        control[C_TRIAL_ARGS] = 0u;
+        control[C_COMMIT_ARGS] = params.vertex_groups;
+        return;
+    }
+    let next = 0.5 * r;
+    if next < 1e-8 {
+        control[C_STATE] = NO_STEP;
+        control[C_TRIAL_ARGS] = 0u;
+        return;
+    }
+    scalars[S_STEP] = next;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>) {
+    var groups = params.vertex_groups;
+    if params.phase == PHASE_REDUCE {
+        // Only the slope starts a search; a trial's reduce after it ended decides nothing.
+        if lid == 0u {
+            state = select(control[C_STATE], SEARCHING, params.after == PHASE_SLOPE);
+        }
+        if workgroupUniformLoad(&state) != SEARCHING {
+            return;
+        }
+        if params.after == PHASE_TRIAL {
+            groups = params.item_groups;
+        }
+        var s = vec2<f32>(0.0);
+        for (var w = lid; w < groups; w += 64u) {
+            s += vec2<f32>(scalars[S_PARTIALS + 2u * w], scalars[S_PARTIALS + 2u * w + 1u]);
+        }
+        partial[lid] = s;
+    } else {
+        let i = wg.x * 64u + lid;
+        var s = vec2<f32>(0.0);
+        if params.phase == PHASE_SLOPE && i < params.vertices {
+            let d = direction(i);
+            s = vec2<f32>(dot(vectors[V_GRADIENT * params.vertices + i].xyz, d), dot(d, d));
+        } else if params.phase == PHASE_TRIAL && i < params.vertices + params.tets + params.tris + params.hinges
+            + params.pairs {
+            s = vec2<f32>(trial_change(i, scalars[S_STEP]), 0.0);
+        } else if params.phase == PHASE_COMMIT && i < params.vertices {
+            positions[i] = vec4<f32>(moved(i, scalars[S_STEP]), positions[i].w);
+        }
+        partial[lid] = s;
+    }
+    workgroupBarrier();
+    for (var stride = 32u; stride > 0u; stride >>= 1u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u {
+        if params.phase == PHASE_REDUCE {
+            decide(partial[0]);
+        } else if params.phase != PHASE_COMMIT {
+            scalars[S_PARTIALS + 2u * wg.x] = partial[0].x;
+            scalars[S_PARTIALS + 2u * wg.x + 1u] = partial[0].y;
+        }
+    }
+}
