@@ -75,8 +75,9 @@ struct Params {
     pair_entries: u32,
     // Static friction slip ε_v h [m].
     static_slip: f32,
+    // ‖∇L‖ at or below this [N] is solved by d = 0.
+    force_tolerance: f32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -277,7 +278,7 @@ fn decide(s: vec2<f32>) {
         control[C_ARGS + 1u] = 1u;
         control[C_ARGS + 2u] = 1u;
         control[C_STATE] = RUNNING;
-        if !(s.y > 0.0) {
+        if !(s.y > params.force_tolerance * params.force_tolerance) {
             control[C_STATE] = NO_RIGHT_HAND_SIDE;
             control[C_ARGS] = 0u;
         }

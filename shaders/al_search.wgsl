@@ -14,6 +14,11 @@
 //            descent ends the search), then after each trial acceptance or halving. The trial
 //            and commit phases read their dispatch arguments from `control`, so trials after
 //            acceptance cost nothing and a failed search commits nothing (indirect dispatch).
+//   start    one invocation: opens a subproblem's Newton iterations (below).
+// The search also ends the Newton iterations of its subproblem, as solve_subproblem does: a
+// full step, no descent, or no step means no further iteration, and the dispatch arguments
+// that every phase of an iteration reads (al_elements per kind, al_pcg's setup, this slope)
+// go to zero, so the iterations recorded beyond cost no work.
 // Host wrapper: src/gpu/kernels/al_search.rs; prepended: lib/step.wgsl, lib/elements.wgsl,
 // lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
 
@@ -21,6 +26,7 @@ const PHASE_SLOPE: u32 = 0u;
 const PHASE_TRIAL: u32 = 1u;
 const PHASE_COMMIT: u32 = 2u;
 const PHASE_REDUCE: u32 = 3u;
+const PHASE_START: u32 = 4u;
 
 // al_pcg's regions of `vectors`.
 const V_DIRECTION: u32 = 0u;
@@ -32,6 +38,16 @@ const C_TRIAL_ARGS: u32 = 0u;
 const C_COMMIT_ARGS: u32 = 3u;
 const C_STATE: u32 = 6u;
 const C_TRIALS: u32 = 7u;
+// The Newton iterations' dispatch arguments: al_elements' for tets, triangles and hinges, the
+// per-vertex phases', a single workgroup's; whether the iterations go on, and how many were
+// taken.
+const C_NEWTON_TETS: u32 = 8u;
+const C_NEWTON_VERTICES: u32 = 17u;
+const C_NEWTON_ONE: u32 = 20u;
+const C_NEWTON_STATE: u32 = 23u;
+const C_NEWTON_ITERATIONS: u32 = 24u;
+const NEWTON_RUNNING: u32 = 0u;
+const NEWTON_DONE: u32 = 1u;
 const SEARCHING: u32 = 0u;
 // A step was taken; a full one (or one below 1e-12 m) also ends the Newton iterations.
 const ACCEPTED: u32 = 1u;
@@ -60,9 +76,10 @@ struct Params {
     hinge_records: u32,
     pair_records: u32,
     static_slip: f32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    // Workgroups of al_elements per kind.
+    tet_groups: u32,
+    tri_groups: u32,
+    hinge_groups: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -159,6 +176,17 @@ fn trial_change(i: u32, r: f32) -> f32 {
     return pair_energy(k, r) - pair_energy(k, 0.0);
 }
 
+// Sets every Newton dispatch's workgroups, or zero.
+fn newton_args(on: bool) {
+    let counts = array<u32, 5>(params.tet_groups, params.tri_groups, params.hinge_groups, params.vertex_groups, 1u);
+    for (var k = 0u; k < 5u; k++) {
+        control[C_NEWTON_TETS + 3u * k] = select(0u, counts[k], on);
+        control[C_NEWTON_TETS + 3u * k + 1u] = 1u;
+        control[C_NEWTON_TETS + 3u * k + 2u] = 1u;
+    }
+    control[C_NEWTON_STATE] = select(NEWTON_DONE, NEWTON_RUNNING, on);
+}
+
 // The reduce phase's decision, by one invocation, from the partials' sums `s`.
 fn decide(s: vec2<f32>) {
     if params.after == PHASE_SLOPE {
@@ -177,6 +205,7 @@ fn decide(s: vec2<f32>) {
         } else {
             control[C_STATE] = NO_DESCENT;
             control[C_TRIAL_ARGS] = 0u;
+            newton_args(false);
         }
         return;
     }
@@ -185,15 +214,21 @@ fn decide(s: vec2<f32>) {
     control[C_TRIALS] += 1u;
     scalars[S_DECREASE] = s.x;
     if s.x <= 1e-4 * r * scalars[S_SLOPE] {
-        control[C_STATE] = select(ACCEPTED, FINAL, r == 1.0 || r * scalars[S_DIRECTION_NORM] < 1e-12);
+        let last = r == 1.0 || r * scalars[S_DIRECTION_NORM] < 1e-12;
+        control[C_STATE] = select(ACCEPTED, FINAL, last);
         control[C_TRIAL_ARGS] = 0u;
         control[C_COMMIT_ARGS] = params.vertex_groups;
+        control[C_NEWTON_ITERATIONS] += 1u;
+        if last {
+            newton_args(false);
+        }
         return;
     }
     let next = 0.5 * r;
     if next < 1e-8 {
         control[C_STATE] = NO_STEP;
         control[C_TRIAL_ARGS] = 0u;
+        newton_args(false);
         return;
     }
     scalars[S_STEP] = next;
@@ -201,11 +236,30 @@ fn decide(s: vec2<f32>) {
 
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>) {
+    if params.phase == PHASE_START {
+        if lid == 0u {
+            newton_args(true);
+            control[C_NEWTON_ITERATIONS] = 0u;
+            control[C_STATE] = NO_DESCENT;
+            control[C_TRIAL_ARGS] = 0u;
+            control[C_COMMIT_ARGS] = 0u;
+        }
+        return;
+    }
     var groups = params.vertex_groups;
     if params.phase == PHASE_REDUCE {
-        // Only the slope starts a search; a trial's reduce after it ended decides nothing.
+        // Only the slope starts a search, and only while the Newton iterations go on; a trial's
+        // reduce after the search ended decides nothing.
         if lid == 0u {
-            state = select(control[C_STATE], SEARCHING, params.after == PHASE_SLOPE);
+            state = control[C_STATE];
+            if params.after == PHASE_SLOPE {
+                state = SEARCHING;
+                if control[C_NEWTON_STATE] != NEWTON_RUNNING {
+                    // The iterations ended: this one's commit must not repeat the last step.
+                    control[C_COMMIT_ARGS] = 0u;
+                    state = NO_DESCENT;
+                }
+            }
         }
         if workgroupUniformLoad(&state) != SEARCHING {
             return;

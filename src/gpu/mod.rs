@@ -13,6 +13,7 @@
 //! rigid correction of the initial guess ([`rigid_program`]). Scenes with more analytic
 //! obstacles than a kernel's uniform holds step on the CPU, with the reason reported.
 
+pub mod al_newton;
 pub mod buffers;
 pub mod contact;
 pub mod contact_program;

@@ -73,18 +73,17 @@ impl AlElements {
         Self { kernel: ComputeKernel::new(ctx, "al_elements", SHADER) }
     }
 
-    /// One dispatch per element kind present.
+    /// One dispatch per element kind (tets, triangles, hinges), `None` for a kind absent.
     pub fn bind(
         &self,
         ctx: &GpuContext,
         layout: &AlElementLayout,
         records: &RecordLayout,
         b: &AlElementsBuffers<'_>,
-    ) -> Vec<Bound> {
+    ) -> [Option<Bound>; 3] {
         let bases = [0, layout.tris, layout.hinges];
-        (0..3)
-            .filter(|&kind| layout.counts[kind] > 0)
-            .map(|kind| {
+        std::array::from_fn(|kind| {
+            (layout.counts[kind] > 0).then(|| {
                 let params = Params {
                     kind: kind as u32,
                     count: layout.counts[kind],
@@ -96,7 +95,7 @@ impl AlElements {
                 let buffers = [b.positions, b.tets, b.records, b.element];
                 self.kernel.bind_pod(ctx, &params, &buffers, layout.counts[kind])
             })
-            .collect()
+        })
     }
 }
 
@@ -122,7 +121,7 @@ mod tests {
         let st = f.world.state();
         let r = Device::new(&ctx, &f, &f.solve(), &[], 0.0, 0.0);
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        record_pass(&mut encoder, "al_elements", &r.fill);
+        record_pass(&mut encoder, "al_elements", &r.fill.iter().flatten().cloned().collect::<Vec<_>>());
         ctx.queue.submit([encoder.finish()]);
         let words: Vec<u32> = read_blocking(&ctx, &r.element, r.elements.words as usize).expect("records");
         let x: Vec<DVec3> = f.targets.iter().map(|p| p.truncate().as_dvec3()).collect();

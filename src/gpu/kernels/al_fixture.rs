@@ -140,7 +140,7 @@ pub struct Device {
     pub solved: wgpu::Buffer,
     pub vectors: wgpu::Buffer,
     pub scalars: wgpu::Buffer,
-    pub fill: Vec<Bound>,
+    pub fill: [Option<Bound>; 3],
 }
 
 impl Device {

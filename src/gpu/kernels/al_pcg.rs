@@ -175,7 +175,8 @@ struct Params {
     pair_offsets: u32,
     pair_entries: u32,
     static_slip: f32,
-    _pad: [u32; 2],
+    force_tolerance: f32,
+    _pad: u32,
 }
 
 /// What the kernel reads and writes.
@@ -212,6 +213,9 @@ pub struct AlPcgSetup<'a> {
     pub static_slip: f32,
     /// Relative residual at which the solve stops.
     pub tolerance: f32,
+    /// A right-hand side `‖∇L‖` at or below this \[N\] is solved by `d = 0` (the subproblem
+    /// is solved).
+    pub force_tolerance: f32,
     /// Iterations recorded (and the cap).
     pub max_iterations: u32,
 }
@@ -224,6 +228,16 @@ pub struct AlPcgSolve {
 }
 
 impl AlPcgSolve {
+    /// The same solve, its setup run only when the dispatch arguments in `gate` say so: the
+    /// per-vertex setup's at byte `vertices`, its one-workgroup decision's at byte `one` (a
+    /// Newton iteration that is not needed skips its solve; the iterations then find the
+    /// solve ended).
+    pub fn gated(mut self, gate: &wgpu::Buffer, vertices: u64, one: u64) -> Self {
+        let [setup, decide] = self.setup;
+        self.setup = [setup.indirect(gate, vertices), decide.indirect(gate, one)];
+        self
+    }
+
     /// Records the solve into `pass`.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.setup.iter().for_each(|b| b.record(pass));
@@ -267,7 +281,8 @@ impl AlPcg {
             pair_offsets: s.pairs.offsets,
             pair_entries: s.pairs.entries,
             static_slip: s.static_slip,
-            _pad: [0; 2],
+            force_tolerance: s.force_tolerance,
+            _pad: 0,
         };
         // A dispatch may not read its arguments from a buffer it binds for writing, so the
         // per-vertex phases, which never touch `control`, bind a stand-in in its place.
@@ -333,6 +348,7 @@ mod tests {
                 pairs: &d.pairs,
                 static_slip: STATIC_SLIP as f32,
                 tolerance: 1e-4,
+                force_tolerance: 0.0,
                 max_iterations: 400,
             },
             &AlPcgBuffers {
@@ -347,7 +363,7 @@ mod tests {
             },
         );
         Device::run(ctx, |pass| {
-            d.fill.iter().for_each(|b| b.record(pass));
+            d.fill.iter().flatten().for_each(|b| b.record(pass));
             solver.record(pass);
         });
         let vectors = read_blocking(ctx, &d.vectors, VECTOR_REGIONS * d.n).expect("vectors");

@@ -18,11 +18,20 @@ const PHASE_SLOPE: u32 = 0;
 const PHASE_TRIAL: u32 = 1;
 const PHASE_COMMIT: u32 = 2;
 const PHASE_REDUCE: u32 = 3;
+const PHASE_START: u32 = 4;
 
 /// Trials recorded: steps 1, 1/2, …, 2⁻²⁶, the last above the CPU's floor of 1e-8.
 pub const SEARCH_TRIALS: u32 = 27;
-/// Words of `control`: trial and commit dispatch arguments (3 each), state, trials taken.
-pub const CONTROL_WORDS: usize = 8;
+/// Words of `control`: trial and commit dispatch arguments (3 each), state, trials taken; the
+/// Newton iterations' dispatch arguments (five triplets from [`NEWTON_ARGS`]), whether they go
+/// on, and how many were taken.
+pub const CONTROL_WORDS: usize = 25;
+/// Byte offsets in `control` of the Newton iterations' dispatch arguments: `al_elements` for
+/// tets, triangles and hinges, a per-vertex phase, a one-workgroup phase. Zero workgroups once
+/// the subproblem is solved.
+pub const NEWTON_ARGS: [u64; 5] = [32, 44, 56, 68, 80];
+/// `control` word of the Newton iterations taken.
+pub const CONTROL_NEWTON_ITERATIONS: usize = 24;
 /// `control` word of how the search ended.
 pub const CONTROL_STATE: usize = 6;
 /// `control` word of the trials taken.
@@ -71,7 +80,7 @@ struct Params {
     hinge_records: u32,
     pair_records: u32,
     static_slip: f32,
-    _pad: [u32; 3],
+    element_groups: [u32; 3],
 }
 
 /// What the kernel reads and writes.
@@ -119,12 +128,19 @@ impl AlSearchSetup<'_> {
 
 /// One bound search.
 pub struct AlSearchRun {
+    start: Bound,
     slope: [Bound; 2],
     trial: [Bound; 2],
     commit: Bound,
 }
 
 impl AlSearchRun {
+    /// Records the opening of a subproblem's Newton iterations (every one of their dispatches
+    /// enabled) into `pass`.
+    pub fn record_start(&self, pass: &mut wgpu::ComputePass<'_>) {
+        self.start.record(pass);
+    }
+
     /// Records the search into `pass`: the slope, [`SEARCH_TRIALS`] trials, the commit.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.slope.iter().for_each(|b| b.record(pass));
@@ -164,7 +180,7 @@ impl AlSearch {
             hinge_records: s.records.hinges,
             pair_records: s.pairs.pairs,
             static_slip: s.static_slip,
-            _pad: [0; 3],
+            element_groups: s.elements.counts.map(|c| (c as usize).div_ceil(WORKGROUP as usize) as u32),
         };
         // The dispatches that read their arguments from `control` may not bind it for writing;
         // only the reduce phase writes it.
@@ -178,7 +194,8 @@ impl AlSearch {
         let reduce =
             |after: u32| self.kernel.bind_pod(ctx, &Params { phase: PHASE_REDUCE, after, ..base }, &buffers, 1);
         AlSearchRun {
-            slope: [phase(PHASE_SLOPE, base.vertex_groups), reduce(PHASE_SLOPE)],
+            start: self.kernel.bind_pod(ctx, &Params { phase: PHASE_START, ..base }, &buffers, 1),
+            slope: [phase(PHASE_SLOPE, base.vertex_groups).indirect(b.control, NEWTON_ARGS[3]), reduce(PHASE_SLOPE)],
             trial: [phase(PHASE_TRIAL, base.item_groups).indirect(b.control, 0), reduce(PHASE_TRIAL)],
             commit: phase(PHASE_COMMIT, base.vertex_groups).indirect(b.control, 12),
         }
@@ -261,6 +278,7 @@ mod tests {
                 pairs: &d.pairs,
                 static_slip: STATIC_SLIP as f32,
                 tolerance: 1e-4,
+                force_tolerance: 0.0,
                 max_iterations: 400,
             },
             &AlPcgBuffers {
@@ -276,7 +294,8 @@ mod tests {
         );
         let search = bind_search(ctx, &d, &control);
         Device::run(ctx, |pass| {
-            d.fill.iter().for_each(|b| b.record(pass));
+            search.record_start(pass);
+            d.fill.iter().flatten().for_each(|b| b.record(pass));
             pcg.record(pass);
             search.record(pass);
         });
@@ -296,7 +315,10 @@ mod tests {
         d.vectors = storage(ctx, "vectors", &vectors, true);
         let control = Device::control(ctx, CONTROL_WORDS);
         let search = bind_search(ctx, &d, &control);
-        Device::run(ctx, |pass| search.record(pass));
+        Device::run(ctx, |pass| {
+            search.record_start(pass);
+            search.record(pass);
+        });
         read(ctx, &d, &control)
     }
 

@@ -154,6 +154,12 @@ impl AlScratch {
     pub fn clear(&mut self) {
         self.active = ActiveSet::default();
     }
+
+    /// Scratch holding the active set `active` (the GPU kernels' tests' oracle).
+    #[cfg(all(test, feature = "gpu"))]
+    pub(crate) fn with_active(active: ActiveSet) -> Self {
+        Self { active, ..Self::default() }
+    }
 }
 
 fn expired(deadline: Option<Instant>) -> bool {
@@ -284,7 +290,7 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
 /// Minimises the augmented Lagrangian over the solved vertices' targets by Newton–PCG with a
 /// backtracking line search; stops once a full Newton step is taken (\[ALPF\] Alg. 2).
 #[allow(clippy::too_many_arguments)]
-fn solve_subproblem(
+pub(crate) fn solve_subproblem(
     input: &AlInput<'_>,
     s: &AlSettings,
     problem: &mut Problem,
