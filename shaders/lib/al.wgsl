@@ -24,8 +24,11 @@ const S_PARTIALS: u32 = 16u;
 // An active pair's record (src/gpu/kernels/al_pcg.rs AlPair): its moving vertices (NO_VERTEX
 // where it has fewer than four), and at the safe iterate its distance's gradient per vertex
 // and those vertices' positions (the linearisation), the closest-point weights and normal
-// (friction's frame), the distance; λ, γ, the Coulomb coefficient and the lagged normal force.
-const PAIR_WORDS: u32 = 40u;
+// (friction's frame), the distance; λ, γ, the Coulomb coefficient and the lagged normal force;
+// its kind (lib/distance.wgsl PAIR_POINT_TRIANGLE, PAIR_EDGE_EDGE, or PAIR_OBSTACLE) and, for a
+// vertex–obstacle pair, the obstacle.
+const PAIR_WORDS: u32 = 42u;
+const PAIR_OBSTACLE: u32 = 2u;
 const NO_VERTEX: u32 = 0xffffffffu;
 
 struct AlPair {
@@ -39,6 +42,8 @@ struct AlPair {
     gamma: f32,
     friction: f32,
     normal_force: f32,
+    kind: u32,
+    obstacle: u32,
 }
 
 fn word(i: u32) -> f32 {
@@ -63,6 +68,8 @@ fn load_al_pair(base: u32) -> AlPair {
     p.gamma = word(base + 37u);
     p.friction = word(base + 38u);
     p.normal_force = word(base + 39u);
+    p.kind = element[base + 40u];
+    p.obstacle = element[base + 41u];
     return p;
 }
 

@@ -90,6 +90,22 @@ impl Fixture {
         })
     }
 
+    /// The jelly cube's vertices.
+    fn jelly(&self) -> std::ops::Range<u32> {
+        let b = &self.world.state().bodies[0];
+        b.vertex_start..b.vertex_start + b.vertex_count
+    }
+
+    /// The jelly cube's lowest height at the start \[m\].
+    fn bottom(&self) -> f64 {
+        self.jelly().map(|v| self.world.state().positions[v as usize].y as f64).fold(f64::INFINITY, f64::min)
+    }
+
+    /// The obstacles of [`Fixture::active_set`]: a ground 2 mm below the jelly cube.
+    pub fn obstacles(&self) -> Vec<Obstacle> {
+        vec![Obstacle::ground((self.bottom() - 0.002) as f32, 0.6)]
+    }
+
     /// An active set (`solver::al::constraints`): the jelly cube's bottom vertices against a
     /// ground 2 mm below them, which the targets penetrate; a cloth vertex against a triangle of
     /// the cube and an edge of the cube against one of the StVK cube. Two dual updates at
@@ -98,9 +114,9 @@ impl Fixture {
     pub fn active_set(&self) -> ActiveSet {
         let st = self.world.state();
         let (start, xh) = self.start_and_targets();
-        let jelly = st.bodies[0].vertex_start..st.bodies[0].vertex_start + st.bodies[0].vertex_count;
-        let bottom = jelly.clone().map(|v| start[v as usize].y).fold(f64::INFINITY, f64::min);
-        let obstacles = vec![Obstacle::ground((bottom - 0.002) as f32, 0.6)];
+        let jelly = self.jelly();
+        let bottom = self.bottom();
+        let obstacles = self.obstacles();
         let mut active = ActiveSet::default();
         for v in jelly.clone().filter(|&v| start[v as usize].y < bottom + 1e-6) {
             active.add(st, &obstacles, PairKey { kind: PAIR_OBSTACLE, vertices: [v, 0, u32::MAX, u32::MAX] }, &start);

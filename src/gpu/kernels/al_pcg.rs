@@ -95,10 +95,19 @@ pub struct AlPair {
     pub friction: f32,
     /// Lagged normal force Λ \[N\].
     pub normal_force: f32,
+    /// [`PAIR_POINT_TRIANGLE`], [`PAIR_EDGE_EDGE`] or [`PAIR_OBSTACLE`].
+    pub kind: u32,
+    /// The obstacle of a vertex–obstacle pair (its index in the step's obstacle set).
+    pub obstacle: u32,
 }
 
-// The shader reads a pair as 40 words (al_pcg.wgsl PAIR_WORDS).
-const _: () = assert!(std::mem::size_of::<AlPair>() == 160);
+pub use crate::collision::surface_pairs::{PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE};
+/// [`AlPair::kind`] of a vertex–obstacle pair (the CPU's kinds; `shaders/lib/distance.wgsl` and
+/// `shaders/lib/al.wgsl` use the same numbers).
+pub const PAIR_OBSTACLE: u32 = crate::collision::swept::PAIR_OBSTACLE;
+
+// The shaders read a pair as 42 words (lib/al.wgsl PAIR_WORDS).
+const _: () = assert!(std::mem::size_of::<AlPair>() == 168);
 
 /// Where the pairs and their vertex adjacency go in the `element` buffer, after the elements'
 /// records (u32 words).

@@ -11,6 +11,7 @@ use crate::gpu::GpuContext;
 pub mod al_elements;
 #[cfg(test)]
 pub(crate) mod al_fixture;
+pub mod al_pairs;
 pub mod al_pcg;
 pub mod al_search;
 pub mod bvh_build;
@@ -52,6 +53,7 @@ pub(crate) use compose;
 /// compiling them all ahead of the first step ([`GpuContext::warm_up`]).
 pub const SHADERS: &[(&str, &str)] = &[
     ("al_elements", al_elements::SHADER),
+    ("al_pairs", al_pairs::SHADER),
     ("al_pcg", al_pcg::SHADER),
     ("al_search", al_search::SHADER),
     ("bvh_build", bvh_build::SHADER),

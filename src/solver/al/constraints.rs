@@ -290,6 +290,9 @@ impl ActiveSet {
                     gamma: c.gamma as f32,
                     friction: c.friction as f32,
                     normal_force: c.normal_force as f32,
+                    // The GPU's kinds are the CPU's.
+                    kind: c.key.kind,
+                    obstacle: if c.key.kind == PAIR_OBSTACLE { c.key.vertices[1] } else { 0 },
                 }
             })
             .collect()
