@@ -97,7 +97,7 @@ impl Fixture {
     }
 
     /// The jelly cube's lowest height at the start \[m\].
-    fn bottom(&self) -> f64 {
+    pub fn bottom(&self) -> f64 {
         self.jelly().map(|v| self.world.state().positions[v as usize].y as f64).fold(f64::INFINITY, f64::min)
     }
 

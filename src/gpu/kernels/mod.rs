@@ -14,6 +14,7 @@ pub(crate) mod al_fixture;
 pub mod al_pairs;
 pub mod al_pcg;
 pub mod al_search;
+pub mod al_step_size;
 pub mod bvh_build;
 pub mod bvh_refit;
 pub mod contact_advance;
@@ -56,6 +57,7 @@ pub const SHADERS: &[(&str, &str)] = &[
     ("al_pairs", al_pairs::SHADER),
     ("al_pcg", al_pcg::SHADER),
     ("al_search", al_search::SHADER),
+    ("al_step_size", al_step_size::SHADER),
     ("bvh_build", bvh_build::SHADER),
     ("bvh_refit", bvh_refit::SHADER),
     ("contact_advance", contact_advance::SHADER),

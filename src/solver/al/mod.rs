@@ -9,7 +9,7 @@
 
 pub(crate) mod constraints;
 pub(crate) mod problem;
-mod step_size;
+pub(crate) mod step_size;
 
 use std::time::Instant;
 
