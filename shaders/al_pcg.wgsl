@@ -87,7 +87,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read> index: array<u32>;
 // al_elements' records.
 @group(0) @binding(4) var<storage, read> element: array<u32>;
-// 1 for a vertex with unknowns.
+// VERTEX_SOLVED (lib/step.wgsl) for a vertex with unknowns.
 @group(0) @binding(5) var<storage, read> solved: array<u32>;
 @group(0) @binding(6) var<storage, read_write> vectors: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> scalars: array<f32>;
@@ -214,7 +214,7 @@ fn vertex_phase(v: u32) -> vec2<f32> {
     if phase == PHASE_SETUP {
         var g = vec3<f32>(0.0);
         var inverse = mat3x3<f32>();
-        if solved[v] != 0u {
+        if (solved[v] & VERTEX_SOLVED) != 0u {
             let s = steps[v];
             let m_over_w = s.inertia.w;
             let rows = gather(v, false);
@@ -246,7 +246,7 @@ fn vertex_phase(v: u32) -> vec2<f32> {
     }
     if phase == PHASE_APPLY {
         var y = vec3<f32>(0.0);
-        if solved[v] != 0u {
+        if (solved[v] & VERTEX_SOLVED) != 0u {
             y = gather(v, true).product + vec(V_SEARCH, v) * steps[v].inertia.w;
         }
         set_vec(V_PRODUCT, v, y);

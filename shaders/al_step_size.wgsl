@@ -39,7 +39,7 @@ struct Params {
 @group(0) @binding(1) var<storage, read> safe: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> targets: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> tets: array<Tet>;
-// 1 for a vertex with unknowns.
+// VERTEX_SOLVED (lib/step.wgsl) for a vertex with unknowns.
 @group(0) @binding(4) var<storage, read> solved: array<u32>;
 @group(0) @binding(5) var<storage, read_write> times: array<atomic<u32>>;
 
@@ -168,7 +168,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         return;
     }
     if params.phase == PHASE_OBSTACLES {
-        if i >= params.vertices || solved[i] == 0u {
+        if i >= params.vertices || (solved[i] & VERTEX_SOLVED) == 0u {
             return;
         }
         let a = safe[i].xyz;

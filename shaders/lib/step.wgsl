@@ -4,6 +4,11 @@
 const VERTEX_KINEMATIC: u32 = 1u;
 const VERTEX_NO_HISTORY: u32 = 2u;
 
+// Bits of the augmented-Lagrangian step's per-vertex `solved` words (src/gpu/kernels/al_pcg.rs):
+// the vertex has unknowns; it moves with the step (solved, or kinematic with a target).
+const VERTEX_SOLVED: u32 = 1u;
+const VERTEX_MOVES: u32 = 2u;
+
 // Per vertex, written by vbd_inertia: x^n; x̂ − x^n and the weight w; the inertia target offset
 // x̂ − x^n + w g and m / w; the velocity update v = c1 Δx + c0 as (c0, c1); the initial guess
 // x^(0) − x^n (w: the vertex's first obstacle contact along it, while vbd_advance runs).

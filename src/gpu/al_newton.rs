@@ -53,7 +53,7 @@ pub struct AlNewtonBuffers<'a> {
     pub records: &'a wgpu::Buffer,
     /// Element records, then pairs and their adjacency.
     pub element: &'a wgpu::Buffer,
-    /// 1 per vertex with unknowns.
+    /// `al_pcg::VERTEX_SOLVED` and `VERTEX_MOVES` bits per vertex.
     pub solved: &'a wgpu::Buffer,
     /// PCG's vectors.
     pub vectors: &'a wgpu::Buffer,

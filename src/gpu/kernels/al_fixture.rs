@@ -6,7 +6,8 @@ use glam::{DVec3, Vec2, Vec3, Vec4};
 use super::Bound;
 use super::al_elements::{AlElementLayout, AlElements, AlElementsBuffers};
 use super::al_pcg::{
-    AlPair, AlPairLayout, CONTROL_WORDS, SCALAR_DELTA, SCALAR_MU, VECTOR_REGIONS, pair_adjacency, scalar_words,
+    AlPair, AlPairLayout, CONTROL_WORDS, SCALAR_DELTA, SCALAR_MU, VECTOR_REGIONS, VERTEX_MOVES, VERTEX_SOLVED,
+    pair_adjacency, scalar_words,
 };
 use super::vbd_inertia::GpuVertexStep;
 use crate::collision::Obstacle;
@@ -175,7 +176,7 @@ impl Device {
         let mut scalars = vec![0.0f32; scalar_words(items)];
         scalars[SCALAR_MU] = mu;
         scalars[SCALAR_DELTA] = delta;
-        let solved: Vec<u32> = solve.iter().map(|&s| s as u32).collect();
+        let solved: Vec<u32> = solve.iter().map(|&s| if s { VERTEX_SOLVED | VERTEX_MOVES } else { 0 }).collect();
         let (index, index_layout) = pack_index(st);
         let (records, record_layout) = pack_records(st);
         let positions = storage(ctx, "positions", &f.targets, true);

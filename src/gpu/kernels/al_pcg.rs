@@ -66,6 +66,11 @@ pub const SCALAR_MU: usize = 6;
 /// `scalars` word of the AL offset δ \[m\].
 pub const SCALAR_DELTA: usize = 7;
 
+/// Bit of a vertex's `solved` word: it has unknowns (`shaders/lib/step.wgsl`).
+pub const VERTEX_SOLVED: u32 = 1;
+/// Bit of a vertex's `solved` word: it moves with the step (solved, or kinematic with a target).
+pub const VERTEX_MOVES: u32 = 2;
+
 /// A pair's vertex slot that holds no vertex (an obstacle pair moves one).
 pub const NO_VERTEX: u32 = u32::MAX;
 
@@ -198,7 +203,7 @@ pub struct AlPcgBuffers<'a> {
     pub index: &'a wgpu::Buffer,
     /// `al_elements`' records, then the pairs and their adjacency ([`AlPairLayout`]).
     pub element: &'a wgpu::Buffer,
-    /// 1 per vertex with unknowns (u32).
+    /// [`VERTEX_SOLVED`] and [`VERTEX_MOVES`] bits per vertex (u32).
     pub solved: &'a wgpu::Buffer,
     /// [`VECTOR_REGIONS`] × vertices vec4, written.
     pub vectors: &'a wgpu::Buffer,

@@ -44,7 +44,7 @@ pub struct AlStepSizeBuffers<'a> {
     pub targets: &'a wgpu::Buffer,
     /// The state's tets.
     pub tets: &'a wgpu::Buffer,
-    /// 1 per vertex with unknowns (u32).
+    /// `al_pcg::VERTEX_SOLVED` bit per vertex (u32).
     pub solved: &'a wgpu::Buffer,
     /// [`time_words`] u32, written.
     pub times: &'a wgpu::Buffer,

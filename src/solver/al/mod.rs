@@ -9,6 +9,7 @@
 
 pub(crate) mod constraints;
 pub(crate) mod problem;
+pub(crate) mod schedule;
 pub(crate) mod step_size;
 
 use std::time::Instant;
@@ -22,6 +23,7 @@ use crate::state::SimState;
 
 use constraints::{ActiveSet, earliest_hits};
 use problem::Problem;
+use schedule::Schedule;
 use step_size::{StepLimits, max_step};
 
 /// Consecutive outer iterations with a step below 1e-4 after which the penalty doubles and the
@@ -178,8 +180,7 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
     scratch.grad.resize(m, DVec3::ZERO);
     // μ = 0.1 · max diag ∇²E at x^t (\[ALPF\] Eq. 20).
     problem.gradient_hessian(st, &x, &mut scratch.grad);
-    let mut mu = (0.1 * problem.max_diagonal()).max(1e-9);
-    let mut delta = s.offset;
+    let mut sched = Schedule::new((0.1 * problem.max_diagonal()).max(1e-9), s.offset);
     let solved = input.solved;
     scratch.active.retain_vertices(|v| (v as usize) < n);
     scratch.active.list.retain(|c| c.key.moving_vertices().iter().any(|&v| solved[v as usize]));
@@ -199,7 +200,6 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
     for key in earliest_hits(&scratch.hits, n, &mut scratch.first) {
         scratch.active.add(st, input.obstacles, key, &x);
     }
-    let (mut first_weight, mut start_weight, mut small_steps) = (1.0f64, 1.0f64, 0u32);
     // Every iterate x^[k] is feasible (intersection-free, no tet below j_min), and the step's
     // answer is the feasible point of lowest merit: incremental potential plus the price of
     // its offset violations (`ActiveSet::violation_price`, at most
@@ -220,10 +220,11 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
     if lowest.is_some() {
         scratch.best.clone_from(&x);
     }
-    while stats.iterations < s.max_iterations {
+    while sched.iterations < s.max_iterations {
         if expired(s.deadline) {
             break;
         }
+        let (mu, delta) = (sched.mu, sched.delta);
         scratch.active.linearize(&x, input.obstacles);
         solve_subproblem(input, s, &mut problem, scratch, &mut xh, mu, delta, &mut stats);
         scratch.active.dual_update(&xh, mu, delta);
@@ -236,14 +237,8 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
             let d = (xh[v] - x[v]) * alpha;
             x[v] += d;
         }
-        stats.iterations += 1;
-        // Weights of the iterates in x (\[ALPF\] Eq. 7–9): the new target enters with α.
-        first_weight = if stats.iterations < s.min_iterates {
-            first_weight * (1.0 - alpha) + alpha
-        } else {
-            first_weight * (1.0 - alpha)
-        };
-        start_weight *= 1.0 - alpha;
+        sched.weigh(alpha, s);
+        stats.iterations = sched.iterations;
         if let Some((energy, travelled)) = &mut lowest {
             // Both priced by the current multipliers and offset.
             let last = problem.energy(st, &x);
@@ -251,27 +246,17 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
                 |y: &[DVec3]| scratch.active.violation_price(y, input.obstacles, delta).min(s.violation_price_cap);
             last_is_lowest = last + price(&x) <= *energy + price(&scratch.best);
             if last_is_lowest {
-                (*energy, *travelled) = (last, 1.0 - start_weight);
+                (*energy, *travelled) = (last, 1.0 - sched.start_weight);
                 scratch.best.clone_from(&x);
             }
         }
-        if first_weight < s.epsilon {
+        if sched.converged(s) {
             stats.converged = true;
             break;
         }
-        // \[ALPF\] §4.2: a step pinned at α ≈ 0 for long means the penalty is too weak.
-        if alpha < 1e-4 {
-            small_steps += 1;
-            if small_steps >= STALL_ITERATIONS {
-                mu *= 2.0;
-                delta *= 0.5;
-                small_steps = 0;
-            }
-        } else {
-            small_steps = 0;
-        }
+        sched.stall(alpha);
     }
-    stats.travelled = 1.0 - start_weight;
+    stats.travelled = 1.0 - sched.start_weight;
     if let Some((_, travelled)) = lowest
         && !last_is_lowest
     {

@@ -1,0 +1,122 @@
+// The outer iterations of the augmented-Lagrangian step on the GPU: the safe iterate follows
+// its targets as far as al_step_size allows, x += α (x̂ − x) for the vertices that move, and the
+// schedule (src/solver/al/schedule.rs Schedule, its twin) weighs the iterates, ends the step
+// once the first iterates weigh less than ε or the iteration cap is reached, and doubles μ and
+// halves δ after STALL_ITERATIONS steps below 1e-4 in a row. An ended step zeroes the dispatch
+// arguments of the iterations recorded after it (indirect dispatch).
+//   start     one invocation: opens a step
+//   move      per vertex
+//   schedule  one invocation: after move
+// Host wrapper: src/gpu/kernels/al_outer.rs; prepended: lib/step.wgsl.
+
+const PHASE_START: u32 = 0u;
+const PHASE_MOVE: u32 = 1u;
+const PHASE_SCHEDULE: u32 = 2u;
+
+// Shared scalars (lib/al.wgsl's words).
+const S_MU: u32 = 6u;
+const S_DELTA: u32 = 7u;
+const S_FIRST_WEIGHT: u32 = 12u;
+const S_START_WEIGHT: u32 = 13u;
+
+// Words of `control`: the move's dispatch arguments, a one-workgroup phase's, how the step
+// stands, iterations taken, consecutive small steps.
+const C_MOVE_ARGS: u32 = 0u;
+const C_ONE_ARGS: u32 = 3u;
+const C_STATE: u32 = 6u;
+const C_ITERATIONS: u32 = 7u;
+const C_SMALL_STEPS: u32 = 8u;
+const RUNNING: u32 = 0u;
+const CONVERGED: u32 = 1u;
+const CAPPED: u32 = 2u;
+// schedule.rs SMALL_STEP.
+const SMALL_STEP: f32 = 1e-4;
+
+struct Params {
+    phase: u32,
+    vertices: u32,
+    vertex_groups: u32,
+    min_iterates: u32,
+    max_iterations: u32,
+    stall_iterations: u32,
+    epsilon: f32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read_write> safe: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> targets: array<vec4<f32>>;
+// VERTEX_SOLVED and VERTEX_MOVES bits per vertex.
+@group(0) @binding(3) var<storage, read> solved: array<u32>;
+// al_step_size's times: α's bits first.
+@group(0) @binding(4) var<storage, read> times: array<u32>;
+@group(0) @binding(5) var<storage, read_write> scalars: array<f32>;
+@group(0) @binding(6) var<storage, read_write> control: array<u32>;
+
+fn set_args(on: bool) {
+    control[C_MOVE_ARGS] = select(0u, params.vertex_groups, on);
+    control[C_ONE_ARGS] = select(0u, 1u, on);
+    for (var k = 0u; k < 2u; k++) {
+        control[C_MOVE_ARGS + 3u * k + 1u] = 1u;
+        control[C_MOVE_ARGS + 3u * k + 2u] = 1u;
+    }
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    let alpha = bitcast<f32>(times[0]);
+    if params.phase == PHASE_MOVE {
+        let v = id.x;
+        if v < params.vertices && (solved[v] & VERTEX_MOVES) != 0u {
+            let x = safe[v];
+            safe[v] = vec4<f32>(x.xyz + (targets[v].xyz - x.xyz) * alpha, x.w);
+        }
+        return;
+    }
+    if id.x != 0u {
+        return;
+    }
+    if params.phase == PHASE_START {
+        control[C_STATE] = RUNNING;
+        control[C_ITERATIONS] = 0u;
+        control[C_SMALL_STEPS] = 0u;
+        scalars[S_FIRST_WEIGHT] = 1.0;
+        scalars[S_START_WEIGHT] = 1.0;
+        set_args(true);
+        return;
+    }
+    if control[C_STATE] != RUNNING {
+        return;
+    }
+    // Schedule::weigh.
+    let iterations = control[C_ITERATIONS] + 1u;
+    control[C_ITERATIONS] = iterations;
+    var first = scalars[S_FIRST_WEIGHT] * (1.0 - alpha);
+    if iterations < params.min_iterates {
+        first += alpha;
+    }
+    scalars[S_FIRST_WEIGHT] = first;
+    scalars[S_START_WEIGHT] *= 1.0 - alpha;
+    // Schedule::converged, and the cap.
+    if first < params.epsilon {
+        control[C_STATE] = CONVERGED;
+        set_args(false);
+        return;
+    }
+    // Schedule::stall (after the convergence test, as on the CPU).
+    if alpha < SMALL_STEP {
+        var small = control[C_SMALL_STEPS] + 1u;
+        if small >= params.stall_iterations {
+            scalars[S_MU] *= 2.0;
+            scalars[S_DELTA] *= 0.5;
+            small = 0u;
+        }
+        control[C_SMALL_STEPS] = small;
+    } else {
+        control[C_SMALL_STEPS] = 0u;
+    }
+    if iterations >= params.max_iterations {
+        control[C_STATE] = CAPPED;
+        set_args(false);
+    }
+}
