@@ -19,13 +19,16 @@ const S_DELTA: u32 = 7u;
 const S_FIRST_WEIGHT: u32 = 12u;
 const S_START_WEIGHT: u32 = 13u;
 
-// Words of `control`: the move's dispatch arguments, a one-workgroup phase's, how the step
-// stands, iterations taken, consecutive small steps.
+// Words of `control`: the dispatch arguments of an outer iteration's per-vertex phases, of a
+// one-workgroup phase, of its per-pair and per-tet phases; how the step stands, iterations
+// taken, consecutive small steps.
 const C_MOVE_ARGS: u32 = 0u;
 const C_ONE_ARGS: u32 = 3u;
-const C_STATE: u32 = 6u;
-const C_ITERATIONS: u32 = 7u;
-const C_SMALL_STEPS: u32 = 8u;
+const C_PAIR_ARGS: u32 = 6u;
+const C_TET_ARGS: u32 = 9u;
+const C_STATE: u32 = 12u;
+const C_ITERATIONS: u32 = 13u;
+const C_SMALL_STEPS: u32 = 14u;
 const RUNNING: u32 = 0u;
 const CONVERGED: u32 = 1u;
 const CAPPED: u32 = 2u;
@@ -40,7 +43,11 @@ struct Params {
     max_iterations: u32,
     stall_iterations: u32,
     epsilon: f32,
+    pair_groups: u32,
+    tet_groups: u32,
     _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -54,9 +61,9 @@ struct Params {
 @group(0) @binding(6) var<storage, read_write> control: array<u32>;
 
 fn set_args(on: bool) {
-    control[C_MOVE_ARGS] = select(0u, params.vertex_groups, on);
-    control[C_ONE_ARGS] = select(0u, 1u, on);
-    for (var k = 0u; k < 2u; k++) {
+    let counts = array<u32, 4>(params.vertex_groups, 1u, params.pair_groups, params.tet_groups);
+    for (var k = 0u; k < 4u; k++) {
+        control[C_MOVE_ARGS + 3u * k] = select(0u, counts[k], on);
         control[C_MOVE_ARGS + 3u * k + 1u] = 1u;
         control[C_MOVE_ARGS + 3u * k + 2u] = 1u;
     }

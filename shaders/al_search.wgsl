@@ -14,7 +14,9 @@
 //            descent ends the search), then after each trial acceptance or halving. The trial
 //            and commit phases read their dispatch arguments from `control`, so trials after
 //            acceptance cost nothing and a failed search commits nothing (indirect dispatch).
-//   start    one invocation: opens a subproblem's Newton iterations (below).
+//   start    one invocation: opens a subproblem's Newton iterations (below)
+//   stop     one invocation: closes them after the last recorded one (an iteration cap reached
+//            leaves them open).
 // The search also ends the Newton iterations of its subproblem, as solve_subproblem does: a
 // full step, no descent, or no step means no further iteration, and the dispatch arguments
 // that every phase of an iteration reads (al_elements per kind, al_pcg's setup, this slope)
@@ -27,6 +29,7 @@ const PHASE_TRIAL: u32 = 1u;
 const PHASE_COMMIT: u32 = 2u;
 const PHASE_REDUCE: u32 = 3u;
 const PHASE_START: u32 = 4u;
+const PHASE_STOP: u32 = 5u;
 
 // al_pcg's regions of `vectors`.
 const V_DIRECTION: u32 = 0u;
@@ -236,6 +239,12 @@ fn decide(s: vec2<f32>) {
 
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>) {
+    if params.phase == PHASE_STOP {
+        if lid == 0u {
+            newton_args(false);
+        }
+        return;
+    }
     if params.phase == PHASE_START {
         if lid == 0u {
             newton_args(true);

@@ -133,7 +133,14 @@ impl AlNewton {
         Self { elements, pcg, search, iterations: s.newton_iterations }
     }
 
-    /// Records the subproblem's iterations into `pass`.
+    /// The same iterations, opened only when the one-workgroup dispatch arguments at byte
+    /// `one` of `gate` say so.
+    pub fn gated(mut self, gate: &wgpu::Buffer, one: u64) -> Self {
+        self.search = self.search.gated(gate, one);
+        self
+    }
+
+    /// Records the subproblem's iterations into `pass`, closed after the last.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.search.record_start(pass);
         for _ in 0..self.iterations {
@@ -141,6 +148,7 @@ impl AlNewton {
             self.pcg.record(pass);
             self.search.record(pass);
         }
+        self.search.record_stop(pass);
     }
 }
 

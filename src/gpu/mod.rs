@@ -14,6 +14,7 @@
 //! obstacles than a kernel's uniform holds step on the CPU, with the reason reported.
 
 pub mod al_newton;
+pub mod al_step;
 pub mod buffers;
 pub mod contact;
 pub mod contact_program;

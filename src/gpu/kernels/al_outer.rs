@@ -15,20 +15,25 @@ const PHASE_START: u32 = 0;
 const PHASE_MOVE: u32 = 1;
 const PHASE_SCHEDULE: u32 = 2;
 
-/// Words of `control`: the move's and a one-workgroup phase's dispatch arguments (3 each), the
-/// state, iterations taken, consecutive small steps.
-pub const CONTROL_WORDS: usize = 9;
+/// Words of `control`: the dispatch arguments (3 each) of an outer iteration's per-vertex
+/// phases, of a one-workgroup phase, of its per-pair and per-tet phases; the state,
+/// iterations taken, consecutive small steps.
+pub const CONTROL_WORDS: usize = 15;
 /// Byte offset in `control` of the per-vertex dispatch arguments of an outer iteration (zero
 /// workgroups once the step ended).
 pub const VERTEX_ARGS: u64 = 0;
 /// Byte offset in `control` of a one-workgroup phase's arguments.
 pub const ONE_ARGS: u64 = 12;
+/// Byte offset in `control` of the per-pair phases' arguments.
+pub const PAIR_ARGS: u64 = 24;
+/// Byte offset in `control` of the per-tet phases' arguments.
+pub const TET_ARGS: u64 = 36;
 /// `control` word of the state.
-pub const CONTROL_STATE: usize = 6;
+pub const CONTROL_STATE: usize = 12;
 /// `control` word of the outer iterations taken.
-pub const CONTROL_ITERATIONS: usize = 7;
+pub const CONTROL_ITERATIONS: usize = 13;
 /// `control` word of the consecutive small steps.
-pub const CONTROL_SMALL_STEPS: usize = 8;
+pub const CONTROL_SMALL_STEPS: usize = 14;
 /// `scalars` words of the first iterates' and the start's weights.
 pub const SCALAR_FIRST_WEIGHT: usize = 12;
 /// See [`SCALAR_FIRST_WEIGHT`].
@@ -63,7 +68,9 @@ struct Params {
     max_iterations: u32,
     stall_iterations: u32,
     epsilon: f32,
-    _pad: u32,
+    pair_groups: u32,
+    tet_groups: u32,
+    _pad: [u32; 3],
 }
 
 /// What the kernel reads and writes.
@@ -111,8 +118,15 @@ impl AlOuter {
         Self { kernel: ComputeKernel::new(ctx, "al_outer", SHADER) }
     }
 
-    /// Binds the phases over `vertices` with the settings `s` (ε, `K_min`, the cap).
-    pub fn bind(&self, ctx: &GpuContext, vertices: usize, s: &AlSettings, b: &AlOuterBuffers<'_>) -> AlOuterRun {
+    /// Binds the phases over `vertices` with the settings `s` (ε, `K_min`, the cap); `pairs`
+    /// and `tets` size the per-pair and per-tet dispatch arguments.
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        [vertices, pairs, tets]: [usize; 3],
+        s: &AlSettings,
+        b: &AlOuterBuffers<'_>,
+    ) -> AlOuterRun {
         let groups = (vertices as u32).div_ceil(WORKGROUP).max(1);
         let base = Params {
             phase: PHASE_START,
@@ -122,7 +136,9 @@ impl AlOuter {
             max_iterations: s.max_iterations,
             stall_iterations: STALL_ITERATIONS,
             epsilon: s.epsilon as f32,
-            _pad: 0,
+            pair_groups: (pairs as u32).div_ceil(WORKGROUP),
+            tet_groups: (tets as u32).div_ceil(WORKGROUP),
+            _pad: [0; 3],
         };
         // The move reads its arguments from `control`, so binds a stand-in in its place.
         let stand_in = output::<u32>(ctx, "al_outer stand-in", CONTROL_WORDS);
@@ -171,7 +187,7 @@ mod tests {
         let settings = AlSettings::default();
         let run = AlOuter::new(&ctx).bind(
             &ctx,
-            d.n,
+            [d.n, 0, 0],
             &settings,
             &AlOuterBuffers {
                 safe: &safe,

@@ -45,6 +45,13 @@ pub struct AlPairsBound {
     pub dual: Bound,
 }
 
+impl AlPairsBound {
+    /// Both phases with their workgroups read from byte `at` of `gate`.
+    pub fn gated(self, gate: &wgpu::Buffer, at: u64) -> Self {
+        Self { linearize: self.linearize.indirect(gate, at), dual: self.dual.indirect(gate, at) }
+    }
+}
+
 /// The compiled kernel.
 pub struct AlPairs {
     kernel: ComputeKernel,

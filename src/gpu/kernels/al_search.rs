@@ -19,6 +19,7 @@ const PHASE_TRIAL: u32 = 1;
 const PHASE_COMMIT: u32 = 2;
 const PHASE_REDUCE: u32 = 3;
 const PHASE_START: u32 = 4;
+const PHASE_STOP: u32 = 5;
 
 /// Trials recorded: steps 1, 1/2, …, 2⁻²⁶, the last above the CPU's floor of 1e-8.
 pub const SEARCH_TRIALS: u32 = 27;
@@ -129,6 +130,7 @@ impl AlSearchSetup<'_> {
 /// One bound search.
 pub struct AlSearchRun {
     start: Bound,
+    stop: Bound,
     slope: [Bound; 2],
     trial: [Bound; 2],
     commit: Bound,
@@ -139,6 +141,18 @@ impl AlSearchRun {
     /// enabled) into `pass`.
     pub fn record_start(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.start.record(pass);
+    }
+
+    /// Records the closing of a subproblem's Newton iterations into `pass` (after the last).
+    pub fn record_stop(&self, pass: &mut wgpu::ComputePass<'_>) {
+        self.stop.record(pass);
+    }
+
+    /// The same search, its subproblem opened only when the one-workgroup dispatch arguments
+    /// at byte `one` of `gate` say so (an outer iteration after the step ended opens none).
+    pub fn gated(mut self, gate: &wgpu::Buffer, one: u64) -> Self {
+        self.start = self.start.indirect(gate, one);
+        self
     }
 
     /// Records the search into `pass`: the slope, [`SEARCH_TRIALS`] trials, the commit.
@@ -195,6 +209,7 @@ impl AlSearch {
             |after: u32| self.kernel.bind_pod(ctx, &Params { phase: PHASE_REDUCE, after, ..base }, &buffers, 1);
         AlSearchRun {
             start: self.kernel.bind_pod(ctx, &Params { phase: PHASE_START, ..base }, &buffers, 1),
+            stop: self.kernel.bind_pod(ctx, &Params { phase: PHASE_STOP, ..base }, &buffers, 1),
             slope: [phase(PHASE_SLOPE, base.vertex_groups).indirect(b.control, NEWTON_ARGS[3]), reduce(PHASE_SLOPE)],
             trial: [phase(PHASE_TRIAL, base.item_groups).indirect(b.control, 0), reduce(PHASE_TRIAL)],
             commit: phase(PHASE_COMMIT, base.vertex_groups).indirect(b.control, 12),

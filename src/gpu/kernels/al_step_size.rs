@@ -70,6 +70,15 @@ pub struct AlStepSizeRun {
 }
 
 impl AlStepSizeRun {
+    /// The same search, its per-vertex phases' workgroups read from byte `vertices` of `gate`
+    /// and its per-tet phase's from byte `tets`.
+    pub fn gated(self, gate: &wgpu::Buffer, vertices: u64, tets: u64) -> Self {
+        let [reset, obstacles, per_tet] = self.phases;
+        Self {
+            phases: [reset.indirect(gate, vertices), obstacles.indirect(gate, vertices), per_tet.indirect(gate, tets)],
+        }
+    }
+
     /// Records the search into `pass`.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.phases.iter().for_each(|b| b.record(pass));
