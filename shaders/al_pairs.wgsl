@@ -7,13 +7,18 @@
 //              violated (its weight back to 1); a pair that separated drops its multiplier and
 //              its weight decays by 0.9; the lagged normal force becomes the multiplier
 //              (ActiveSet::dual_update, ALGORITHMS E9–E10)
+//   prune      a pair whose weight decayed below 0.01 leaves the set (ActiveSet::prune): its
+//              slot becomes absent
+// Absent slots (PAIR_ABSENT) are left alone.
 // Host wrapper: src/gpu/kernels/al_pairs.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
 
 const PHASE_LINEARIZE: u32 = 0u;
 const PHASE_DUAL: u32 = 1u;
-// constraints.rs DECAY.
+const PHASE_PRUNE: u32 = 2u;
+// constraints.rs DECAY and DROP_WEIGHT.
 const DECAY: f32 = 0.9;
+const DROP_WEIGHT: f32 = 0.01;
 
 struct Params {
     phase: u32,
@@ -47,6 +52,21 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     }
     let base = params.records + id.x * PAIR_WORDS;
     let p = load_al_pair(base);
+    if p.kind == PAIR_ABSENT {
+        return;
+    }
+    if params.phase == PHASE_PRUNE {
+        if p.gamma < DROP_WEIGHT {
+            for (var k = 0u; k < PAIR_WORDS; k++) {
+                element[base + k] = 0u;
+            }
+            for (var k = 0u; k < 4u; k++) {
+                element[base + k] = NO_VERTEX;
+            }
+            element[base + 40u] = PAIR_ABSENT;
+        }
+        return;
+    }
     if params.phase == PHASE_LINEARIZE {
         var x: array<vec3<f32>, 4>;
         for (var k = 0u; k < 4u; k++) {

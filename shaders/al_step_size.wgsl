@@ -10,11 +10,22 @@
 //   reset      per vertex: no hit yet (and α = 1)
 //   obstacles  per vertex
 //   tets       per tet
+//   add        per vertex: each obstacle hit that is its vertex's earliest joins the active set
+//              (constraints.rs earliest_hits, ActiveSet::add) in the vertex–obstacle table's
+//              slot (vertex, obstacle), unless a pair is there: measured at the safe iterate,
+//              λ = 0, γ = 1, the friction of the body and the obstacle averaged
 // Host wrapper: src/gpu/kernels/al_step_size.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl.
 
 const PHASE_RESET: u32 = 0u;
 const PHASE_OBSTACLES: u32 = 1u;
 const PHASE_TETS: u32 = 2u;
+const PHASE_ADD: u32 = 3u;
+
+// lib/al.wgsl's pair records (this kernel writes whole records, it reads none).
+const PAIR_WORDS: u32 = 42u;
+const PAIR_OBSTACLE: u32 = 2u;
+const PAIR_ABSENT: u32 = 3u;
+const NO_VERTEX: u32 = 0xffffffffu;
 
 // Words of `times`: α's bits, then each vertex's earliest obstacle hit (bits; NO_HIT for none).
 const T_ALPHA: u32 = 0u;
@@ -30,8 +41,14 @@ struct Params {
     j_min: f32,
     min_separation: f32,
     safety: f32,
+    // First word of the vertex–obstacle table in `element`; where the body records start in
+    // `records` and vertex_body in `index`.
+    table: u32,
+    bodies: u32,
+    vertex_body: u32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
     obstacles: ObstacleSet,
 }
 
@@ -42,6 +59,48 @@ struct Params {
 // VERTEX_SOLVED (lib/step.wgsl) for a vertex with unknowns.
 @group(0) @binding(4) var<storage, read> solved: array<u32>;
 @group(0) @binding(5) var<storage, read_write> times: array<atomic<u32>>;
+@group(0) @binding(6) var<storage, read_write> element: array<u32>;
+// src/gpu/pack.rs pack_records (body records: friction) and pack_index (vertex_body).
+@group(0) @binding(7) var<storage, read> records: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read> index: array<u32>;
+
+fn put(i: u32, v: f32) {
+    element[i] = bitcast<u32>(v);
+}
+
+fn put3(i: u32, v: vec3<f32>) {
+    put(i, v.x);
+    put(i + 1u, v.y);
+    put(i + 2u, v.z);
+}
+
+// Writes vertex v's new pair with obstacle k (constraints.rs ActiveSet::add).
+fn add_pair(v: u32, k: u32) {
+    let base = params.table + (v * params.obstacles.count + k) * PAIR_WORDS;
+    if element[base + 40u] != PAIR_ABSENT {
+        return;
+    }
+    let o = params.obstacles.items[k];
+    let x = safe[v].xyz;
+    let sd = obstacle_distance(o, x);
+    let body = records[params.bodies + 2u * index[params.vertex_body + v]];
+    for (var i = 0u; i < PAIR_WORDS; i++) {
+        element[base + i] = 0u;
+    }
+    element[base] = v;
+    element[base + 1u] = NO_VERTEX;
+    element[base + 2u] = NO_VERTEX;
+    element[base + 3u] = NO_VERTEX;
+    put3(base + 4u, sd.n);
+    put3(base + 16u, x);
+    put(base + 28u, 1.0);
+    put3(base + 32u, sd.n);
+    put(base + 35u, sd.d);
+    put(base + 37u, 1.0);
+    put(base + 38u, 0.5 * (body.z + o.friction));
+    element[base + 40u] = PAIR_OBSTACLE;
+    element[base + 41u] = k;
+}
 
 // swept.rs obstacle_toi; a negative result is no hit.
 fn obstacle_toi(o: Obstacle, a: vec3<f32>, b: vec3<f32>) -> f32 {
@@ -167,17 +226,23 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         }
         return;
     }
-    if params.phase == PHASE_OBSTACLES {
+    if params.phase == PHASE_OBSTACLES || params.phase == PHASE_ADD {
         if i >= params.vertices || (solved[i] & VERTEX_SOLVED) == 0u {
             return;
         }
         let a = safe[i].xyz;
         let b = targets[i].xyz;
+        let first = atomicLoad(&times[T_FIRST + i]);
         for (var k = 0u; k < params.obstacles.count; k++) {
             let t = obstacle_toi(params.obstacles.items[k], a, b);
-            if t >= 0.0 {
+            if !(t >= 0.0) {
+                continue;
+            }
+            if params.phase == PHASE_OBSTACLES {
                 atomicMin(&times[T_FIRST + i], bitcast<u32>(t));
                 atomicMin(&times[T_ALPHA], bitcast<u32>(t));
+            } else if bitcast<u32>(t) == first {
+                add_pair(i, k);
             }
         }
         return;

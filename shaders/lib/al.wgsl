@@ -29,6 +29,8 @@ const S_PARTIALS: u32 = 16u;
 // vertex–obstacle pair, the obstacle.
 const PAIR_WORDS: u32 = 42u;
 const PAIR_OBSTACLE: u32 = 2u;
+// A slot of the vertex–obstacle table that holds no pair (all its terms are zero).
+const PAIR_ABSENT: u32 = 3u;
 const NO_VERTEX: u32 = 0xffffffffu;
 
 struct AlPair {

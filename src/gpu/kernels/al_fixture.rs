@@ -7,7 +7,7 @@ use super::Bound;
 use super::al_elements::{AlElementLayout, AlElements, AlElementsBuffers};
 use super::al_pcg::{
     AlPair, AlPairLayout, CONTROL_WORDS, SCALAR_DELTA, SCALAR_MU, VECTOR_REGIONS, VERTEX_MOVES, VERTEX_SOLVED,
-    pair_adjacency, scalar_words,
+    obstacle_table_adjacency, pair_adjacency, scalar_words,
 };
 use super::vbd_inertia::GpuVertexStep;
 use crate::collision::Obstacle;
@@ -162,6 +162,25 @@ pub struct Device {
 
 impl Device {
     pub fn new(ctx: &GpuContext, f: &Fixture, solve: &[bool], pairs: &[AlPair], mu: f32, delta: f32) -> Self {
+        Self::with_adjacency(ctx, f, solve, pairs, pair_adjacency(pairs, f.world.state().vertex_count()), mu, delta)
+    }
+
+    /// With an empty vertex–obstacle table for `obstacles` obstacles as the pairs.
+    pub fn with_table(ctx: &GpuContext, f: &Fixture, solve: &[bool], obstacles: usize, mu: f32, delta: f32) -> Self {
+        let n = f.world.state().vertex_count();
+        let table = vec![AlPair::ABSENT; n * obstacles];
+        Self::with_adjacency(ctx, f, solve, &table, obstacle_table_adjacency(n, obstacles), mu, delta)
+    }
+
+    fn with_adjacency(
+        ctx: &GpuContext,
+        f: &Fixture,
+        solve: &[bool],
+        pairs: &[AlPair],
+        (offsets, entries): (Vec<u32>, Vec<u32>),
+        mu: f32,
+        delta: f32,
+    ) -> Self {
         let st = f.world.state();
         let n = st.vertex_count();
         let elements = AlElementLayout::new(st.tets.len(), st.tris.len(), st.hinges.len());
@@ -169,7 +188,6 @@ impl Device {
         let pair_layout = AlPairLayout::new(&elements, pairs.len(), n);
         // Room for the element records (filled by `fill`), then the pairs and their adjacency.
         let mut words = vec![0u32; pair_layout.words as usize];
-        let (offsets, entries) = pair_adjacency(pairs, n);
         let tail = bytemuck::cast_slice::<AlPair, u32>(pairs).iter().chain(&offsets).chain(&entries);
         words[pair_layout.pairs as usize..].iter_mut().zip(tail).for_each(|(w, t)| *w = *t);
         let items = n + st.tets.len() + st.tris.len() + st.hinges.len() + pairs.len();

@@ -13,6 +13,7 @@ pub const SHADER: &str = super::compose!("al_pairs", "step", "obstacles", "dista
 
 const PHASE_LINEARIZE: u32 = 0;
 const PHASE_DUAL: u32 = 1;
+const PHASE_PRUNE: u32 = 2;
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -43,12 +44,18 @@ pub struct AlPairsBound {
     pub linearize: Bound,
     /// The dual update at the targets.
     pub dual: Bound,
+    /// Drops pairs whose weight decayed below 0.01.
+    pub prune: Bound,
 }
 
 impl AlPairsBound {
-    /// Both phases with their workgroups read from byte `at` of `gate`.
+    /// Every phase with its workgroups read from byte `at` of `gate`.
     pub fn gated(self, gate: &wgpu::Buffer, at: u64) -> Self {
-        Self { linearize: self.linearize.indirect(gate, at), dual: self.dual.indirect(gate, at) }
+        Self {
+            linearize: self.linearize.indirect(gate, at),
+            dual: self.dual.indirect(gate, at),
+            prune: self.prune.indirect(gate, at),
+        }
     }
 }
 
@@ -77,7 +84,7 @@ impl AlPairs {
             let params = Params { phase, pairs: pairs as u32, records: layout.pairs, _pad: 0, obstacles: *obstacles };
             self.kernel.bind_pod(ctx, &params, &buffers, pairs as u32)
         };
-        AlPairsBound { linearize: bind(PHASE_LINEARIZE), dual: bind(PHASE_DUAL) }
+        AlPairsBound { linearize: bind(PHASE_LINEARIZE), dual: bind(PHASE_DUAL), prune: bind(PHASE_PRUNE) }
     }
 }
 

@@ -114,6 +114,36 @@ pub const PAIR_OBSTACLE: u32 = crate::collision::swept::PAIR_OBSTACLE;
 // The shaders read a pair as 42 words (lib/al.wgsl PAIR_WORDS).
 const _: () = assert!(std::mem::size_of::<AlPair>() == 168);
 
+impl AlPair {
+    /// A slot of the vertex–obstacle table that holds no pair: every term it adds is zero.
+    pub const ABSENT: Self = Self {
+        vertices: [NO_VERTEX; 4],
+        gradient: [[0.0; 3]; 4],
+        base: [[0.0; 3]; 4],
+        weights: [0.0; 4],
+        frame: [0.0; 3],
+        distance: 0.0,
+        lambda: 0.0,
+        gamma: 0.0,
+        friction: 0.0,
+        normal_force: 0.0,
+        kind: PAIR_ABSENT,
+        obstacle: 0,
+    };
+}
+
+/// [`AlPair::kind`] of an absent slot (`shaders/lib/al.wgsl`).
+pub const PAIR_ABSENT: u32 = 3;
+
+/// The vertex–obstacle table's adjacency: vertex `v`'s pair with obstacle `o` lives in slot
+/// `v · obstacles + o` whether present or not, so the rows never change as pairs join and
+/// leave on the GPU ([`pair_adjacency`]'s layout).
+pub fn obstacle_table_adjacency(vertices: usize, obstacles: usize) -> (Vec<u32>, Vec<u32>) {
+    let offsets = (0..=vertices).map(|v| (v * obstacles) as u32).collect();
+    let entries = (0..vertices * obstacles).map(|slot| (slot as u32) << 2).collect();
+    (offsets, entries)
+}
+
 /// Where the pairs and their vertex adjacency go in the `element` buffer, after the elements'
 /// records (u32 words).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

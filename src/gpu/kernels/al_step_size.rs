@@ -13,6 +13,7 @@ pub const SHADER: &str = super::compose!("al_step_size", "step", "obstacles");
 const PHASE_RESET: u32 = 0;
 const PHASE_OBSTACLES: u32 = 1;
 const PHASE_TETS: u32 = 2;
+const PHASE_ADD: u32 = 3;
 
 /// Words of `times` for `vertices`: α, then each vertex's earliest obstacle hit.
 pub fn time_words(vertices: usize) -> usize {
@@ -32,7 +33,10 @@ struct Params {
     j_min: f32,
     min_separation: f32,
     safety: f32,
-    _pad: [u32; 2],
+    table: u32,
+    bodies: u32,
+    vertex_body: u32,
+    _pad: [u32; 3],
     obstacles: GpuObstacleSet,
 }
 
@@ -48,6 +52,12 @@ pub struct AlStepSizeBuffers<'a> {
     pub solved: &'a wgpu::Buffer,
     /// [`time_words`] u32, written.
     pub times: &'a wgpu::Buffer,
+    /// The element buffer, whose vertex–obstacle table new pairs join.
+    pub element: &'a wgpu::Buffer,
+    /// The packed records (body friction).
+    pub records: &'a wgpu::Buffer,
+    /// The packed index (`vertex_body`).
+    pub index: &'a wgpu::Buffer,
 }
 
 /// What a step-size search needs besides its buffers.
@@ -62,20 +72,31 @@ pub struct AlStepSizeSetup<'a> {
     pub j_min: f32,
     /// Separation a hit keeps \[m\] (`step_size::MIN_SEPARATION`).
     pub min_separation: f32,
+    /// First word of the vertex–obstacle table (`vertices × obstacles` pair slots) in `element`.
+    pub table: u32,
+    /// Where the body records are in `records`, and `vertex_body` in `index`.
+    pub bodies: u32,
+    /// See `bodies`.
+    pub vertex_body: u32,
 }
 
 /// The bound phases, recorded in order.
 pub struct AlStepSizeRun {
-    phases: [Bound; 3],
+    phases: [Bound; 4],
 }
 
 impl AlStepSizeRun {
     /// The same search, its per-vertex phases' workgroups read from byte `vertices` of `gate`
     /// and its per-tet phase's from byte `tets`.
     pub fn gated(self, gate: &wgpu::Buffer, vertices: u64, tets: u64) -> Self {
-        let [reset, obstacles, per_tet] = self.phases;
+        let [reset, obstacles, per_tet, add] = self.phases;
         Self {
-            phases: [reset.indirect(gate, vertices), obstacles.indirect(gate, vertices), per_tet.indirect(gate, tets)],
+            phases: [
+                reset.indirect(gate, vertices),
+                obstacles.indirect(gate, vertices),
+                per_tet.indirect(gate, tets),
+                add.indirect(gate, vertices),
+            ],
         }
     }
 
@@ -106,14 +127,22 @@ impl AlStepSize {
             min_separation: s.min_separation,
             // swept.rs obstacle_toi's share, as max_step passes it.
             safety: 0.1,
-            _pad: [0; 2],
+            table: s.table,
+            bodies: s.bodies,
+            vertex_body: s.vertex_body,
+            _pad: [0; 3],
             obstacles: *s.obstacles,
         };
-        let buffers = [b.safe, b.targets, b.tets, b.solved, b.times];
+        let buffers = [b.safe, b.targets, b.tets, b.solved, b.times, b.element, b.records, b.index];
         let bind =
             |phase: u32, n: usize| self.kernel.bind_pod(ctx, &Params { phase, ..base }, &buffers, n.max(1) as u32);
         AlStepSizeRun {
-            phases: [bind(PHASE_RESET, s.vertices), bind(PHASE_OBSTACLES, s.vertices), bind(PHASE_TETS, s.tets)],
+            phases: [
+                bind(PHASE_RESET, s.vertices),
+                bind(PHASE_OBSTACLES, s.vertices),
+                bind(PHASE_TETS, s.tets),
+                bind(PHASE_ADD, s.vertices),
+            ],
         }
     }
 }
@@ -127,7 +156,9 @@ mod tests {
     use crate::collision::swept::SweptPairs;
     use crate::gpu::buffers::{output, read_blocking, storage};
     use crate::gpu::kernels::al_fixture::{Device, fixture};
+    use crate::gpu::kernels::al_pcg::{AlPair, PAIR_ABSENT};
     use crate::gpu::test_support;
+    use crate::solver::al::constraints::{ActiveSet, earliest_hits};
     use crate::solver::al::step_size::{MIN_SEPARATION, StepLimits, max_step};
 
     /// Against the CPU's `max_step` (obstacles and tets, no surface pairs) on the fixture, from
@@ -135,7 +166,8 @@ mod tests {
     /// decides; with the targets moved six times as far and no ground, a tet's volume floor
     /// does; with the ground 1.5 µm below the cube (within 2ξ, where a vertex's time is its
     /// exact entry's, less a tenth), the entry decides, to the 1 % that f32 positions at 0.1 m
-    /// resolve of a 1.5 µm gap. α agrees, and so does each vertex's earliest obstacle hit.
+    /// resolve of a 1.5 µm gap. α agrees, and so does each vertex's earliest obstacle hit; the
+    /// pairs that join the vertex–obstacle table are those the CPU adds, as it adds them.
     #[test]
     fn matches_the_cpu_step_limit() {
         let Some(ctx) = test_support::context() else { return };
@@ -155,7 +187,7 @@ mod tests {
                 None => Vec::new(),
             };
             let (start, xh) = f.start_and_targets();
-            let d = Device::new(&ctx, &f, &solve, &[], 0.0, 0.0);
+            let d = Device::with_table(&ctx, &f, &solve, obstacles.len(), 0.0, 0.0);
             let safe = storage(&ctx, "safe", &st.positions, false);
             let times = output::<u32>(&ctx, "times", time_words(d.n));
             let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
@@ -167,6 +199,9 @@ mod tests {
                     obstacles: &set,
                     j_min: 0.01,
                     min_separation: MIN_SEPARATION as f32,
+                    table: d.pairs.pairs,
+                    bodies: d.record_layout.bodies,
+                    vertex_body: d.index_layout.vertex_body,
                 },
                 &AlStepSizeBuffers {
                     safe: &safe,
@@ -174,6 +209,9 @@ mod tests {
                     tets: &d.tets,
                     solved: &d.solved,
                     times: &times,
+                    element: &d.element,
+                    records: &d.records,
+                    index: &d.index,
                 },
             );
             Device::run(&ctx, |pass| run.record(pass));
@@ -208,6 +246,27 @@ mod tests {
                     "stretch {stretch}: vertex {v}'s first hit {gpu} against the CPU's {}",
                     first[v]
                 );
+            }
+            // The pairs that joined: the CPU's earliest hits, added at the start.
+            let mut joined = ActiveSet::default();
+            for key in earliest_hits(&hits, d.n, &mut Vec::new()) {
+                joined.add(st, &obstacles, key, &start);
+            }
+            let words: Vec<u32> = read_blocking(&ctx, &d.element, d.pairs.words as usize).expect("table");
+            let table: &[AlPair] = bytemuck::cast_slice(&words[d.pairs.pairs as usize..d.pairs.offsets as usize]);
+            let present: Vec<&AlPair> = table.iter().filter(|p| p.kind != PAIR_ABSENT).collect();
+            let mut cpu_pairs = joined.gpu_pairs();
+            cpu_pairs.sort_by_key(|p| (p.vertices[0], p.obstacle));
+            assert_eq!(present.len(), cpu_pairs.len(), "stretch {stretch}: pairs joined");
+            for (g, c) in present.iter().zip(&cpu_pairs) {
+                let near = |a: f32, b: f32| (a - b).abs() <= 1e-5;
+                assert_eq!(
+                    (g.vertices, g.kind, g.obstacle, g.lambda, g.gamma),
+                    (c.vertices, c.kind, c.obstacle, 0.0, 1.0)
+                );
+                assert!(near(g.distance, c.distance) && near(g.friction, c.friction), "{g:?} vs {c:?}");
+                assert!((0..3).all(|a| near(g.gradient[0][a], c.gradient[0][a]) && near(g.frame[a], c.frame[a])));
+                assert!((0..3).all(|a| near(g.base[0][a], c.base[0][a])), "{g:?} vs {c:?}");
             }
             let by_obstacle = hits.iter().any(|(_, t)| *t == cpu);
             decided.push((stretch, cpu, by_obstacle));
