@@ -5,8 +5,9 @@
 
 // Words of `scalars`: PCG's (r·z, ‖b‖², α, β, ‖r‖², p·Ap), the AL penalty μ [N/m] and offset
 // δ [m] (set by whoever runs the outer iterations), the line search's (slope ∇·d, ‖d‖, the
-// step r, the last trial's change of the Lagrangian), and from S_PARTIALS the per-workgroup
-// partial sums (two each).
+// step r, the last trial's change of the Lagrangian), al_outer's weights of the first iterates
+// and of the start, and from S_PARTIALS the per-workgroup partial sums (two each; al_merit's
+// three).
 const S_RZ: u32 = 0u;
 const S_BB: u32 = 1u;
 const S_ALPHA: u32 = 2u;

@@ -9,6 +9,7 @@
 
 use super::GpuContext;
 use super::al_newton::{AlNewton, AlNewtonBuffers, AlNewtonSetup};
+use super::kernels::al_merit::{AlMerit, AlMeritBuffers, AlMeritRun, AlMeritSetup};
 use super::kernels::al_outer::{AlOuter, AlOuterBuffers, AlOuterRun, ONE_ARGS, PAIR_ARGS, TET_ARGS, VERTEX_ARGS};
 use super::kernels::al_pairs::{AlPairs, AlPairsBound, AlPairsBuffers};
 use super::kernels::al_step_size::{AlStepSize, AlStepSizeBuffers, AlStepSizeRun, AlStepSizeSetup};
@@ -26,11 +27,18 @@ pub struct AlStepBuffers<'a> {
     pub times: &'a wgpu::Buffer,
     /// `al_outer`'s control words (`INDIRECT`).
     pub outer_control: &'a wgpu::Buffer,
+    /// The iterate of lowest merit so far (vec4).
+    pub best: &'a wgpu::Buffer,
+    /// `al_merit`'s control words (`INDIRECT`).
+    pub merit_control: &'a wgpu::Buffer,
 }
 
 /// An AL step, bound.
 pub struct AlStepProgram {
     outer: AlOuterRun,
+    /// `None` when iterates do not compare (a kinematic vertex moves: its target is part of the
+    /// answer, and the iterates carry it only part of the way).
+    merit: Option<AlMeritRun>,
     pairs: AlPairsBound,
     newton: AlNewton,
     step_size: AlStepSizeRun,
@@ -38,14 +46,17 @@ pub struct AlStepProgram {
 }
 
 impl AlStepProgram {
-    /// Binds a step with the Newton setup `n`, the settings `s` (outer cap, ε, `K_min`, `j_min`)
-    /// and the step's obstacles.
+    /// Binds a step with the Newton setup `n`, the settings `s` (outer cap, ε, `K_min`, `j_min`,
+    /// the price cap) and the step's obstacles; `comparable` when no kinematic vertex moves, so
+    /// the step answers with its iterate of lowest merit.
+    #[allow(clippy::too_many_arguments)]
     pub fn bind(
         ctx: &GpuContext,
         n: &AlNewtonSetup<'_>,
         s: &AlSettings,
         tets: usize,
         obstacles: &GpuObstacleSet,
+        comparable: bool,
         b: &AlStepBuffers<'_>,
     ) -> Self {
         let gate = b.outer_control;
@@ -102,13 +113,42 @@ impl AlStepProgram {
                 },
             )
             .gated(gate, VERTEX_ARGS, TET_ARGS);
-        Self { outer, pairs, newton, step_size, iterations: s.max_iterations }
+        let merit = comparable.then(|| {
+            AlMerit::new(ctx)
+                .bind(
+                    ctx,
+                    &AlMeritSetup {
+                        vertices: n.vertices,
+                        elements: n.elements,
+                        records: n.records,
+                        pairs: n.pairs,
+                        pair_count: n.pair_count,
+                        obstacles,
+                        price_cap: s.violation_price_cap as f32,
+                    },
+                    &AlMeritBuffers {
+                        safe: b.safe,
+                        best: b.best,
+                        steps: b.newton.steps,
+                        tets: b.newton.tets,
+                        records: b.newton.records,
+                        element: b.newton.element,
+                        scalars: b.newton.scalars,
+                        control: b.merit_control,
+                    },
+                )
+                .gated(gate, ONE_ARGS)
+        });
+        Self { outer, merit, pairs, newton, step_size, iterations: s.max_iterations }
     }
 
     /// Records the step into `pass`: the active set seeded with what the motion from the start
     /// towards the first guess runs into, then the outer iterations.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.outer.record_start(pass);
+        if let Some(m) = &self.merit {
+            m.record_start(pass);
+        }
         self.step_size.record(pass);
         for _ in 0..self.iterations {
             self.pairs.linearize.record(pass);
@@ -116,7 +156,15 @@ impl AlStepProgram {
             self.pairs.dual.record(pass);
             self.step_size.record(pass);
             self.pairs.prune.record(pass);
-            self.outer.record_iteration(pass);
+            self.outer.record_move(pass);
+            // Priced with the multipliers and offset of this iteration, before a stall's change.
+            if let Some(m) = &self.merit {
+                m.record_compare(pass);
+            }
+            self.outer.record_schedule(pass);
+        }
+        if let Some(m) = &self.merit {
+            m.record_restore(pass);
         }
     }
 }
@@ -133,7 +181,7 @@ mod tests {
     use crate::gpu::kernels::al_pcg::{AlPair, PAIR_ABSENT};
     use crate::gpu::kernels::al_search;
     use crate::gpu::kernels::al_step_size::time_words;
-    use crate::gpu::kernels::{al_outer, al_pcg};
+    use crate::gpu::kernels::{al_merit, al_outer, al_pcg};
     use crate::gpu::test_support;
     use crate::solver::al::{AlInput, AlScratch, AlStats, al_step};
 
@@ -182,6 +230,7 @@ mod tests {
             &settings,
             st.tets.len(),
             &GpuObstacleSet::pack(obstacles).expect("obstacles"),
+            true,
             &AlStepBuffers {
                 newton: AlNewtonBuffers {
                     positions: &d.positions,
@@ -199,6 +248,8 @@ mod tests {
                 safe: &safe,
                 times: &times,
                 outer_control: &outer_control,
+                best: &output::<Vec4>(&ctx, "best", d.n),
+                merit_control: &Device::control(&ctx, al_merit::CONTROL_WORDS),
             },
         );
         Device::run(&ctx, |pass| program.record(pass));
@@ -248,10 +299,9 @@ mod tests {
 
     /// Against a ground 0.2 mm below the jelly cube, which the inertia targets push its bottom
     /// vertices through: the GPU grows vertex–obstacle pairs as the CPU does (11 here), takes
-    /// the CPU's outer iterations, and no vertex ends closer to the ground than the CPU's
-    /// closest pair less 1 µm. The CPU then rewinds to its second iterate, of lower merit than
-    /// its last; the GPU does not track the lowest-merit iterate yet, so the answers are not
-    /// compared.
+    /// the CPU's outer iterations, rewinds as the CPU does to its iterate of lowest merit (the
+    /// second of three), answers what the CPU answers, and no vertex ends closer to the ground
+    /// than the CPU's closest pair less 1 µm.
     #[test]
     fn steps_as_the_cpu_against_the_ground() {
         let f = fixture();
@@ -262,6 +312,8 @@ mod tests {
         assert_eq!(pairs, stats.pairs, "pairs in the set at the end");
         assert_eq!(iterations, stats.iterations);
         assert_eq!(state, Some(OuterState::Converged));
+        assert!(stats.rewound, "{stats:?}");
+        assert_close(&gpu, &cpu);
         let lowest = |x: &[DVec3]| x.iter().map(height).fold(f64::INFINITY, f64::min);
         let (gpu_low, cpu_low) = (lowest(&gpu), lowest(&cpu));
         assert!(gpu_low > 0.0 && gpu_low >= stats.min_distance.min(cpu_low) - 1e-6, "GPU {gpu_low}, CPU {cpu_low}");

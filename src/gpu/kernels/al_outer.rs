@@ -105,6 +105,17 @@ impl AlOuterRun {
     pub fn record_iteration(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.iteration.iter().for_each(|b| b.record(pass));
     }
+
+    /// Records an outer iteration's move alone (what compares iterates runs before the
+    /// schedule, which may change δ).
+    pub fn record_move(&self, pass: &mut wgpu::ComputePass<'_>) {
+        self.iteration[0].record(pass);
+    }
+
+    /// Records an outer iteration's schedule alone (after [`AlOuterRun::record_move`]).
+    pub fn record_schedule(&self, pass: &mut wgpu::ComputePass<'_>) {
+        self.iteration[1].record(pass);
+    }
 }
 
 /// The compiled kernel.

@@ -192,9 +192,10 @@ pub fn pair_adjacency(pairs: &[AlPair], vertices: usize) -> (Vec<u32>, Vec<u32>)
 }
 
 /// Words of the `scalars` buffer for dispatches over at most `items` invocations: sixteen
-/// scalars (`lib/al.wgsl`), then two partials per workgroup.
+/// scalars (`lib/al.wgsl`), then room for three partials per workgroup (`al_merit` sums three
+/// values, the others two).
 pub fn scalar_words(items: usize) -> usize {
-    16 + 2 * (items as u32).div_ceil(WORKGROUP).max(1) as usize
+    16 + 3 * (items as u32).div_ceil(WORKGROUP).max(1) as usize
 }
 
 /// The shader's `Params` uniform.

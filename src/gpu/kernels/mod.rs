@@ -11,6 +11,7 @@ use crate::gpu::GpuContext;
 pub mod al_elements;
 #[cfg(test)]
 pub(crate) mod al_fixture;
+pub mod al_merit;
 pub mod al_outer;
 pub mod al_pairs;
 pub mod al_pcg;
@@ -55,6 +56,7 @@ pub(crate) use compose;
 /// compiling them all ahead of the first step ([`GpuContext::warm_up`]).
 pub const SHADERS: &[(&str, &str)] = &[
     ("al_elements", al_elements::SHADER),
+    ("al_merit", al_merit::SHADER),
     ("al_outer", al_outer::SHADER),
     ("al_pairs", al_pairs::SHADER),
     ("al_pcg", al_pcg::SHADER),
