@@ -11,7 +11,7 @@
 //   copy     per vertex: b = x
 //   restore  per vertex, once after the outer iterations: x = b when the last was not lowest
 // Host wrapper: src/gpu/kernels/al_merit.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/elements.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
+// lib/elements.wgsl, lib/element_energy.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
 
 const PHASE_START: u32 = 0u;
 const PHASE_COMPARE: u32 = 1u;
@@ -62,33 +62,11 @@ fn at(v: u32, which: u32) -> vec3<f32> {
     return best[v].xyz;
 }
 
-fn tet_energy(e: u32, which: u32) -> f32 {
-    let t = tets[e];
-    let x0 = at(t.vertices.x, which);
-    let ff = mat3x3<f32>(at(t.vertices.y, which) - x0, at(t.vertices.z, which) - x0, at(t.vertices.w, which) - x0)
-        * t.dm_inv;
-    let m = records[t.material];
-    return t.volume * tet_energy_density(bitcast<u32>(m.x) == MODEL_STABLE_NEO_HOOKEAN, ff, m.y, m.z);
-}
-
-fn triangle_energy(e: u32, which: u32) -> f32 {
-    let base = params.tri_records + 3u * e;
-    let tv = bitcast<vec4<u32>>(records[base]);
-    let dm = records[base + 1u];
-    let rest = records[base + 2u];
-    let m = records[bitcast<u32>(rest.y)];
-    let x0 = at(tv.x, which);
-    let e1 = at(tv.y, which) - x0;
-    let e2 = at(tv.z, which) - x0;
-    return rest.x * membrane_energy_density(e1 * dm.x + e2 * dm.z, e1 * dm.y + e2 * dm.w, m.y, m.z);
-}
-
-fn hinge_energy(e: u32, which: u32) -> f32 {
-    let base = params.hinge_records + 2u * e;
-    let hv = bitcast<vec4<u32>>(records[base]);
-    let hinge = records[base + 1u];
-    let d = hinge_angle_offset(at(hv.x, which), at(hv.y, which), at(hv.z, which), at(hv.w, which), hinge.x);
-    return 0.5 * hinge.y * d * d;
+// Element e's energy at the new iterate (which = 0) or the best.
+fn element_energy(e: u32, which: u32) -> f32 {
+    let l = ElementTables(params.tets, params.tris, params.tri_records, params.hinge_records);
+    let v = element_vertices(l, e);
+    return element_energy_at(l, e, array<vec3<f32>, 4>(at(v.x, which), at(v.y, which), at(v.z, which), at(v.w, which)));
 }
 
 // A pressed vertex–obstacle pair's price at the new iterate (which = 0) or the best.
@@ -113,18 +91,10 @@ fn compare(i: u32) -> vec3<f32> {
         return vec3<f32>(0.5 * s.inertia.w * dot(x - b, x + b - 2.0 * y), 0.0, 0.0);
     }
     k -= params.vertices;
-    if k < params.tets {
-        return vec3<f32>(tet_energy(k, 0u) - tet_energy(k, 1u), 0.0, 0.0);
+    if k < params.tets + params.tris + params.hinges {
+        return vec3<f32>(element_energy(k, 0u) - element_energy(k, 1u), 0.0, 0.0);
     }
-    k -= params.tets;
-    if k < params.tris {
-        return vec3<f32>(triangle_energy(k, 0u) - triangle_energy(k, 1u), 0.0, 0.0);
-    }
-    k -= params.tris;
-    if k < params.hinges {
-        return vec3<f32>(hinge_energy(k, 0u) - hinge_energy(k, 1u), 0.0, 0.0);
-    }
-    k -= params.hinges;
+    k -= params.tets + params.tris + params.hinges;
     return vec3<f32>(0.0, price(k, 0u), price(k, 1u));
 }
 

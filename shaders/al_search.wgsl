@@ -22,7 +22,7 @@
 // that every phase of an iteration reads (al_elements per kind, al_pcg's setup, this slope)
 // go to zero, so the iterations recorded beyond cost no work.
 // Host wrapper: src/gpu/kernels/al_search.rs; prepended: lib/step.wgsl, lib/elements.wgsl,
-// lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
+// lib/element_energy.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
 
 const PHASE_SLOPE: u32 = 0u;
 const PHASE_TRIAL: u32 = 1u;
@@ -110,33 +110,11 @@ fn moved(v: u32, r: f32) -> vec3<f32> {
     return positions[v].xyz + direction(v) * r;
 }
 
-fn tet_energy(e: u32, r: f32) -> f32 {
-    let t = tets[e];
-    let x0 = moved(t.vertices.x, r);
-    let ff = mat3x3<f32>(moved(t.vertices.y, r) - x0, moved(t.vertices.z, r) - x0, moved(t.vertices.w, r) - x0)
-        * t.dm_inv;
-    let m = records[t.material];
-    return t.volume * tet_energy_density(bitcast<u32>(m.x) == MODEL_STABLE_NEO_HOOKEAN, ff, m.y, m.z);
-}
-
-fn triangle_energy(e: u32, r: f32) -> f32 {
-    let base = params.tri_records + 3u * e;
-    let tv = bitcast<vec4<u32>>(records[base]);
-    let dm = records[base + 1u];
-    let rest = records[base + 2u];
-    let m = records[bitcast<u32>(rest.y)];
-    let x0 = moved(tv.x, r);
-    let e1 = moved(tv.y, r) - x0;
-    let e2 = moved(tv.z, r) - x0;
-    return rest.x * membrane_energy_density(e1 * dm.x + e2 * dm.z, e1 * dm.y + e2 * dm.w, m.y, m.z);
-}
-
-fn hinge_energy(e: u32, r: f32) -> f32 {
-    let base = params.hinge_records + 2u * e;
-    let hv = bitcast<vec4<u32>>(records[base]);
-    let hinge = records[base + 1u];
-    let d = hinge_angle_offset(moved(hv.x, r), moved(hv.y, r), moved(hv.z, r), moved(hv.w, r), hinge.x);
-    return 0.5 * hinge.y * d * d;
+// Element e's energy with its vertices at the trial step r.
+fn element_energy(e: u32, r: f32) -> f32 {
+    let l = ElementTables(params.tets, params.tris, params.tri_records, params.hinge_records);
+    let v = element_vertices(l, e);
+    return element_energy_at(l, e, array<vec3<f32>, 4>(moved(v.x, r), moved(v.y, r), moved(v.z, r), moved(v.w, r)));
 }
 
 fn pair_energy(i: u32, r: f32) -> f32 {
@@ -164,18 +142,10 @@ fn trial_change(i: u32, r: f32) -> f32 {
         return s.inertia.w * r * dot(d, positions[k].xyz - s.start.xyz - s.inertia.xyz + d * (0.5 * r));
     }
     k -= params.vertices;
-    if k < params.tets {
-        return tet_energy(k, r) - tet_energy(k, 0.0);
+    if k < params.tets + params.tris + params.hinges {
+        return element_energy(k, r) - element_energy(k, 0.0);
     }
-    k -= params.tets;
-    if k < params.tris {
-        return triangle_energy(k, r) - triangle_energy(k, 0.0);
-    }
-    k -= params.tris;
-    if k < params.hinges {
-        return hinge_energy(k, r) - hinge_energy(k, 0.0);
-    }
-    k -= params.hinges;
+    k -= params.tets + params.tris + params.hinges;
     return pair_energy(k, r) - pair_energy(k, 0.0);
 }
 

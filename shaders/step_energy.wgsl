@@ -10,7 +10,7 @@
 // An element's energy goes to its vertices in equal shares through the vertex → element lists
 // (gather only, no float atomics), so a body sums its own elements in a fixed order. Host
 // wrapper: src/gpu/kernels/step_energy.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/elements.wgsl, lib/energy_layout.wgsl.
+// lib/elements.wgsl, lib/element_energy.wgsl, lib/energy_layout.wgsl.
 
 
 struct Params {
@@ -59,31 +59,10 @@ var<workgroup> low: array<f32, 64>;
 var<workgroup> high: array<f32, 64>;
 
 fn element_energy(e: u32) -> f32 {
-    if e < params.tet_count {
-        let t = tets[e];
-        let x0 = positions[t.vertices.x].xyz;
-        let f = mat3x3<f32>(positions[t.vertices.y].xyz - x0, positions[t.vertices.z].xyz - x0,
-                            positions[t.vertices.w].xyz - x0) * t.dm_inv;
-        let m = records[t.material];
-        return t.volume * tet_energy_density(bitcast<u32>(m.x) == MODEL_STABLE_NEO_HOOKEAN, f, m.y, m.z);
-    }
-    if e < params.tet_count + params.tri_count {
-        let base = params.tris + 3u * (e - params.tet_count);
-        let tv = bitcast<vec4<u32>>(records[base]);
-        let dm = records[base + 1u];
-        let rest = records[base + 2u];
-        let m = records[bitcast<u32>(rest.y)];
-        let x0 = positions[tv.x].xyz;
-        let e1 = positions[tv.y].xyz - x0;
-        let e2 = positions[tv.z].xyz - x0;
-        return rest.x * membrane_energy_density(e1 * dm.x + e2 * dm.z, e1 * dm.y + e2 * dm.w, m.y, m.z);
-    }
-    let base = params.hinges + 2u * (e - params.tet_count - params.tri_count);
-    let hv = bitcast<vec4<u32>>(records[base]);
-    let hinge = records[base + 1u];
-    let d = hinge_angle_offset(positions[hv.x].xyz, positions[hv.y].xyz, positions[hv.z].xyz,
-                               positions[hv.w].xyz, hinge.x);
-    return 0.5 * hinge.y * d * d;
+    let l = ElementTables(params.tet_count, params.tri_count, params.tris, params.hinges);
+    let v = element_vertices(l, e);
+    let x = array<vec3<f32>, 4>(positions[v.x].xyz, positions[v.y].xyz, positions[v.z].xyz, positions[v.w].xyz);
+    return element_energy_at(l, e, x);
 }
 
 fn stored(e: u32) -> f32 {

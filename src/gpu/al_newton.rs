@@ -228,35 +228,7 @@ mod tests {
         let pcg_control = Device::control(ctx, al_pcg::CONTROL_WORDS);
         let control = Device::control(ctx, CONTROL_WORDS);
         let settings = AlSettings::default();
-        let newton = AlNewton::bind(
-            ctx,
-            &AlNewtonSetup {
-                vertices: d.n,
-                index: &d.index_layout,
-                records: &d.record_layout,
-                elements: &d.elements,
-                pairs: &d.pairs,
-                pair_count: d.pair_count,
-                static_slip: STATIC_SLIP as f32,
-                cg_tolerance: settings.cg_tolerance as f32,
-                cg_iterations: 400,
-                force_tolerance: settings.force_tolerance as f32,
-                newton_iterations: settings.newton_iterations,
-            },
-            &AlNewtonBuffers {
-                positions: &d.positions,
-                steps: &d.steps,
-                index: &d.index,
-                tets: &d.tets,
-                records: &d.records,
-                element: &d.element,
-                solved: &d.solved,
-                vectors: &d.vectors,
-                scalars: &d.scalars,
-                pcg_control: &pcg_control,
-                control: &control,
-            },
-        );
+        let newton = AlNewton::bind(ctx, &d.newton_setup(&settings, 400), &d.newton_buffers(&pcg_control, &control));
         Device::run(ctx, |pass| newton.record(pass));
         let words: Vec<u32> = read_blocking(ctx, &control, CONTROL_WORDS).expect("control");
         let iterations = words[CONTROL_NEWTON_ITERATIONS];

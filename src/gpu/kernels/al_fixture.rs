@@ -14,9 +14,11 @@ use crate::collision::Obstacle;
 use crate::collision::surface_pairs::{PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE};
 use crate::collision::swept::{PAIR_OBSTACLE, PairKey};
 use crate::gpu::GpuContext;
+use crate::gpu::al_newton::{AlNewtonBuffers, AlNewtonSetup};
 use crate::gpu::buffers::{output, read_blocking, storage};
 use crate::gpu::pack::{IndexLayout, RecordLayout, pack_index, pack_records};
 use crate::prelude::*;
+use crate::solver::al::AlSettings;
 use crate::solver::al::constraints::ActiveSet;
 use crate::solver::al::problem::Problem;
 use crate::test_rng::Rng;
@@ -224,6 +226,45 @@ impl Device {
             vectors: output::<Vec4>(ctx, "vectors", VECTOR_REGIONS * n),
             scalars: storage(ctx, "scalars", &scalars, true),
             fill,
+        }
+    }
+
+    /// The Newton iterations' setup over this device's tables with `settings`' tolerances and
+    /// caps, PCG capped at `cg_iterations`.
+    pub fn newton_setup(&self, settings: &AlSettings, cg_iterations: u32) -> AlNewtonSetup<'_> {
+        AlNewtonSetup {
+            vertices: self.n,
+            index: &self.index_layout,
+            records: &self.record_layout,
+            elements: &self.elements,
+            pairs: &self.pairs,
+            pair_count: self.pair_count,
+            static_slip: STATIC_SLIP as f32,
+            cg_tolerance: settings.cg_tolerance as f32,
+            cg_iterations,
+            force_tolerance: settings.force_tolerance as f32,
+            newton_iterations: settings.newton_iterations,
+        }
+    }
+
+    /// The Newton iterations' buffers: this device's, and the two control buffers given.
+    pub fn newton_buffers<'a>(
+        &'a self,
+        pcg_control: &'a wgpu::Buffer,
+        control: &'a wgpu::Buffer,
+    ) -> AlNewtonBuffers<'a> {
+        AlNewtonBuffers {
+            positions: &self.positions,
+            steps: &self.steps,
+            index: &self.index,
+            tets: &self.tets,
+            records: &self.records,
+            element: &self.element,
+            solved: &self.solved,
+            vectors: &self.vectors,
+            scalars: &self.scalars,
+            pcg_control,
+            control,
         }
     }
 

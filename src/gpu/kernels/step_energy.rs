@@ -11,7 +11,8 @@ use bytemuck::{Pod, Zeroable};
 use glam::Vec3A;
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("step_energy", "step", "obstacles", "elements", "energy_layout");
+pub const SHADER: &str =
+    super::compose!("step_energy", "step", "obstacles", "elements", "element_energy", "energy_layout");
 
 /// u32 words per body at the start of the `energy` buffer (then one per element).
 pub const ENERGY_WORDS: usize = 8;
