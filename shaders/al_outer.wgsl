@@ -4,7 +4,7 @@
 // once the first iterates weigh less than ε or the iteration cap is reached, and doubles μ and
 // halves δ after STALL_ITERATIONS steps below 1e-4 in a row. An ended step zeroes the dispatch
 // arguments of the iterations recorded after it (indirect dispatch).
-//   start     one invocation: opens a step
+//   start     one invocation: opens a step (μ and δ from the parameters)
 //   move      per vertex
 //   schedule  one invocation: after move
 // Host wrapper: src/gpu/kernels/al_outer.rs; prepended: lib/step.wgsl.
@@ -45,9 +45,11 @@ struct Params {
     epsilon: f32,
     pair_groups: u32,
     tet_groups: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    // The step's first penalty μ [N/m] and offset δ [m]: a stall changes both, so each step
+    // starts from these.
+    mu: f32,
+    delta: f32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -89,6 +91,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         control[C_SMALL_STEPS] = 0u;
         scalars[S_FIRST_WEIGHT] = 1.0;
         scalars[S_START_WEIGHT] = 1.0;
+        scalars[S_MU] = params.mu;
+        scalars[S_DELTA] = params.delta;
         set_args(true);
         return;
     }

@@ -13,7 +13,8 @@
 // step_soft: once any body is unsafe, every body goes back to the substep's start at rest,
 // since the host redoes the frame from its start (src/runtime/world/gpu/check.rs) and a body
 // put back alone could overlap a neighbour that moved into its place. (A non-finite body is
-// not redone but rolled back alone: its unsafe bits stay out of the world word.) `rollbacks`, per body,
+// not redone but rolled back alone: its unsafe bits stay out of the world word.) Where the GPU's
+// fallback redoes unsafe substeps on the device (al_gate), only non-finite bodies are put back. `rollbacks`, per body,
 // three words: the count, and the last rollback's two words; only flagged bodies are counted. Host wrapper: src/gpu/kernels/step_guard.rs; prepended:
 // lib/step.wgsl.
 
@@ -22,7 +23,9 @@ struct Params {
     count: u32,
     // Where vertex_body starts in `index`.
     vertex_body: u32,
-    _pad: u32,
+    // Non-zero when the GPU's fallback (al_gate, al_commit) redoes unsafe substeps on the
+    // device: phase 1 then puts back only the bodies with a non-finite value.
+    redone_on_gpu: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -61,7 +64,12 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         }
         case 1u: {
             let b = index[params.vertex_body + i];
-            if atomicLoad(&bad[2u * b + 1u]) != 0u || atomicLoad(&bad[arrayLength(&bad) - 1u]) != 0u {
+            let fields = atomicLoad(&bad[2u * b + 1u]);
+            var back = fields != 0u || atomicLoad(&bad[arrayLength(&bad) - 1u]) != 0u;
+            if params.redone_on_gpu != 0u {
+                back = (fields & 7u) != 0u;
+            }
+            if back {
                 positions[i] = steps[i].start;
                 velocities[i] = vec4<f32>(0.0);
                 accelerations[i] = vec4<f32>(0.0);

@@ -233,21 +233,18 @@ fn on_the_gpu_the_residual_rule_sends_stalled_sweeps_to_the_fallback() {
     }
 }
 
-/// On the GPU backend: a clamped 1 m beam of 1e9 Pa, nearly incompressible (ν = 0.49), at 10
-/// sweeps (the stiffness sweep's stiffest variant). The sweeps cannot hold it: without the
-/// energy test its elastic energy grew by up to 39 kJ in one frame on the GPU, with no force
-/// doing work. The GPU's energy test (`step_energy`, `step_soft`) rejects it within the first
-/// frames; the fallback steps it from then on and no vertex gets faster than 5 m/s.
+/// A GPU world of `config` with a clamped 1 m beam of 1e9 Pa, nearly incompressible (ν =
+/// 0.49), at 10 sweeps (the stiffness sweep's stiffest variant), over a ground; `None`
+/// without an adapter.
 #[cfg(feature = "gpu")]
-#[test]
-fn on_the_gpu_the_energy_test_catches_a_stiff_beam_making_energy() {
+fn stiff_beam_on_gpu(config: StepConfig, self_collision: bool) -> Option<(World, SoftBodyHandle)> {
     use pliant::runtime::Backend;
-    let config = StepConfig { backend: Backend::Gpu, iterations: 10, ..StepConfig::default() };
+    let config = StepConfig { backend: Backend::Gpu, iterations: 10, ..config };
     let mut world = match World::new(config) {
         Ok(w) => w,
         Err(e) => {
             common::no_gpu(&e);
-            return;
+            return None;
         }
     };
     let mesh = TetMesh::beam(1.0, 0.1, 0.1, [20, 2, 2], TetSplit::Six).expect("beam");
@@ -260,16 +257,109 @@ fn on_the_gpu_the_energy_test_catches_a_stiff_beam_making_energy() {
             .material(StableNeoHookean::from_young_poisson(1e9, 0.49))
             .translation(Vec3::new(0.5, 0.5, 0.0))
             .pin(Pin::fixed(clamped))
+            .self_collision(self_collision)
             .build()
             .expect("beam"),
     );
     world.obstacles.push(Obstacle::ground(0.0, 0.5));
+    Some((world, beam))
+}
+
+/// On the GPU backend: the stiff beam ([`stiff_beam_on_gpu`]). The sweeps cannot hold it:
+/// without the energy test its elastic energy grew by up to 39 kJ in one frame on the GPU,
+/// with no force doing work. The GPU's energy test (`step_energy`, `step_soft`) rejects it
+/// within the first frames; the fallback steps it from then on and no vertex gets faster than
+/// 5 m/s.
+#[cfg(feature = "gpu")]
+#[test]
+fn on_the_gpu_the_energy_test_catches_a_stiff_beam_making_energy() {
+    let Some((mut world, beam)) = stiff_beam_on_gpu(StepConfig::default(), true) else { return };
     let reports = drive_on_gpu(&mut world, 8);
     let events = world.drain_events();
     assert!(rejected_on_gpu(&events, beam, FallbackReason::EnergyGain), "{events:?}");
     assert_detected(&reports);
     let fastest = world.state().velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max);
     assert!(fastest < 5.0, "{fastest} m/s");
+}
+
+/// The stiff beam with `gpu_fallback` and its self contact off (no surface pairs, so the
+/// device's own fallback applies): the GPU's energy test rejects the fast step and the device
+/// redoes the substep with the augmented-Lagrangian step in the same submission, then holds
+/// it there. Every frame runs on the GPU and none is stepped again by the host: the events say
+/// redone, the reports count the device's fallback substeps, and the beam holds (its lowest
+/// point stays above 0.44 m: 1.4 mm of sag at the clamp's height of 0.45 m on lavapipe, where
+/// the CPU's fallback leaves 0.1 mm; with no fallback the beam falls to the ground, 0.0 m),
+/// with no vertex faster than 5 m/s.
+#[cfg(feature = "gpu")]
+#[test]
+fn on_the_gpu_the_device_redoes_the_stiff_beam_itself() {
+    use pliant::runtime::Backend;
+    let config = StepConfig { gpu_fallback: true, ..StepConfig::default() };
+    let Some((mut world, beam)) = stiff_beam_on_gpu(config, false) else { return };
+    let reports = drive_on_gpu(&mut world, 8);
+    let events = world.drain_events();
+    assert!(rejected_on_gpu(&events, beam, FallbackReason::EnergyGain), "{events:?}");
+    for r in &reports {
+        assert_eq!(r.backend, Backend::Gpu, "frame {}: {:?}", r.frame, world.why_not_gpu());
+        assert_eq!(r.frames_redone, 0, "frame {}", r.frame);
+    }
+    let redone: u32 = reports.iter().map(|r| r.fallbacks).sum();
+    assert!(redone >= 4, "{redone} substeps redone on the device");
+    let fastest = world.state().velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max);
+    assert!(fastest < 5.0, "{fastest} m/s");
+    let low = lowest_y(&world, beam);
+    assert!(low > 0.44, "the beam sagged to {low} m");
+}
+
+/// On the GPU backend with `gpu_fallback`: a 10 cm steel-stiff cube (1e9 Pa, self contact off)
+/// shot at the ground at 60 m/s from 0.5 m: one frame spans a metre. The GPU's check rejects
+/// the fast step (its speed) and the device's augmented-Lagrangian step redoes it against the
+/// ground: every frame runs on the GPU, none is stepped again by the host, and no vertex is
+/// ever found below the ground (the check after every frame read back, in `drive_on_gpu`, and
+/// its lowest height here).
+#[cfg(feature = "gpu")]
+#[test]
+fn on_the_gpu_the_device_catches_a_projectile_on_the_ground() {
+    use pliant::runtime::Backend;
+    let config = StepConfig { backend: Backend::Gpu, gpu_fallback: true, ..StepConfig::default() };
+    let mut world = match World::new(config) {
+        Ok(w) => w,
+        Err(e) => {
+            common::no_gpu(&e);
+            return;
+        }
+    };
+    let mesh = TetMesh::box_mesh(Vec3::splat(0.1), [3, 3, 3], TetSplit::Six).expect("cube");
+    let shot = world.bodies.insert(
+        SoftBodyBuilder::tetrahedral(mesh)
+            .name("shot")
+            .material(StableNeoHookean::from_young_poisson(1e9, 0.3))
+            .translation(Vec3::new(0.0, 0.5, 0.0))
+            .velocity(Vec3::new(0.0, -60.0, 0.0))
+            .self_collision(false)
+            .build()
+            .expect("cube"),
+    );
+    world.obstacles.push(Obstacle::ground(0.0, 0.5));
+    let mut lowest = f32::INFINITY;
+    let mut reports = Vec::new();
+    while world.frame() < 12 {
+        let r = world.step();
+        if r.gpu_busy {
+            continue;
+        }
+        world.wait_for_gpu();
+        lowest = lowest.min(lowest_y(&world, shot));
+        assert!(world.state().positions.iter().all(|p| p.is_finite()), "frame {}", r.frame);
+        reports.push(r);
+    }
+    let events = world.drain_events();
+    assert!(rejected_on_gpu(&events, shot, FallbackReason::Speed), "{events:?}");
+    for r in &reports {
+        assert_eq!(r.backend, Backend::Gpu, "frame {}: {:?}", r.frame, world.why_not_gpu());
+    }
+    assert!(lowest >= 0.0, "the cube reached {lowest} m, below the ground");
+    assert!(lowest_y(&world, shot) < 0.01, "the cube did not come down: {} m", lowest_y(&world, shot));
 }
 
 /// 48 soft boxes and spheres settling into a pile: each carries the ones above, and the fast

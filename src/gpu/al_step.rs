@@ -47,13 +47,15 @@ pub struct AlStepProgram {
 
 impl AlStepProgram {
     /// Binds a step with the Newton setup `n`, the settings `s` (outer cap, ε, `K_min`, `j_min`,
-    /// the price cap) and the step's obstacles; `comparable` when no kinematic vertex moves, so
-    /// the step answers with its iterate of lowest merit.
+    /// the price cap, the offset), the first penalty `mu` \[N/m\] and the step's obstacles;
+    /// `comparable` when no kinematic vertex moves, so the step answers with its iterate of
+    /// lowest merit.
     #[allow(clippy::too_many_arguments)]
     pub fn bind(
         ctx: &GpuContext,
         n: &AlNewtonSetup<'_>,
         s: &AlSettings,
+        mu: f32,
         tets: usize,
         obstacles: &GpuObstacleSet,
         comparable: bool,
@@ -64,6 +66,7 @@ impl AlStepProgram {
             ctx,
             [n.vertices, n.pair_count, tets],
             s,
+            mu,
             &AlOuterBuffers {
                 safe: b.safe,
                 targets: b.newton.positions,
@@ -142,6 +145,13 @@ impl AlStepProgram {
         Self { outer, merit, pairs, newton, step_size, iterations: s.max_iterations }
     }
 
+    /// The same step, opened only when the dispatch arguments at byte `at` of `gate` say so
+    /// (the GPU's fallback: `al_gate`); an unopened step does no work.
+    pub fn gated(mut self, gate: &wgpu::Buffer, at: u64) -> Self {
+        self.outer = self.outer.gate_start(gate, at);
+        self
+    }
+
     /// Records the step into `pass`: the active set seeded with what the motion from the start
     /// towards the first guess runs into, then the outer iterations.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
@@ -216,6 +226,7 @@ mod tests {
             &ctx,
             &d.newton_setup(&settings, 200),
             &settings,
+            mu as f32,
             st.tets.len(),
             &GpuObstacleSet::pack(obstacles).expect("obstacles"),
             true,

@@ -45,6 +45,20 @@ pub fn output<T: Pod>(ctx: &GpuContext, label: &str, count: usize) -> wgpu::Buff
     })
 }
 
+/// A zeroed buffer of `words` u32 that kernels write and later dispatches read their workgroup
+/// counts from (`INDIRECT`).
+pub fn control_words(ctx: &GpuContext, label: &str, words: usize) -> wgpu::Buffer {
+    ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: (words.max(1) * 4) as u64,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::INDIRECT
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
+}
+
 /// Copies `count` elements of `buffer` back to the host, waiting for the GPU.
 pub fn read_blocking<T: Pod>(ctx: &GpuContext, buffer: &wgpu::Buffer, count: usize) -> Result<Vec<T>, GpuError> {
     let label = format!("{buffer:?}");

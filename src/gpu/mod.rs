@@ -19,6 +19,7 @@ pub mod buffers;
 pub mod contact;
 pub mod contact_program;
 pub mod context;
+pub mod fallback;
 pub mod kernels;
 pub mod obstacles;
 pub mod pack;

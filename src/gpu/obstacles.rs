@@ -31,6 +31,11 @@ pub struct GpuObstacleSet {
 }
 
 impl GpuObstacleSet {
+    /// Obstacles in the set.
+    pub fn count(&self) -> usize {
+        self.count as usize
+    }
+
     /// Packs `obstacles`; more than [`MAX_OBSTACLES`] is an error naming the count.
     pub fn pack(obstacles: &[Obstacle]) -> Result<Self, GpuError> {
         if obstacles.len() > MAX_OBSTACLES {

@@ -38,7 +38,9 @@ use super::contact::{
     CONTROL_PAIRS_DROPPED, CONTROL_PAIRS_REQUESTED, ContactStats, SurfaceBounds, control_words,
 };
 use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL};
+use super::fallback::{GpuFallback, GpuFallbackBuffers, GpuFallbackSettings, GpuFallbackSetup};
 use super::kernels::Bound;
+use super::kernels::al_gate;
 use super::kernels::step_check::{StepCheck, body_sizes};
 use super::kernels::step_energy::{StepEnergy, energy_words};
 use super::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, StepGuard, StepGuardBuffers, decode};
@@ -102,6 +104,10 @@ pub struct GpuStepSettings {
     /// Margin around an island's height in the energy test's scale \[m\] (the CPU check's
     /// island margin, `2 δ + 1 mm`).
     pub island_margin: f32,
+    /// Unsafe substeps redone on the device by the augmented-Lagrangian fallback
+    /// ([`super::fallback`]), with the check on; `None`: the guard puts every body back at
+    /// rest and the host redoes the frame on the CPU.
+    pub fallback: Option<GpuFallbackSettings>,
 }
 
 /// Which frame a recorded substep belongs to.
@@ -128,7 +134,44 @@ pub struct GpuFrame {
     pub rollbacks: Vec<Rollbacks>,
     /// What surface contact found in the frame.
     pub contact: ContactStats,
+    /// The GPU fallback's counters at the frame's end.
+    pub fallback: FallbackCounts,
 }
+
+/// The GPU fallback's counters (`al_gate`), counting up from the stepper's upload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FallbackCounts {
+    /// Substeps the fallback redid (failures and holds).
+    pub runs: u32,
+    /// Substeps it redid because the check failed.
+    pub failures: u32,
+    /// Substeps of hold left.
+    pub hold: u32,
+}
+
+impl FallbackCounts {
+    fn decode(words: &[u32]) -> Self {
+        Self {
+            runs: words[al_gate::CONTROL_RUNS],
+            failures: words[al_gate::CONTROL_FAILURES],
+            hold: words[al_gate::CONTROL_HOLD],
+        }
+    }
+}
+
+/// What a finished frame says besides its state.
+#[derive(Clone, Debug)]
+pub struct FrameTail {
+    /// Per body: substeps rolled back since the state was uploaded, and the last one's cause.
+    pub rollbacks: Vec<Rollbacks>,
+    /// What surface contact found in the frame.
+    pub contact: ContactStats,
+    /// The GPU fallback's counters.
+    pub fallback: FallbackCounts,
+}
+
+/// Bytes of the gate's words in a frame read back.
+const GATE_BYTES: usize = al_gate::CONTROL_WORDS * size_of::<u32>();
 
 /// Device buffers of the state and the step's scratch.
 struct StepBuffers {
@@ -168,6 +211,9 @@ struct StepBuffers {
     /// Per body: energies and height of the substep, pins moved, island label; per element:
     /// its energy (`step_energy`).
     energy: wgpu::Buffer,
+    /// The GPU fallback's gate (`al_gate`): its dispatch arguments, the hold left and the
+    /// substeps it ran, read back with every frame.
+    gate: wgpu::Buffer,
 }
 
 /// The compiled kernels of a step.
@@ -197,7 +243,12 @@ struct Program {
     divergence: Option<Bound>,
     /// One per sweep but the last (the step ends on a plain Gauss–Seidel sweep).
     chebyshev: Vec<Bound>,
+    /// The velocities, the guard's flags and the check.
     finish: Vec<Bound>,
+    /// The redo of an unsafe substep on the device, and the guard's flags again after it.
+    fallback: Option<(GpuFallback, Bound)>,
+    /// The guard's rollback and count.
+    settle: [Bound; 2],
     /// Surface contact, and its sweeps between detections (0: once per step).
     contact: Option<(ContactProgram, u32)>,
 }
@@ -299,6 +350,7 @@ impl GpuStepper {
             soft_constants: storage(c, "soft constants", &body_constants(st), false),
             soft: output::<[u32; SOFT_WORDS]>(c, "soft", bodies),
             energy: output::<u32>(c, "energy", energy_words(bodies, st.tets.len() + st.tris.len() + st.hinges.len())),
+            gate: crate::gpu::buffers::control_words(c, "al_gate control", al_gate::CONTROL_WORDS),
         };
         let kernels = Kernels {
             inertia: VbdInertia::new(c),
@@ -350,10 +402,13 @@ impl GpuStepper {
         })
     }
 
-    /// Bytes of a frame read back: positions, velocities, rollback counts, the `control` header.
+    /// Bytes of a frame read back: positions, velocities, rollback counts, the `control`
+    /// header, the fallback's gate.
     fn frame_bytes(n: usize, bodies: usize) -> u64 {
-        (2 * n * size_of::<Vec4>() + bodies * ROLLBACK_WORDS * size_of::<u32>() + CONTROL_HEADER * size_of::<u32>())
-            as u64
+        (2 * n * size_of::<Vec4>()
+            + bodies * ROLLBACK_WORDS * size_of::<u32>()
+            + CONTROL_HEADER * size_of::<u32>()
+            + GATE_BYTES) as u64
     }
 
     /// Where the rollback counts start in a frame read back.
@@ -582,11 +637,13 @@ impl GpuStepper {
                 flags: &b.flags,
             },
         )];
+        let fallback_settings = s.fallback.filter(|_| s.check);
         let [flag, roll_back, count] = k.guard.bind(
             ctx,
             n,
             self.bodies,
             l.vertex_body,
+            fallback_settings.is_some(),
             &StepGuardBuffers {
                 positions: &b.positions,
                 velocities: &b.velocities,
@@ -598,7 +655,7 @@ impl GpuStepper {
                 rollbacks: &b.rollbacks,
             },
         );
-        finish.push(flag);
+        finish.push(flag.clone());
         let checks = s.check.then(|| self.bind_checks(s, obstacles, contact_state, contacts));
         let (energy_before, first_sweep) = match checks {
             Some(c) => {
@@ -607,7 +664,29 @@ impl GpuStepper {
             }
             None => (Vec::new(), None),
         };
-        finish.extend([roll_back, count]);
+        let fallback = fallback_settings.map(|f| {
+            let setup = GpuFallbackSetup {
+                st: &self.state,
+                index: l,
+                records: &self.records,
+                obstacles,
+                h: s.h,
+                integrator: s.integrator,
+            };
+            let buffers = GpuFallbackBuffers {
+                positions: &b.positions,
+                velocities: &b.velocities,
+                accelerations: &b.accelerations,
+                flags: &b.flags,
+                steps: &b.steps,
+                index: &b.index,
+                tets: &b.tets,
+                records: &b.records,
+                bad: &b.bad,
+                gate: &b.gate,
+            };
+            (GpuFallback::bind(ctx, &setup, &f, &buffers), flag)
+        });
         Program {
             settings: *s,
             obstacles: *obstacles,
@@ -618,6 +697,8 @@ impl GpuStepper {
             divergence,
             chebyshev,
             finish,
+            fallback,
+            settle: [roll_back, count],
             contact,
         }
     }
@@ -726,6 +807,12 @@ impl GpuStepper {
                 }
                 last = Some(d);
             }
+            if let Some((fallback, flag)) = &p.fallback {
+                fallback.record(&mut pass);
+                // A non-finite answer (absurd input) is put back at rest by the guard.
+                flag.record(&mut pass);
+            }
+            p.settle.iter().for_each(|d| d.record(&mut pass));
         }
         *pending_substeps += 1;
         Ok(())
@@ -744,7 +831,13 @@ impl GpuStepper {
         let n = self.vertices as u64 * size_of::<Vec4>() as u64;
         let counts = (self.bodies as usize * ROLLBACK_WORDS * size_of::<u32>()) as u64;
         let header = (CONTROL_HEADER * size_of::<u32>()) as u64;
-        let parts = [(&b.positions, n), (&b.velocities, n), (&b.rollbacks, counts), (&b.control, header)];
+        let parts = [
+            (&b.positions, n),
+            (&b.velocities, n),
+            (&b.rollbacks, counts),
+            (&b.control, header),
+            (&b.gate, GATE_BYTES as u64),
+        ];
         let ticket = self.ring.record(&mut encoder, &parts, frame);
         let recorded = ticket.is_some();
         self.submitter.submit(encoder, ticket.map(|t| (self.ring.clone(), t)));
@@ -754,21 +847,26 @@ impl GpuStepper {
     /// The number of the newest frame that has come back, without waiting (the queue thread
     /// polls the device), its rollback counts and its contact counters: a few bytes, read in
     /// place.
-    pub fn newest_frame(&self) -> Result<Option<(u64, Vec<Rollbacks>, ContactStats)>, GpuError> {
+    pub fn newest_frame(&self) -> Result<Option<(u64, FrameTail)>, GpuError> {
         if self.ring.newest()?.is_none() {
             return Ok(None);
         }
         let at = self.rollback_bytes().start as u64;
         let end = Self::frame_bytes(self.vertices as usize, self.bodies as usize);
-        let read = self.ring.read_newest(at..end, |b| self.decode_tail(b))?;
-        Ok(read.map(|(frame, (rollbacks, contact))| (frame, rollbacks, contact)))
+        self.ring.read_newest(at..end, |b| self.decode_tail(b))
     }
 
-    /// Rollback counts and contact counters from the bytes of a frame after its velocities.
-    fn decode_tail(&self, bytes: &[u8]) -> (Vec<Rollbacks>, ContactStats) {
+    /// Rollback counts, contact counters and the fallback's counters from the bytes of a frame
+    /// after its velocities.
+    fn decode_tail(&self, bytes: &[u8]) -> FrameTail {
         let words: Vec<u32> = bytemuck::pod_collect_to_vec(bytes);
-        let (counts, header) = words.split_at(self.bodies as usize * ROLLBACK_WORDS);
-        (decode(counts), ContactStats::decode(header, self.contact_capacity()))
+        let (counts, rest) = words.split_at(self.bodies as usize * ROLLBACK_WORDS);
+        let (header, gate) = rest.split_at(CONTROL_HEADER);
+        FrameTail {
+            rollbacks: decode(counts),
+            contact: ContactStats::decode(header, self.contact_capacity()),
+            fallback: FallbackCounts::decode(gate),
+        }
     }
 
     /// Copies the newest frame that has come back (positions and velocities) and frees its
@@ -778,8 +876,8 @@ impl GpuStepper {
         let n = self.vertices as usize * size_of::<Vec4>();
         let positions = bytemuck::pod_collect_to_vec(&bytes[..n]);
         let velocities = bytemuck::pod_collect_to_vec(&bytes[n..2 * n]);
-        let (rollbacks, contact) = self.decode_tail(&bytes[self.rollback_bytes().start..]);
-        Ok(Some(GpuFrame { frame, positions, velocities, rollbacks, contact }))
+        let FrameTail { rollbacks, contact, fallback } = self.decode_tail(&bytes[self.rollback_bytes().start..]);
+        Ok(Some(GpuFrame { frame, positions, velocities, rollbacks, contact, fallback }))
     }
 
     /// Waits until every submitted frame has run and its readback has arrived.

@@ -146,6 +146,17 @@ pub struct StepConfig {
     /// When the safety check sends an island to the augmented-Lagrangian fallback. Default
     /// [`FallbackPolicy::Auto`].
     pub fallback: FallbackPolicy,
+    /// With the GPU backend: redo unsafe substeps on the device (`gpu::fallback`: the
+    /// augmented-Lagrangian step recorded into every substep and run only when the GPU's check
+    /// fails or a hold is on, so no frame goes back to the host), where the scene allows it (no
+    /// surface contact, no moving obstacle; elsewhere the CPU's fallback redoes the frame).
+    /// Default off: every substep records every dispatch of the fallback's capped iterations
+    /// (`gpu::fallback::GPU_CAPS`: 6 outer × 3 Newton × 200 PCG iterations of five dispatches
+    /// each, besides the rest) whether they run or not, and idle they cost ~130 ms a frame on
+    /// an H200 (about 7 µs per empty dispatch) and ~1 s on lavapipe, against 6–8 ms and
+    /// 33–97 ms for the whole fast step (`bench_gpu_fallback`, BENCHMARKS.md). For tests, and
+    /// for scenes that fall back in most frames.
+    pub gpu_fallback: bool,
     /// Frame budget \[ms\]: with a budget the planner picks each step's sweep count from the
     /// measured cost per sweep (70 % of the budget; the rest is kept for fallbacks, which stop
     /// at the budget's end with their current, intersection-free iterate). `None` (default)
@@ -175,6 +186,7 @@ impl Default for StepConfig {
             gpu_contact_pairs: 0,
             measure_state: true,
             fallback: FallbackPolicy::Auto,
+            gpu_fallback: false,
             budget_ms: None,
         }
     }

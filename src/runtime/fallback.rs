@@ -336,6 +336,36 @@ fn island(
     }
 }
 
+/// The augmented-Lagrangian settings of a substep of length `h` redoing the bodies `members`,
+/// whose vertices `solved` says have unknowns (both backends' fallback).
+pub(crate) fn fallback_settings(
+    state: &SimState,
+    config: &StepConfig,
+    h: f32,
+    members: &[u32],
+    solved: impl Fn(usize) -> bool,
+) -> AlSettings {
+    let gravity = config.gravity.length() as f64;
+    let mass: f64 = (0..state.vertex_count()).filter(|&i| solved(i)).map(|i| state.masses[i] as f64).sum();
+    let mut member = vec![false; state.bodies.len()];
+    members.iter().for_each(|&b| member[b as usize] = true);
+    let cloth_or_friction = members.iter().any(|&b| state.bodies[b as usize].friction > 0.0)
+        || state.tris.iter().any(|t| member[state.vertex_body[t.vertices[0] as usize] as usize]);
+    AlSettings {
+        offset: config.contact_offset as f64,
+        min_iterates: if cloth_or_friction { 6 } else { 2 },
+        static_slip: (config.friction_eps_v * h) as f64,
+        // A millionth of the island's weight (at least a micronewton).
+        force_tolerance: 1e-6 * (mass * gravity).max(1.0),
+        // Pushing a stack out to the offset lifts each of its bodies by at most the offset per
+        // interface below it: twice the island's weight times the offset per member bounds it
+        // (a weight of at least 1 N, as for the force tolerance, so contact pressed by pins or
+        // elastic preload without gravity is priced too).
+        violation_price_cap: 2.0 * config.contact_offset as f64 * members.len() as f64 * (mass * gravity).max(1.0),
+        ..AlSettings::default()
+    }
+}
+
 /// Redoes one island's substep (its vertices are at the step's start) with the
 /// augmented-Lagrangian solver, warm-started from the fast path's positions `fast`, and writes
 /// positions, velocities and accelerations.
@@ -392,26 +422,8 @@ fn redo_island(
         let s = step_of(i);
         (state.masses[i] as f64 / s.weight as f64, target(i))
     };
-    let mass: f64 = (0..n).filter(|&i| solved[i]).map(|i| state.masses[i] as f64).sum();
-    let cloth_or_friction = members.iter().any(|&b| state.bodies[b as usize].friction > 0.0)
-        || state.tris.iter().any(|t| members.contains(&state.vertex_body[t.vertices[0] as usize]));
-    let settings = AlSettings {
-        offset: config.contact_offset as f64,
-        min_iterates: if cloth_or_friction { 6 } else { 2 },
-        static_slip: (config.friction_eps_v * h) as f64,
-        deadline: info.deadline,
-        // A millionth of the island's weight (at least a micronewton).
-        force_tolerance: 1e-6 * (mass * gravity.length() as f64).max(1.0),
-        // Pushing a stack out to the offset lifts each of its bodies by at most the offset per
-        // interface below it: twice the island's weight times the offset per member bounds it
-        // (a weight of at least 1 N, as for the force tolerance, so contact pressed by pins or
-        // elastic preload without gravity is priced too).
-        violation_price_cap: 2.0
-            * config.contact_offset as f64
-            * members.len() as f64
-            * (mass * gravity.length() as f64).max(1.0),
-        ..AlSettings::default()
-    };
+    let settings =
+        AlSettings { deadline: info.deadline, ..fallback_settings(state, config, h, members, |i| solved[i]) };
     let mut x = Vec::new();
     let stats = {
         let input = AlInput {

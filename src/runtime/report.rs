@@ -17,6 +17,10 @@ pub enum StepPath {
     /// contact-offset violations) than an earlier one, and returned its last (or that lower)
     /// iterate: intersection-free, less converged (see `IslandReport::travelled`).
     FallbackTruncated,
+    /// Redone on the device by the GPU's fallback (`gpu::fallback`: the whole world's substep
+    /// together, within its recorded iteration caps), without a round trip to the host; its
+    /// iterations and convergence stay on the device (the report's counts are zero).
+    FallbackOnGpu,
     /// Rolled back to the step's start with zero velocity: the fast path failed and the
     /// fallback could not take the step (it produced non-finite values, or the island touches a
     /// moving collider, which the fallback does not model yet).

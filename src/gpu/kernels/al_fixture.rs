@@ -7,7 +7,7 @@ use super::Bound;
 use super::al_elements::{AlElementLayout, AlElements, AlElementsBuffers};
 use super::al_pcg::{
     AlPair, AlPairLayout, CONTROL_WORDS, SCALAR_DELTA, SCALAR_MU, VECTOR_REGIONS, VERTEX_MOVES, VERTEX_SOLVED,
-    obstacle_table_adjacency, pair_adjacency, scalar_words,
+    element_words, obstacle_table_adjacency, pair_adjacency, scalar_words,
 };
 use super::vbd_inertia::GpuVertexStep;
 use crate::collision::Obstacle;
@@ -15,7 +15,7 @@ use crate::collision::surface_pairs::{PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE};
 use crate::collision::swept::{PAIR_OBSTACLE, PairKey};
 use crate::gpu::GpuContext;
 use crate::gpu::al_newton::{AlNewtonBuffers, AlNewtonSetup};
-use crate::gpu::buffers::{output, read_blocking, storage};
+use crate::gpu::buffers::{control_words, output, read_blocking, storage};
 use crate::gpu::pack::{IndexLayout, RecordLayout, pack_index, pack_records};
 use crate::prelude::*;
 use crate::solver::al::AlSettings;
@@ -179,7 +179,7 @@ impl Device {
         f: &Fixture,
         solve: &[bool],
         pairs: &[AlPair],
-        (offsets, entries): (Vec<u32>, Vec<u32>),
+        adjacency: (Vec<u32>, Vec<u32>),
         mu: f32,
         delta: f32,
     ) -> Self {
@@ -188,10 +188,7 @@ impl Device {
         let elements = AlElementLayout::new(st.tets.len(), st.tris.len(), st.hinges.len());
         assert!(elements.counts.iter().all(|&c| c > 0), "{elements:?}");
         let pair_layout = AlPairLayout::new(&elements, pairs.len(), n);
-        // Room for the element records (filled by `fill`), then the pairs and their adjacency.
-        let mut words = vec![0u32; pair_layout.words as usize];
-        let tail = bytemuck::cast_slice::<AlPair, u32>(pairs).iter().chain(&offsets).chain(&entries);
-        words[pair_layout.pairs as usize..].iter_mut().zip(tail).for_each(|(w, t)| *w = *t);
+        let words = element_words(&pair_layout, pairs, &adjacency);
         let items = n + st.tets.len() + st.tris.len() + st.hinges.len() + pairs.len();
         let mut scalars = vec![0.0f32; scalar_words(items)];
         scalars[SCALAR_MU] = mu;
@@ -270,12 +267,7 @@ impl Device {
 
     /// A control buffer of `words` u32 that dispatches may read their arguments from.
     pub fn control(ctx: &GpuContext, words: usize) -> wgpu::Buffer {
-        ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("control"),
-            size: (words.max(CONTROL_WORDS) * 4) as u64,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::INDIRECT | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        })
+        control_words(ctx, "control", words.max(CONTROL_WORDS))
     }
 
     /// Records `record` into one compute pass, submits it and checks the device took it.

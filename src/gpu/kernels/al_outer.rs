@@ -70,7 +70,9 @@ struct Params {
     epsilon: f32,
     pair_groups: u32,
     tet_groups: u32,
-    _pad: [u32; 3],
+    mu: f32,
+    delta: f32,
+    _pad: u32,
 }
 
 /// What the kernel reads and writes.
@@ -96,6 +98,14 @@ pub struct AlOuterRun {
 }
 
 impl AlOuterRun {
+    /// The same run, its opening read from the dispatch arguments at byte `at` of `gate` (any
+    /// count opens the step; zero opens none, and the arguments of the last step, zeroed at
+    /// its end, keep every phase of it idle).
+    pub fn gate_start(mut self, gate: &wgpu::Buffer, at: u64) -> Self {
+        self.start = self.start.indirect(gate, at);
+        self
+    }
+
     /// Records the opening of a step into `pass`.
     pub fn record_start(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.start.record(pass);
@@ -129,13 +139,15 @@ impl AlOuter {
         Self { kernel: ComputeKernel::new(ctx, "al_outer", SHADER) }
     }
 
-    /// Binds the phases over `vertices` with the settings `s` (ε, `K_min`, the cap); `pairs`
-    /// and `tets` size the per-pair and per-tet dispatch arguments.
+    /// Binds the phases over `vertices` with the settings `s` (ε, `K_min`, the cap, the
+    /// offset δ) and the first penalty `mu` \[N/m\], which the start writes into the scalars;
+    /// `pairs` and `tets` size the per-pair and per-tet dispatch arguments.
     pub fn bind(
         &self,
         ctx: &GpuContext,
         [vertices, pairs, tets]: [usize; 3],
         s: &AlSettings,
+        mu: f32,
         b: &AlOuterBuffers<'_>,
     ) -> AlOuterRun {
         let groups = (vertices as u32).div_ceil(WORKGROUP).max(1);
@@ -149,7 +161,9 @@ impl AlOuter {
             epsilon: s.epsilon as f32,
             pair_groups: (pairs as u32).div_ceil(WORKGROUP),
             tet_groups: (tets as u32).div_ceil(WORKGROUP),
-            _pad: [0; 3],
+            mu,
+            delta: s.offset as f32,
+            _pad: 0,
         };
         // The move reads its arguments from `control`, so binds a stand-in in its place.
         let stand_in = output::<u32>(ctx, "al_outer stand-in", CONTROL_WORDS);
@@ -200,6 +214,7 @@ mod tests {
             &ctx,
             [d.n, 0, 0],
             &settings,
+            MU as f32,
             &AlOuterBuffers {
                 safe: &safe,
                 targets: &d.positions,

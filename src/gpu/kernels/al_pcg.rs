@@ -191,6 +191,16 @@ pub fn pair_adjacency(pairs: &[AlPair], vertices: usize) -> (Vec<u32>, Vec<u32>)
     (offsets, entries)
 }
 
+/// The `element` buffer's first contents: room for the element records (filled by
+/// `al_elements`), then `pairs` and their adjacency `(offsets, entries)` where `layout` puts
+/// them.
+pub fn element_words(layout: &AlPairLayout, pairs: &[AlPair], (offsets, entries): &(Vec<u32>, Vec<u32>)) -> Vec<u32> {
+    let mut words = vec![0u32; layout.words as usize];
+    let tail = bytemuck::cast_slice::<AlPair, u32>(pairs).iter().chain(offsets).chain(entries);
+    words[layout.pairs as usize..].iter_mut().zip(tail).for_each(|(w, t)| *w = *t);
+    words
+}
+
 /// Words of the `scalars` buffer for dispatches over at most `items` invocations: sixteen
 /// scalars (`lib/al.wgsl`), then room for three partials per workgroup (`al_merit` sums three
 /// values, the others two).

@@ -8,9 +8,11 @@ use wgpu::util::DeviceExt;
 
 use crate::gpu::GpuContext;
 
+pub mod al_commit;
 pub mod al_elements;
 #[cfg(test)]
 pub(crate) mod al_fixture;
+pub mod al_gate;
 pub mod al_merit;
 pub mod al_outer;
 pub mod al_pairs;
@@ -55,7 +57,9 @@ pub(crate) use compose;
 /// Every kernel's name (its file in `shaders/`) and composed source, for validation and for
 /// compiling them all ahead of the first step ([`GpuContext::warm_up`]).
 pub const SHADERS: &[(&str, &str)] = &[
+    ("al_commit", al_commit::SHADER),
     ("al_elements", al_elements::SHADER),
+    ("al_gate", al_gate::SHADER),
     ("al_merit", al_merit::SHADER),
     ("al_outer", al_outer::SHADER),
     ("al_pairs", al_pairs::SHADER),

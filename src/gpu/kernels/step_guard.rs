@@ -23,7 +23,7 @@ struct Params {
     phase: u32,
     count: u32,
     vertex_body: u32,
-    _pad: u32,
+    redone_on_gpu: u32,
 }
 
 /// Words per body in the `rollbacks` buffer.
@@ -82,18 +82,21 @@ impl StepGuard {
     }
 
     /// The check, the rollback and the count, in order; `bad` must be
-    /// zeroed before them (`encoder.clear_buffer`, outside the pass).
+    /// zeroed before them (`encoder.clear_buffer`, outside the pass). `redone_on_gpu`: unsafe
+    /// substeps are redone on the device (`al_gate`), so the rollback puts back only bodies
+    /// with a non-finite value.
     pub fn bind(
         &self,
         ctx: &GpuContext,
         vertices: u32,
         bodies: u32,
         vertex_body: u32,
+        redone_on_gpu: bool,
         b: &StepGuardBuffers<'_>,
     ) -> [Bound; 3] {
         let buffers = [b.positions, b.velocities, b.accelerations, b.flags, b.steps, b.index, b.bad, b.rollbacks];
         [(0, vertices), (1, vertices), (2, bodies)].map(|(phase, count)| {
-            let params = Params { phase, count, vertex_body, _pad: 0 };
+            let params = Params { phase, count, vertex_body, redone_on_gpu: u32::from(redone_on_gpu) };
             self.kernel.bind_pod(ctx, &params, &buffers, count)
         })
     }
@@ -153,7 +156,7 @@ mod tests {
         let guard = || {
             let mut encoder = ctx.device.create_command_encoder(&Default::default());
             encoder.clear_buffer(&bufs[6], 0, None);
-            record_pass(&mut encoder, "step_guard", &kernel.bind(&ctx, n as u32, 3, 0, &b));
+            record_pass(&mut encoder, "step_guard", &kernel.bind(&ctx, n as u32, 3, 0, false, &b));
             ctx.queue.submit([encoder.finish()]);
         };
         guard();
@@ -190,7 +193,7 @@ mod tests {
         ctx.queue.submit([encoder.finish()]);
         ctx.queue.write_buffer(&bufs[6], 0, bytemuck::cast_slice(&[0u32, 0, 0, 0, u32::MAX - 250, 16, 0, 16]));
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        record_pass(&mut encoder, "step_guard", &kernel.bind(&ctx, n as u32, 3, 0, &b));
+        record_pass(&mut encoder, "step_guard", &kernel.bind(&ctx, n as u32, 3, 0, false, &b));
         ctx.queue.submit([encoder.finish()]);
         let x: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
         let v: Vec<Vec4> = read_blocking(&ctx, &bufs[1], n).expect("velocities");
@@ -200,5 +203,23 @@ mod tests {
         let counts = decode(&read_blocking::<u32>(&ctx, &bufs[7], 9).expect("rollbacks"));
         assert_eq!(counts[2], Rollbacks { count: 1, vertex: 250, fields: 16 });
         assert_eq!((counts[0].count, counts[1].count), (0, 2));
+        // The same, with unsafe substeps redone on the device: nobody is put back (the fallback
+        // wrote the answer), body 2 is counted; body 1, non-finite, still goes back alone.
+        ctx.queue.write_buffer(&bufs[0], 0, bytemuck::cast_slice(&positions));
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        encoder.clear_buffer(&bufs[6], 0, None);
+        ctx.queue.submit([encoder.finish()]);
+        ctx.queue.write_buffer(&bufs[6], 0, bytemuck::cast_slice(&[0u32, 0, 0, 0, u32::MAX - 250, 16, 0, 16]));
+        ctx.queue.write_buffer(&bufs[1], 150 * 16, bytemuck::bytes_of(&Vec4::splat(f32::NAN)));
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        record_pass(&mut encoder, "step_guard", &kernel.bind(&ctx, n as u32, 3, 0, true, &b));
+        ctx.queue.submit([encoder.finish()]);
+        let x: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
+        for k in 0..n {
+            let expected = if vertex_body[k] == 1 { start[k] } else { positions[k] };
+            assert_eq!(x[k], expected, "vertex {k}");
+        }
+        let counts = decode(&read_blocking::<u32>(&ctx, &bufs[7], 9).expect("rollbacks"));
+        assert_eq!((counts[0].count, counts[1].count, counts[2].count), (0, 3, 2));
     }
 }

@@ -34,7 +34,7 @@ use step_size::{StepLimits, max_step};
 pub(crate) const STALL_ITERATIONS: u32 = 5;
 
 /// Settings of one augmented-Lagrangian step.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AlSettings {
     /// Contact offset δ \[m\]: the distance every pair is driven to.
     pub offset: f64,
@@ -169,18 +169,22 @@ fn expired(deadline: Option<Instant>) -> bool {
 }
 
 /// One augmented-Lagrangian step; the returned iterate goes to `x_out` (every vertex).
+/// The step's first penalty μ = 0.1 · max diag ∇²E at `x` (\[ALPF\] Eq. 20) \[N/m\]; `grad`
+/// is scratch.
+pub(crate) fn first_penalty(problem: &mut Problem, st: &SimState, x: &[DVec3], grad: &mut Vec<DVec3>) -> f64 {
+    grad.resize(problem.len(), DVec3::ZERO);
+    problem.gradient_hessian(st, x, grad);
+    (0.1 * problem.max_diagonal()).max(1e-9)
+}
+
 pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScratch, x_out: &mut Vec<DVec3>) -> AlStats {
     let st = input.st;
     let n = st.vertex_count();
     let mut problem = Problem::new(st, input.solved, input.inertia);
-    let m = problem.len();
     let mut x = input.start.to_vec();
     let mut xh = input.guess.to_vec();
     let mut stats = AlStats { min_distance: f64::INFINITY, ..AlStats::default() };
-    scratch.grad.resize(m, DVec3::ZERO);
-    // μ = 0.1 · max diag ∇²E at x^t (\[ALPF\] Eq. 20).
-    problem.gradient_hessian(st, &x, &mut scratch.grad);
-    let mut sched = Schedule::new((0.1 * problem.max_diagonal()).max(1e-9), s.offset);
+    let mut sched = Schedule::new(first_penalty(&mut problem, st, &x, &mut scratch.grad), s.offset);
     let solved = input.solved;
     scratch.active.retain_vertices(|v| (v as usize) < n);
     scratch.active.list.retain(|c| c.key.moving_vertices().iter().any(|&v| solved[v as usize]));

@@ -1,16 +1,24 @@
-//! The GPU's safety check on the host side: bodies its `step_check` and `step_soft` kernels
-//! rejected (every body put back at rest on the device) are sent to the fallback, which runs
-//! on the CPU. The frames from the
-//! first one not known safe are rewound on the device and stepped again there, and the world
-//! stays on the CPU while an island is held on the fallback.
+//! The GPU's safety check on the host side. Where the GPU's own fallback applies (no surface
+//! contact, no moving obstacle: `gpu::fallback`), the device redid every rejected substep
+//! itself and the host only reports it. Otherwise bodies its `step_check` and `step_soft`
+//! kernels rejected (every body put back at rest on the device) are sent to the fallback,
+//! which runs on the CPU: the frames from the first one not known safe are rewound on the
+//! device and stepped again there, and the world stays on the CPU while an island is held on
+//! the fallback.
 
 use super::super::World;
+use crate::gpu::fallback::GpuFallbackSettings;
 use crate::gpu::kernels::step_check::{BAD_CROSSING, BAD_INVERSION, BAD_SPEED, UNSAFE};
 use crate::gpu::kernels::step_guard::{BAD_ACCELERATION, BAD_POSITION, BAD_VELOCITY};
 use crate::gpu::kernels::step_soft::{BAD_CLAMP_LOCK, BAD_DIVERGED, FLAGS, RESIDUAL};
+use crate::gpu::step::FallbackCounts;
 use crate::runtime::FallbackReason;
 use crate::runtime::config::FallbackPolicy;
 use crate::runtime::events::PliantEvent;
+use crate::runtime::fallback::{HOLD_FRAMES, fallback_settings};
+use crate::runtime::report::StepReport;
+use crate::solver::vbd_contact::surface_contact_on;
+use crate::state::VERTEX_KINEMATIC;
 
 /// The reason of a rollback whose `fields` say the step was finite but unsafe, or `None` (a
 /// non-finite one, reported as such).
@@ -34,7 +42,7 @@ impl World {
     /// Why the next frame steps on the CPU for the fallback (the augmented-Lagrangian solver
     /// runs there), or `None`.
     pub(super) fn held_on_cpu(&self) -> Option<String> {
-        if self.config.fallback == FallbackPolicy::Always {
+        if self.config.fallback == FallbackPolicy::Always && !self.gpu_fallback_applies() {
             return Some(
                 "`fallback: always` steps every island with the augmented-Lagrangian solver, which runs on the CPU"
                     .into(),
@@ -46,6 +54,44 @@ impl World {
         Some(format!(
             "body `{name}` is held on the penetration-free fallback (the augmented-Lagrangian solver runs on the CPU)"
         ))
+    }
+
+    /// Whether unsafe substeps are redone on the device: asked for (`StepConfig::gpu_fallback`),
+    /// the check is on, and the scene has no surface contact (its pairs are not on the GPU's
+    /// fallback yet) and no moving obstacle (which neither fallback models yet).
+    pub(super) fn gpu_fallback_applies(&self) -> bool {
+        let c = &self.config;
+        c.gpu_fallback
+            && c.fallback != FallbackPolicy::Never
+            && !surface_contact_on(&self.state, &c.surface_settings())
+            && !self.all_obstacles().iter().any(|o| o.moves())
+    }
+
+    /// The GPU fallback's settings for substeps of length `h`, or `None` where it does not
+    /// apply ([`World::gpu_fallback_applies`]): the CPU fallback's settings for an island of
+    /// every body, and its hold.
+    pub(super) fn gpu_fallback(&self, h: f32) -> Option<GpuFallbackSettings> {
+        if !self.gpu_fallback_applies() {
+            return None;
+        }
+        let st = &self.state;
+        let members: Vec<u32> = (0..st.bodies.len() as u32).collect();
+        let al = fallback_settings(st, &self.config, h, &members, |v| st.flags[v] & VERTEX_KINEMATIC == 0);
+        Some(GpuFallbackSettings {
+            al,
+            hold_substeps: HOLD_FRAMES * self.config.substeps,
+            always: self.config.fallback == FallbackPolicy::Always,
+        })
+    }
+
+    /// Counts the substeps the GPU's fallback redid since the last report (failures and holds)
+    /// as the report's fallbacks.
+    pub(super) fn report_gpu_fallback(&mut self, counts: &FallbackCounts, report: &mut StepReport) {
+        let seen = &mut self.gpu.fallback_runs_seen;
+        if counts.runs > *seen {
+            report.fallbacks += counts.runs - *seen;
+            *seen = counts.runs;
+        }
     }
 
     /// Brings the state to the host for CPU steps (the stepper stays, and takes the host copy

@@ -17,6 +17,7 @@ use glam::{Vec3A, Vec4};
 use super::World;
 use crate::body::SoftBodyHandle;
 use crate::gpu::contact::ContactStats;
+use crate::gpu::kernels::al_gate::REDONE;
 use crate::gpu::kernels::step_guard::{BAD_POSITION, BAD_VELOCITY, Rollbacks};
 use crate::gpu::step::{CarriedBody, EditedField, FrameTag, GpuStepSettings, GpuStepper, unsupported};
 use crate::gpu::{GpuContext, GpuError, GpuOptions};
@@ -25,7 +26,7 @@ use crate::runtime::assemble::rebuild_color_lists;
 use crate::runtime::config::{Backend, ConfigError, FallbackPolicy, StepConfig};
 use crate::runtime::events::PliantEvent;
 use crate::runtime::kinematics::{pin_set_changes, update_pin_flags, write_targets};
-use crate::runtime::report::StepReport;
+use crate::runtime::report::{IslandReport, StepPath, StepReport};
 use crate::solver::vbd_contact::surface_contact_on;
 use crate::state::SimState;
 use crate::state::VERTEX_KINEMATIC;
@@ -85,6 +86,9 @@ pub(super) struct GpuRuntime {
     fallback: Option<String>,
     /// Per body: the rollbacks already reported (the GPU counts them since the upload).
     rollbacks_seen: Vec<u32>,
+    /// The substeps the GPU's fallback redid that were already reported (counted since the
+    /// stepper was made).
+    fallback_runs_seen: u32,
     /// Per body, while a frame is recorded: a pin of it moved (kept to spare an allocation).
     driven: Vec<bool>,
     /// The newest frame read back that its safety check passed: a body the check rejects
@@ -269,6 +273,7 @@ impl World {
     /// or made from the host copy.
     fn make_stepper(&mut self, ctx: &Arc<GpuContext>) -> Result<GpuStepper, GpuError> {
         let bodies = self.state.bodies.len();
+        self.gpu.fallback_runs_seen = 0;
         let Some(carry) = self.gpu.carry.take() else {
             self.gpu.rollbacks_seen = vec![0; bodies];
             return GpuStepper::new(ctx.clone(), &self.state, &self.obstacles);
@@ -398,6 +403,7 @@ impl World {
             rigid_correction: c.rigid_correction,
             check: c.fallback != FallbackPolicy::Never,
             island_margin: crate::runtime::fallback::island_margin(&c),
+            fallback: self.gpu_fallback(h),
         };
         let mut report = StepReport {
             backend: Backend::Gpu,
@@ -527,15 +533,16 @@ impl World {
     /// does not copy the state). Returns how many frames a redo rewound.
     fn receive_frame(&mut self, report: &mut StepReport) -> Result<u32, GpuError> {
         let Some(stepper) = &self.gpu.stepper else { return Ok(0) };
-        let Some((id, counts, contact)) = stepper.newest_frame()? else { return Ok(0) };
+        let Some((id, tail)) = stepper.newest_frame()? else { return Ok(0) };
         let Some(frame) = self.submitted(id) else { return Ok(0) };
-        self.report_rollbacks(&counts, frame.start, report);
+        self.report_rollbacks(&tail.rollbacks, frame.start, report);
+        self.report_gpu_fallback(&tail.fallback, report);
         self.mark_checked(frame.frame);
         if id < self.gpu.contact_seen {
             return Ok(0);
         }
         self.gpu.contact_seen = id + 1;
-        Ok(self.report_contact(&contact, report))
+        Ok(self.report_contact(&tail.contact, report))
     }
 
     /// Reports what surface contact found in a finished frame. When a detection found more
@@ -634,6 +641,19 @@ impl World {
         }
         *seen = r.count;
         if let Some(reason) = check::unsafe_reason(r.fields) {
+            if r.fields & REDONE != 0 {
+                // Redone on the device by the GPU's fallback: reported; nothing is stepped again.
+                let name = self.bodies.get(handle).map_or_else(String::new, |b| b.name().to_owned());
+                log::info!("pliant: body `{name}`: GPU step failed the safety check ({reason:?}), redone on the GPU");
+                report.islands.push(IslandReport {
+                    bodies: vec![handle],
+                    path: StepPath::FallbackOnGpu,
+                    reason: Some(reason),
+                    ..IslandReport::default()
+                });
+                self.events.push(PliantEvent::UnsafeStep { body: handle, name, time, reason, redone: true });
+                return;
+            }
             // Finite but unsafe: acted on by the step (a redo, or the fallback from now on).
             if !self.gpu.unsafe_found.iter().any(|(b, _)| *b == handle) {
                 self.gpu.unsafe_found.push((handle, reason));

@@ -1,0 +1,183 @@
+//! Benchmark: what the GPU's own fallback (`StepConfig::gpu_fallback`) costs on the GPU
+//! backend, idle and running.
+//!
+//! ```text
+//! cargo run --release --example bench_gpu_fallback [-- --json] [--adapter NAME] [--frames N]
+//! ```
+//!
+//! Each scene is stepped with `gpu_fallback` off and on (self contact off, so the device's
+//! fallback applies; a ground, dt = 1/60, one substep):
+//!
+//! * `cube_6` and `cube_12`: a 0.2 m jelly cube of 6³ or 12³ cells (×6 tets) dropped from 0.3 m
+//!   onto the ground, 20 sweeps. The check never fails: the fallback is recorded into every
+//!   substep and never runs, so the difference is its idle cost;
+//! * `stiff_beam`: the clamped 1 m beam of 1e9 Pa, ν = 0.49, at 10 sweeps (`tests/fallback.rs`):
+//!   its fast steps make energy, so with the fallback on the device redoes every substep (the
+//!   failure, then its hold); with it off nothing catches it (`FallbackPolicy::Never` in both
+//!   rows, but the device's own fallback, which needs the check, is on in the second).
+//!
+//! Per row, over the frames after the third: `ms_per_step`, the median of a frame's wall time
+//! (recording it, then waiting for the GPU to finish it: the wait is part of every frame, so
+//! this is the frame's latency, not the pipelined rate); `record_ms`, the median time the
+//! calling thread spends recording; `fallback_substeps`, substeps the device redid;
+//! accuracy: the lowest height at the end and the fastest vertex.
+
+use std::time::Instant;
+
+use pliant::prelude::*;
+use pliant::runtime::{Backend, FallbackPolicy};
+
+struct Row {
+    scene: &'static str,
+    gpu_fallback: bool,
+    vertices: usize,
+    elements: usize,
+    iterations: u32,
+    ms: f64,
+    record_ms: f64,
+    fallback_substeps: u32,
+    lowest: f32,
+    fastest: f32,
+}
+
+fn world(
+    scene: &str,
+    gpu_fallback: bool,
+    adapter: Option<String>,
+) -> Result<(World, u32), pliant::runtime::ConfigError> {
+    let beam = scene == "stiff_beam";
+    let iterations = if beam { 10 } else { 20 };
+    // The beam runs without a fallback unless the device's own one is on.
+    let fallback = if beam && !gpu_fallback { FallbackPolicy::Never } else { FallbackPolicy::Auto };
+    let config = StepConfig {
+        backend: Backend::Gpu,
+        gpu_adapter: adapter,
+        fallback,
+        gpu_fallback,
+        iterations,
+        ..StepConfig::default()
+    };
+    let mut w = World::new(config)?;
+    let body = if beam {
+        let mesh = TetMesh::beam(1.0, 0.1, 0.1, [20, 2, 2], TetSplit::Six).expect("beam");
+        let end = mesh.positions().iter().map(|p| p.x).fold(f32::INFINITY, f32::min);
+        let clamped: Vec<u32> =
+            (0..mesh.vertex_count() as u32).filter(|&i| mesh.positions()[i as usize].x <= end + 1e-6).collect();
+        SoftBodyBuilder::tetrahedral(mesh)
+            .material(StableNeoHookean::from_young_poisson(1e9, 0.49))
+            .translation(Vec3::new(0.5, 0.5, 0.0))
+            .pin(Pin::fixed(clamped))
+    } else {
+        let cells = if scene == "cube_6" { 6 } else { 12 };
+        let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [cells; 3], TetSplit::Six).expect("cube");
+        SoftBodyBuilder::tetrahedral(mesh).translation(Vec3::new(0.0, 0.3, 0.0))
+    };
+    w.bodies.insert(body.self_collision(false).build().expect("body"));
+    w.obstacles.push(Obstacle::ground(0.0, 0.5));
+    Ok((w, iterations))
+}
+
+fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<String>) -> Option<Row> {
+    let (mut w, iterations) = match world(scene, gpu_fallback, adapter) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("no GPU: {e}");
+            return None;
+        }
+    };
+    let (mut wall, mut record, mut fallback_substeps) = (Vec::new(), Vec::new(), 0);
+    while w.frame() < frames {
+        let t = Instant::now();
+        let r = w.step();
+        let rec = t.elapsed().as_secs_f64() * 1e3;
+        if r.gpu_busy {
+            continue;
+        }
+        w.wait_for_gpu();
+        if r.frame > 3 {
+            wall.push(t.elapsed().as_secs_f64() * 1e3);
+            record.push(rec);
+        }
+        fallback_substeps += r.fallbacks;
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let st = w.state();
+    Some(Row {
+        scene,
+        gpu_fallback,
+        vertices: st.vertex_count(),
+        elements: st.tets.len(),
+        iterations,
+        ms: median(&mut wall),
+        record_ms: median(&mut record),
+        fallback_substeps,
+        lowest: st.positions.iter().map(|p| p.y).fold(f32::INFINITY, f32::min),
+        fastest: st.velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max),
+    })
+}
+
+fn main() {
+    let (mut json, mut adapter, mut frames) = (false, None, 40u64);
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--json" => json = true,
+            "--adapter" => adapter = it.next(),
+            "--frames" => frames = it.next().and_then(|v| v.parse().ok()).unwrap_or(frames).max(8),
+            other => {
+                eprintln!("unknown argument {other}; use --json, --adapter NAME, --frames N");
+                std::process::exit(2);
+            }
+        }
+    }
+    let device =
+        World::new(StepConfig { backend: Backend::Gpu, gpu_adapter: adapter.clone(), ..StepConfig::default() })
+            .ok()
+            .and_then(|w| w.gpu_context().map(|c| c.adapter_info.name.clone()))
+            .unwrap_or_else(|| "none".into());
+    if !json {
+        println!("GPU fallback on {device}, {frames} frames (median over frames 4..)");
+        println!(
+            "{:<11} {:>8} {:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>9}",
+            "scene", "fallback", "verts", "tets", "ms/frame", "record ms", "redone", "lowest m", "fastest"
+        );
+    }
+    for scene in ["cube_6", "cube_12", "stiff_beam"] {
+        for gpu_fallback in [false, true] {
+            let Some(r) = run(scene, gpu_fallback, frames, adapter.clone()) else { return };
+            let ns = r.ms * 1e6 / (r.vertices as f64 * r.iterations as f64);
+            if json {
+                println!(
+                    "{{\"bench\":\"gpu_fallback\",\"scene\":\"{}\",\"backend\":\"gpu\",\"device\":\"{device}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"gpu_fallback\":{},\"record_ms\":{:.3},\"fallback_substeps\":{},\"lowest_m\":{:.4},\"fastest_m_per_s\":{:.3}}}",
+                    r.scene,
+                    r.vertices,
+                    r.elements,
+                    r.iterations,
+                    r.ms,
+                    ns,
+                    r.gpu_fallback,
+                    r.record_ms,
+                    r.fallback_substeps,
+                    r.lowest,
+                    r.fastest
+                );
+            } else {
+                println!(
+                    "{:<11} {:>8} {:>6} {:>6} {:>10.2} {:>10.2} {:>9} {:>9.4} {:>9.3}",
+                    r.scene,
+                    if r.gpu_fallback { "on" } else { "off" },
+                    r.vertices,
+                    r.elements,
+                    r.ms,
+                    r.record_ms,
+                    r.fallback_substeps,
+                    r.lowest,
+                    r.fastest
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+// Whether this substep is redone on the device by the augmented-Lagrangian step (the GPU's
+// fallback, src/gpu/fallback.rs), decided on the GPU: after step_check and step_soft have
+// written their bits to `bad`, one invocation reads the world's word (any body unsafe), the
+// hold left from an earlier failure and the `always` policy, and writes the dispatch arguments
+// every phase of the fallback reads (zero workgroups: the fallback costs no work). A failure
+// holds the fallback for `hold_substeps` substeps (the CPU's HOLD_FRAMES, hysteresis), and
+// each body whose own bits are set is marked REDONE, so the host reports its step as redone
+// on the GPU instead of stepping the frame again.
+// Host wrapper: src/gpu/kernels/al_gate.rs.
+
+// `bad` (src/gpu/kernels/step_guard.rs): two words per body, then the world's two; the last
+// gathers step_check's and step_soft's bits. Bits 1, 2 and 4 (non-finite) stay with the
+// guard, which puts such a body back at rest.
+const NON_FINITE: u32 = 7u;
+const REDONE: u32 = 4096u;
+
+// Words of `control`: the per-vertex dispatch arguments, the substeps of hold left, substeps
+// the fallback ran, substeps it ran for a failure.
+const C_ARGS: u32 = 0u;
+const C_HOLD: u32 = 3u;
+const C_RUNS: u32 = 4u;
+const C_FAILURES: u32 = 5u;
+
+struct Params {
+    bodies: u32,
+    vertex_groups: u32,
+    hold_substeps: u32,
+    always: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read_write> bad: array<u32>;
+@group(0) @binding(2) var<storage, read_write> control: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x != 0u {
+        return;
+    }
+    let failed = bad[arrayLength(&bad) - 1u] != 0u;
+    var hold = control[C_HOLD];
+    let run = failed || hold > 0u || params.always != 0u;
+    if failed {
+        hold = params.hold_substeps;
+        control[C_FAILURES] += 1u;
+        for (var b = 0u; b < params.bodies; b++) {
+            if (bad[2u * b + 1u] & ~NON_FINITE) != 0u {
+                bad[2u * b + 1u] |= REDONE;
+            }
+        }
+    } else if hold > 0u {
+        hold -= 1u;
+    }
+    control[C_HOLD] = hold;
+    if run {
+        control[C_RUNS] += 1u;
+    }
+    control[C_ARGS] = select(0u, params.vertex_groups, run);
+    control[C_ARGS + 1u] = 1u;
+    control[C_ARGS + 2u] = 1u;
+}
