@@ -2,7 +2,7 @@
 //! backend, idle and running.
 //!
 //! ```text
-//! cargo run --release --example bench_gpu_fallback [-- --json] [--adapter NAME] [--frames N]
+//! cargo run --release --example bench_gpu_fallback [-- --json] [--adapter NAME] [--frames N] [--scene NAME]
 //! ```
 //!
 //! Each scene is stepped with `gpu_fallback` off and on (self contact off, so the device's
@@ -120,15 +120,16 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
 }
 
 fn main() {
-    let (mut json, mut adapter, mut frames) = (false, None, 40u64);
+    let (mut json, mut adapter, mut frames, mut only) = (false, None, 40u64, None);
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--json" => json = true,
             "--adapter" => adapter = it.next(),
             "--frames" => frames = it.next().and_then(|v| v.parse().ok()).unwrap_or(frames).max(8),
+            "--scene" => only = it.next(),
             other => {
-                eprintln!("unknown argument {other}; use --json, --adapter NAME, --frames N");
+                eprintln!("unknown argument {other}; use --json, --adapter NAME, --frames N, --scene NAME");
                 std::process::exit(2);
             }
         }
@@ -145,7 +146,7 @@ fn main() {
             "scene", "fallback", "verts", "tets", "ms/frame", "record ms", "redone", "lowest m", "fastest"
         );
     }
-    for scene in ["cube_6", "cube_12", "stiff_beam"] {
+    for scene in ["cube_6", "cube_12", "stiff_beam"].into_iter().filter(|s| only.as_deref().is_none_or(|o| o == *s)) {
         for gpu_fallback in [false, true] {
             let Some(r) = run(scene, gpu_fallback, frames, adapter.clone()) else { return };
             let ns = r.ms * 1e6 / (r.vertices as f64 * r.iterations as f64);

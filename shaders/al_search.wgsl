@@ -17,6 +17,9 @@
 //   start    one invocation: opens a subproblem's Newton iterations (below)
 //   stop     one invocation: closes them after the last recorded one (an iteration cap reached
 //            leaves them open).
+// And a second entry point, `whole`: one workgroup runs the whole search, slope, trials and
+// commit, its invocations striding over the items: one dispatch in place of 2 + 2 × 27 + 1
+// (al_pcg's `whole` says why).
 // The search also ends the Newton iterations of its subproblem, as solve_subproblem does: a
 // full step, no descent, or no step means no further iteration, and the dispatch arguments
 // that every phase of an iteration reads (al_elements per kind, al_pcg's setup, this slope)
@@ -30,6 +33,9 @@ const PHASE_COMMIT: u32 = 2u;
 const PHASE_REDUCE: u32 = 3u;
 const PHASE_START: u32 = 4u;
 const PHASE_STOP: u32 = 5u;
+// Trials a search takes at most: r = 1, 1/2, … down to 1e-8 (src/gpu/kernels/al_search.rs
+// SEARCH_TRIALS).
+const TRIALS: u32 = 27u;
 
 // al_pcg's regions of `vectors`.
 const V_DIRECTION: u32 = 0u;
@@ -160,9 +166,10 @@ fn newton_args(on: bool) {
     control[C_NEWTON_STATE] = select(NEWTON_DONE, NEWTON_RUNNING, on);
 }
 
-// The reduce phase's decision, by one invocation, from the partials' sums `s`.
-fn decide(s: vec2<f32>) {
-    if params.after == PHASE_SLOPE {
+// The reduce phase's decision after phase `after`, by one invocation, from the partials' sums
+// `s`.
+fn decide(after: u32, s: vec2<f32>) {
+    if after == PHASE_SLOPE {
         scalars[S_SLOPE] = s.x;
         scalars[S_DIRECTION_NORM] = sqrt(s.y);
         scalars[S_STEP] = 1.0;
@@ -205,6 +212,64 @@ fn decide(s: vec2<f32>) {
         return;
     }
     scalars[S_STEP] = next;
+}
+
+// The workgroup's sum of every invocation's `s` (all invocations call it).
+fn workgroup_sum(lid: u32, s: vec2<f32>) -> vec2<f32> {
+    partial[lid] = s;
+    workgroupBarrier();
+    for (var stride = 32u; stride > 0u; stride >>= 1u) {
+        if lid < stride {
+            partial[lid] += partial[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    let total = partial[0];
+    workgroupBarrier();
+    return total;
+}
+
+// The decision after `after` on the workgroup's sum, by invocation 0; returns how the search
+// stands, for every invocation.
+fn decide_in_workgroup(lid: u32, after: u32, total: vec2<f32>) -> u32 {
+    if lid == 0u {
+        decide(after, total);
+        state = control[C_STATE];
+    }
+    storageBarrier();
+    return workgroupUniformLoad(&state);
+}
+
+// The whole search in one workgroup (the `whole` entry point). It reads `control`, so it cannot
+// take its dispatch arguments from it: it runs only while the Newton iterations go on.
+fn search_whole(lid: u32) {
+    if lid == 0u {
+        state = select(NO_DESCENT, SEARCHING, control[C_NEWTON_STATE] == NEWTON_RUNNING);
+    }
+    if workgroupUniformLoad(&state) != SEARCHING {
+        return;
+    }
+    var s = vec2<f32>(0.0);
+    for (var v = lid; v < params.vertices; v += 64u) {
+        let d = direction(v);
+        s += vec2<f32>(dot(vectors[V_GRADIENT * params.vertices + v].xyz, d), dot(d, d));
+    }
+    var standing = decide_in_workgroup(lid, PHASE_SLOPE, workgroup_sum(lid, s));
+    let items = params.vertices + params.tets + params.tris + params.hinges + params.pairs;
+    for (var t = 0u; t < TRIALS && standing == SEARCHING; t++) {
+        let r = scalars[S_STEP];
+        var change = 0.0;
+        for (var i = lid; i < items; i += 64u) {
+            change += trial_change(i, r);
+        }
+        standing = decide_in_workgroup(lid, PHASE_TRIAL, workgroup_sum(lid, vec2<f32>(change, 0.0)));
+    }
+    if standing == ACCEPTED || standing == FINAL {
+        let r = scalars[S_STEP];
+        for (var v = lid; v < params.vertices; v += 64u) {
+            positions[v] = vec4<f32>(moved(v, r), positions[v].w);
+        }
+    }
 }
 
 @compute @workgroup_size(64)
@@ -274,10 +339,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
     }
     if lid == 0u {
         if params.phase == PHASE_REDUCE {
-            decide(partial[0]);
+            decide(params.after, partial[0]);
         } else if params.phase != PHASE_COMMIT {
             scalars[S_PARTIALS + 2u * wg.x] = partial[0].x;
             scalars[S_PARTIALS + 2u * wg.x + 1u] = partial[0].y;
         }
     }
+}
+
+// The whole search in one workgroup: its own entry point, so that the per-phase pipeline does not
+// carry its loops.
+@compute @workgroup_size(64)
+fn whole(@builtin(local_invocation_index) lid: u32) {
+    search_whole(lid);
 }

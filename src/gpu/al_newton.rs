@@ -9,7 +9,7 @@
 use super::GpuContext;
 use super::kernels::Bound;
 use super::kernels::al_elements::{AlElementLayout, AlElements, AlElementsBuffers};
-use super::kernels::al_pcg::{AlPairLayout, AlPcg, AlPcgBuffers, AlPcgSetup, AlPcgSolve};
+use super::kernels::al_pcg::{AlPairLayout, AlPcg, AlPcgBuffers, AlPcgSetup, AlPcgSolve, ONE_WORKGROUP_VERTICES};
 use super::kernels::al_search::{AlSearch, AlSearchBuffers, AlSearchRun, AlSearchSetup, NEWTON_ARGS};
 use super::pack::{IndexLayout, RecordLayout};
 
@@ -96,6 +96,7 @@ impl AlNewton {
                     tolerance: s.cg_tolerance,
                     force_tolerance: s.force_tolerance,
                     max_iterations: s.cg_iterations,
+                    one_workgroup: s.vertices <= ONE_WORKGROUP_VERTICES,
                 },
                 &AlPcgBuffers {
                     positions: b.positions,
@@ -118,6 +119,7 @@ impl AlNewton {
                 pairs: s.pairs,
                 pair_count: s.pair_count,
                 static_slip: s.static_slip,
+                one_workgroup: s.vertices <= ONE_WORKGROUP_VERTICES,
             },
             &AlSearchBuffers {
                 positions: b.positions,

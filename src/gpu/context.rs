@@ -153,8 +153,16 @@ impl GpuContext {
     /// The compute pipeline of WGSL `source` (entry point `main`), compiled on first use and
     /// kept. A caller asking for one that another thread is compiling waits for it.
     pub fn pipeline(&self, label: &'static str, source: &str) -> wgpu::ComputePipeline {
+        self.pipeline_at(label, source, "main")
+    }
+
+    /// [`GpuContext::pipeline`] of the entry point `entry` (a shader's other entry points are
+    /// not compiled into it: on lavapipe, code a pipeline carries but never runs still made
+    /// every dispatch of it allocate for it).
+    pub fn pipeline_at(&self, label: &'static str, source: &str, entry: &'static str) -> wgpu::ComputePipeline {
         let mut hasher = DefaultHasher::new();
         source.hash(&mut hasher);
+        entry.hash(&mut hasher);
         let cell = self.pipelines.lock().entry((label, hasher.finish())).or_default().clone();
         cell.get_or_init(|| {
             let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -165,7 +173,7 @@ impl GpuContext {
                 label: Some(label),
                 layout: None,
                 module: &module,
-                entry_point: Some("main"),
+                entry_point: Some(entry),
                 compilation_options: Default::default(),
                 cache: None,
             })
@@ -191,6 +199,9 @@ impl GpuContext {
     pub fn compile_all(&self) {
         for (name, source) in super::kernels::SHADERS {
             self.pipeline(name, source);
+        }
+        for (name, source, entry) in super::kernels::OTHER_ENTRIES {
+            self.pipeline_at(name, source, entry);
         }
     }
 

@@ -39,9 +39,11 @@ use crate::state::{SimState, VERTEX_KINEMATIC};
 /// Outer iterations, Newton iterations per subproblem and PCG iterations per Newton step the
 /// GPU's fallback records in every substep. Every one is recorded whether it runs or not (the
 /// GPU ends the step early by zeroing dispatch arguments), so the caps bound the host's cost
-/// of recording a substep and the GPU's cost of its empty dispatches (`bench_gpu_fallback`:
-/// ~1.6 ms of recording and ~130 ms of idle dispatches a frame on an H200), not only the work
-/// of a step that runs; the CPU's caps (50, 8, 2000) would record ~10⁶ dispatches. A step the
+/// of recording a substep and the GPU's cost of its empty dispatches (`bench_gpu_fallback`
+/// on an H200: 0.1 ms of recording and ~1.5 ms idle a frame where each Newton solve and search
+/// runs in one workgroup, up to `al_pcg::ONE_WORKGROUP_VERTICES`; ~1.6 ms and ~130 ms above,
+/// where a PCG iteration is five dispatches), not only the work of a step that runs; the CPU's
+/// caps (50, 8, 2000) would record ~10⁶ dispatches there. A step the
 /// caps cut short still answers with an intersection-free iterate (every iterate is), having
 /// travelled part of the way: with 40 PCG iterations the clamped 1e9 Pa beam of
 /// `tests/fallback.rs` sagged 7.5 cm and swung; with 200 it holds within 1.4 mm.

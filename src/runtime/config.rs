@@ -150,12 +150,12 @@ pub struct StepConfig {
     /// augmented-Lagrangian step recorded into every substep and run only when the GPU's check
     /// fails or a hold is on, so no frame goes back to the host), where the scene allows it (no
     /// surface contact, no moving obstacle; elsewhere the CPU's fallback redoes the frame).
-    /// Default off: every substep records every dispatch of the fallback's capped iterations
-    /// (`gpu::fallback::GPU_CAPS`: 6 outer × 3 Newton × 200 PCG iterations of five dispatches
-    /// each, besides the rest) whether they run or not, and idle they cost ~130 ms a frame on
-    /// an H200 (about 7 µs per empty dispatch) and ~1 s on lavapipe, against 6–8 ms and
-    /// 33–97 ms for the whole fast step (`bench_gpu_fallback`, BENCHMARKS.md). For tests, and
-    /// for scenes that fall back in most frames.
+    /// Default off: every substep records the fallback's dispatches whether they run or not.
+    /// Idle they cost 1.4–1.9 ms a frame on an H200 (about 190 dispatches of ~8 µs; 6–8 ms
+    /// for the whole fast step) and little on lavapipe, for up to 4,096 vertices, whose
+    /// Newton solves and line searches run in one workgroup each; above that each PCG
+    /// iteration is five dispatches and the fallback costs ~130 ms a frame idle
+    /// (`bench_gpu_fallback`, BENCHMARKS.md).
     pub gpu_fallback: bool,
     /// Frame budget \[ms\]: with a budget the planner picks each step's sweep count from the
     /// measured cost per sweep (70 % of the budget; the rest is kept for fallbacks, which stop

@@ -20,6 +20,8 @@ const PHASE_COMMIT: u32 = 2;
 const PHASE_REDUCE: u32 = 3;
 const PHASE_START: u32 = 4;
 const PHASE_STOP: u32 = 5;
+/// The shader's entry point that runs a whole search in one workgroup.
+pub const WHOLE: &str = "whole";
 
 /// Trials recorded: steps 1, 1/2, …, 2⁻²⁶, the last above the CPU's floor of 1e-8.
 pub const SEARCH_TRIALS: u32 = 27;
@@ -118,6 +120,9 @@ pub struct AlSearchSetup<'a> {
     pub pair_count: usize,
     /// Static friction slip `ε_v h` \[m\].
     pub static_slip: f32,
+    /// The whole search in one dispatch of one workgroup (the shader's `whole` entry point) instead of
+    /// 2 + 2 × [`SEARCH_TRIALS`] + 1 dispatches (see `al_pcg::ONE_WORKGROUP_VERTICES`).
+    pub one_workgroup: bool,
 }
 
 impl AlSearchSetup<'_> {
@@ -134,6 +139,8 @@ pub struct AlSearchRun {
     slope: [Bound; 2],
     trial: [Bound; 2],
     commit: Bound,
+    /// The whole search in one workgroup, recorded in place of the phases.
+    whole: Option<Bound>,
 }
 
 impl AlSearchRun {
@@ -157,6 +164,10 @@ impl AlSearchRun {
 
     /// Records the search into `pass`: the slope, [`SEARCH_TRIALS`] trials, the commit.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        if let Some(whole) = &self.whole {
+            whole.record(pass);
+            return;
+        }
         self.slope.iter().for_each(|b| b.record(pass));
         for _ in 0..SEARCH_TRIALS {
             self.trial.iter().for_each(|b| b.record(pass));
@@ -165,15 +176,19 @@ impl AlSearchRun {
     }
 }
 
-/// The compiled kernel.
+/// The compiled kernel: its per-phase entry point and the whole search's.
 pub struct AlSearch {
     kernel: ComputeKernel,
+    whole: ComputeKernel,
 }
 
 impl AlSearch {
     /// Compiles the shader for `ctx`'s device.
     pub fn new(ctx: &GpuContext) -> Self {
-        Self { kernel: ComputeKernel::new(ctx, "al_search", SHADER) }
+        Self {
+            kernel: ComputeKernel::new(ctx, "al_search", SHADER),
+            whole: ComputeKernel::at(ctx, "al_search", SHADER, WHOLE),
+        }
     }
 
     /// Binds a search.
@@ -213,6 +228,7 @@ impl AlSearch {
             slope: [phase(PHASE_SLOPE, base.vertex_groups).indirect(b.control, NEWTON_ARGS[3]), reduce(PHASE_SLOPE)],
             trial: [phase(PHASE_TRIAL, base.item_groups).indirect(b.control, 0), reduce(PHASE_TRIAL)],
             commit: phase(PHASE_COMMIT, base.vertex_groups).indirect(b.control, 12),
+            whole: s.one_workgroup.then(|| self.whole.bind_pod(ctx, &base, &buffers, 1)),
         }
     }
 }
@@ -241,7 +257,7 @@ mod tests {
         direction: Vec<DVec3>,
     }
 
-    fn bind_search(ctx: &GpuContext, d: &Device, control: &wgpu::Buffer) -> AlSearchRun {
+    fn bind_search(ctx: &GpuContext, d: &Device, control: &wgpu::Buffer, one_workgroup: bool) -> AlSearchRun {
         AlSearch::new(ctx).bind(
             ctx,
             &AlSearchSetup {
@@ -251,6 +267,7 @@ mod tests {
                 pairs: &d.pairs,
                 pair_count: d.pair_count,
                 static_slip: STATIC_SLIP as f32,
+                one_workgroup,
             },
             &AlSearchBuffers {
                 positions: &d.positions,
@@ -295,6 +312,7 @@ mod tests {
                 tolerance: 1e-4,
                 force_tolerance: 0.0,
                 max_iterations: 400,
+                one_workgroup: false,
             },
             &AlPcgBuffers {
                 positions: &d.positions,
@@ -307,7 +325,7 @@ mod tests {
                 control: &pcg_control,
             },
         );
-        let search = bind_search(ctx, &d, &control);
+        let search = bind_search(ctx, &d, &control, false);
         Device::run(ctx, |pass| {
             search.record_start(pass);
             d.fill.iter().flatten().for_each(|b| b.record(pass));
@@ -318,8 +336,24 @@ mod tests {
     }
 
     /// A search alone along `direction`, with the CPU's gradient at the targets in place of
-    /// PCG's vectors.
+    /// PCG's vectors, dispatched phase by phase; the same search in one workgroup ends the same
+    /// way, after the same trials, with the same targets.
     fn search_on_gpu(ctx: &GpuContext, f: &Fixture, active: &ActiveSet, mu: f64, direction: &[DVec3]) -> Searched {
+        let phases = search_once(ctx, f, active, mu, direction, false);
+        let whole = search_once(ctx, f, active, mu, direction, true);
+        assert_eq!((whole.end, whole.trials, whole.step), (phases.end, phases.trials, phases.step));
+        assert_eq!(whole.positions, phases.positions);
+        phases
+    }
+
+    fn search_once(
+        ctx: &GpuContext,
+        f: &Fixture,
+        active: &ActiveSet,
+        mu: f64,
+        direction: &[DVec3],
+        one_workgroup: bool,
+    ) -> Searched {
         let mut d = Device::new(ctx, f, &f.solve(), &active.gpu_pairs(), mu as f32, DELTA as f32);
         let gradient = cpu_gradient(f, active, mu);
         let mut vectors = vec![Vec4::ZERO; VECTOR_REGIONS * d.n];
@@ -329,7 +363,7 @@ mod tests {
         }
         d.vectors = storage(ctx, "vectors", &vectors, true);
         let control = Device::control(ctx, CONTROL_WORDS);
-        let search = bind_search(ctx, &d, &control);
+        let search = bind_search(ctx, &d, &control, one_workgroup);
         Device::run(ctx, |pass| {
             search.record_start(pass);
             search.record(pass);

@@ -94,6 +94,10 @@ pub const SHADERS: &[(&str, &str)] = &[
     ("vbd_inertia", vbd_inertia::SHADER),
 ];
 
+/// Kernels' entry points besides `main`: name, composed source, entry.
+pub const OTHER_ENTRIES: &[(&str, &str, &str)] =
+    &[("al_pcg", al_pcg::SHADER, al_pcg::WHOLE), ("al_search", al_search::SHADER, al_search::WHOLE)];
+
 /// How many workgroups a bound dispatch runs.
 #[derive(Clone)]
 enum Workgroups {
@@ -177,6 +181,11 @@ impl ComputeKernel {
     /// device ([`GpuContext::pipeline`]).
     pub fn new(ctx: &GpuContext, label: &'static str, source: &str) -> Self {
         Self { pipeline: ctx.pipeline(label, source), label }
+    }
+
+    /// The kernel of `source`'s entry point `entry`.
+    pub fn at(ctx: &GpuContext, label: &'static str, source: &str, entry: &'static str) -> Self {
+        Self { pipeline: ctx.pipeline_at(label, source, entry), label }
     }
 
     /// Binds uniform `params` and `buffers` (in order from binding 1) for dispatches of
