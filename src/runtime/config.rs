@@ -151,7 +151,7 @@ pub struct StepConfig {
     /// fails or a hold is on, so no frame goes back to the host), where the scene allows it (no
     /// surface contact, no moving obstacle; elsewhere the CPU's fallback redoes the frame).
     /// Default off: every substep records the fallback's dispatches whether they run or not.
-    /// Idle they cost 1.4–1.9 ms a frame on an H200 (about 190 dispatches of ~8 µs; 6–8 ms
+    /// Idle they cost 1.7–1.9 ms a frame on an H200 (150–190 dispatches; 6–8 ms
     /// for the whole fast step) and little on lavapipe, for up to 4,096 vertices, whose
     /// Newton solves and line searches run in one workgroup each; above that each PCG
     /// iteration is five dispatches and the fallback costs ~130 ms a frame idle
