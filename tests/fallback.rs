@@ -286,7 +286,8 @@ fn on_the_gpu_the_energy_test_catches_a_stiff_beam_making_energy() {
 /// device's own fallback applies): the GPU's energy test rejects the fast step and the device
 /// redoes the substep with the augmented-Lagrangian step in the same submission, then holds
 /// it there. Every frame runs on the GPU and none is stepped again by the host: the events say
-/// redone, the reports count the device's fallback substeps, and the beam holds (its lowest
+/// redone, the reports count the device's fallback substeps and give its islands (the reason,
+/// the outer iterations), and the beam holds (its lowest
 /// point stays above 0.44 m: 1.4 mm of sag at the clamp's height of 0.45 m on lavapipe, where
 /// the CPU's fallback leaves 0.1 mm; with no fallback the beam falls to the ground, 0.0 m),
 /// with no vertex faster than 5 m/s.
@@ -305,6 +306,11 @@ fn on_the_gpu_the_device_redoes_the_stiff_beam_itself() {
     }
     let redone: u32 = reports.iter().map(|r| r.fallbacks).sum();
     assert!(redone >= 4, "{redone} substeps redone on the device");
+    // The reports' islands carry the device's reason and its step's outer iterations.
+    assert!(assert_detected(&reports).contains(&FallbackReason::EnergyGain));
+    let island = reports.iter().flat_map(|r| &r.islands).find(|i| i.reason == Some(FallbackReason::EnergyGain));
+    let island = island.expect("an island redone for the energy gain");
+    assert!(island.iterations > 0 && island.travelled > 0.0, "{island:?}");
     let fastest = world.state().velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max);
     assert!(fastest < 5.0, "{fastest} m/s");
     let low = lowest_y(&world, beam);
@@ -355,6 +361,7 @@ fn on_the_gpu_the_device_catches_a_projectile_on_the_ground() {
     }
     let events = world.drain_events();
     assert!(rejected_on_gpu(&events, shot, FallbackReason::Speed), "{events:?}");
+    assert!(assert_detected(&reports).contains(&FallbackReason::Speed));
     for r in &reports {
         assert_eq!(r.backend, Backend::Gpu, "frame {}: {:?}", r.frame, world.why_not_gpu());
     }

@@ -21,7 +21,7 @@ use super::buffers::{control_words, output, storage};
 use super::kernels::Bound;
 use super::kernels::al_commit::{AlCommit, AlCommitBuffers};
 use super::kernels::al_elements::AlElementLayout;
-use super::kernels::al_gate::{AlGate, RUN_ARGS};
+use super::kernels::al_gate::{AlGate, AlGateBuffers, RUN_ARGS};
 use super::kernels::al_pcg::{
     self, AlPair, AlPairLayout, VECTOR_REGIONS, VERTEX_MOVES, VERTEX_SOLVED, element_words, obstacle_table_adjacency,
     scalar_words,
@@ -105,6 +105,7 @@ pub struct GpuFallback {
     gate: Bound,
     seed: Bound,
     commit: Bound,
+    report: Bound,
     step: AlStepProgram,
 }
 
@@ -185,14 +186,20 @@ impl GpuFallback {
             },
         )
         .gated(b.gate, RUN_ARGS);
-        let gate = AlGate::new(ctx).bind(
+        let [gate, report] = AlGate::new(ctx).bind(
             ctx,
             st.bodies.len() as u32,
             n as u32,
             settings.hold_substeps,
             settings.always,
-            b.bad,
-            b.gate,
+            comparable,
+            &AlGateBuffers {
+                bad: b.bad,
+                control: b.gate,
+                outer: &outer_control,
+                scalars: &scalars,
+                merit: &merit_control,
+            },
         );
         let [seed, commit] = AlCommit::new(ctx).bind(
             ctx,
@@ -210,7 +217,7 @@ impl GpuFallback {
             },
             (b.gate, RUN_ARGS),
         );
-        Self { gate, seed, commit, step }
+        Self { gate, seed, commit, report, step }
     }
 
     /// μ of the fallback's steps: the CPU's first penalty (0.1 · max diag ∇²E) at the packed
@@ -227,11 +234,12 @@ impl GpuFallback {
 
     /// Records the fallback into `pass`, after the safety check has written the guard's words
     /// and before the guard's rollback: the gate, then (on the GPU's say-so) the seed, the AL
-    /// step and the commit.
+    /// step, the commit and the report of how the step went.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.gate.record(pass);
         self.seed.record(pass);
         self.step.record(pass);
         self.commit.record(pass);
+        self.report.record(pass);
     }
 }

@@ -41,6 +41,7 @@ use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL};
 use super::fallback::{GpuFallback, GpuFallbackBuffers, GpuFallbackSettings, GpuFallbackSetup};
 use super::kernels::Bound;
 use super::kernels::al_gate;
+use super::kernels::al_outer::OuterState;
 use super::kernels::step_check::{StepCheck, body_sizes};
 use super::kernels::step_energy::{StepEnergy, energy_words};
 use super::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, StepGuard, StepGuardBuffers, decode};
@@ -139,7 +140,7 @@ pub struct GpuFrame {
 }
 
 /// The GPU fallback's counters (`al_gate`), counting up from the stepper's upload.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FallbackCounts {
     /// Substeps the fallback redid (failures and holds).
     pub runs: u32,
@@ -147,6 +148,13 @@ pub struct FallbackCounts {
     pub failures: u32,
     /// Substeps of hold left.
     pub hold: u32,
+    /// The last run's outer iterations.
+    pub iterations: u32,
+    /// The last run converged (its first iterates weigh less than ε) and answered with its
+    /// last iterate.
+    pub converged: bool,
+    /// Share of its step the last run travelled.
+    pub travelled: f32,
 }
 
 impl FallbackCounts {
@@ -155,6 +163,10 @@ impl FallbackCounts {
             runs: words[al_gate::CONTROL_RUNS],
             failures: words[al_gate::CONTROL_FAILURES],
             hold: words[al_gate::CONTROL_HOLD],
+            iterations: words[al_gate::CONTROL_ITERATIONS],
+            converged: OuterState::decode(words[al_gate::CONTROL_END]) == Some(OuterState::Converged)
+                && words[al_gate::CONTROL_REWOUND] == 0,
+            travelled: f32::from_bits(words[al_gate::CONTROL_TRAVELLED]),
         }
     }
 }

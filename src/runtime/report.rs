@@ -10,17 +10,15 @@ pub enum StepPath {
     /// The fast path (VBD) with the planned iteration count; its result passed the safety check.
     #[default]
     Fast,
-    /// Rolled back and redone by the augmented-Lagrangian fallback, converged.
+    /// Rolled back and redone by the augmented-Lagrangian fallback, converged. On the GPU
+    /// backend with `StepConfig::gpu_fallback` the device redoes the whole world's substep
+    /// itself (one island of every body, its Newton and PCG counts not read back).
     Fallback,
     /// Rolled back and redone by the fallback, which ran out of time or iterations, or whose
     /// last iterate had a higher merit (incremental potential plus the capped price of its
     /// contact-offset violations) than an earlier one, and returned its last (or that lower)
     /// iterate: intersection-free, less converged (see `IslandReport::travelled`).
     FallbackTruncated,
-    /// Redone on the device by the GPU's fallback (`gpu::fallback`: the whole world's substep
-    /// together, within its recorded iteration caps), without a round trip to the host; its
-    /// iterations and convergence stay on the device (the report's counts are zero).
-    FallbackOnGpu,
     /// Rolled back to the step's start with zero velocity: the fast path failed and the
     /// fallback could not take the step (it produced non-finite values, or the island touches a
     /// moving collider, which the fallback does not model yet).

@@ -16,7 +16,7 @@ use crate::runtime::FallbackReason;
 use crate::runtime::config::FallbackPolicy;
 use crate::runtime::events::PliantEvent;
 use crate::runtime::fallback::{HOLD_FRAMES, fallback_settings};
-use crate::runtime::report::StepReport;
+use crate::runtime::report::{IslandReport, StepPath, StepReport};
 use crate::solver::vbd_contact::surface_contact_on;
 use crate::state::VERTEX_KINEMATIC;
 
@@ -84,14 +84,27 @@ impl World {
         })
     }
 
-    /// Counts the substeps the GPU's fallback redid since the last report (failures and holds)
-    /// as the report's fallbacks.
+    /// Reports the substeps the GPU's fallback redid since the last report (failures and
+    /// holds): counted as the report's fallbacks, and one island of every body (the device
+    /// redoes the whole world) with the last run's outer iterations, share travelled and
+    /// whether it converged, for the first failure read back since, or the hold.
     pub(super) fn report_gpu_fallback(&mut self, counts: &FallbackCounts, report: &mut StepReport) {
         let seen = &mut self.gpu.fallback_runs_seen;
-        if counts.runs > *seen {
-            report.fallbacks += counts.runs - *seen;
-            *seen = counts.runs;
+        if counts.runs <= *seen {
+            return;
         }
+        report.fallbacks += counts.runs - *seen;
+        *seen = counts.runs;
+        let reason = self.gpu.redone_on_gpu.first().copied().unwrap_or(FallbackReason::Hold);
+        self.gpu.redone_on_gpu.clear();
+        report.islands.push(IslandReport {
+            bodies: self.slots.iter().map(|s| s.handle).collect(),
+            path: if counts.converged { StepPath::Fallback } else { StepPath::FallbackTruncated },
+            reason: Some(reason),
+            iterations: counts.iterations,
+            travelled: counts.travelled as f64,
+            ..IslandReport::default()
+        });
     }
 
     /// Brings the state to the host for CPU steps (the stepper stays, and takes the host copy

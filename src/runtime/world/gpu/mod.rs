@@ -26,7 +26,7 @@ use crate::runtime::assemble::rebuild_color_lists;
 use crate::runtime::config::{Backend, ConfigError, FallbackPolicy, StepConfig};
 use crate::runtime::events::PliantEvent;
 use crate::runtime::kinematics::{pin_set_changes, update_pin_flags, write_targets};
-use crate::runtime::report::{IslandReport, StepPath, StepReport};
+use crate::runtime::report::StepReport;
 use crate::solver::vbd_contact::surface_contact_on;
 use crate::state::SimState;
 use crate::state::VERTEX_KINEMATIC;
@@ -89,6 +89,9 @@ pub(super) struct GpuRuntime {
     /// The substeps the GPU's fallback redid that were already reported (counted since the
     /// stepper was made).
     fallback_runs_seen: u32,
+    /// Why the GPU's fallback redid bodies' substeps, read back and not yet reported in an
+    /// island.
+    redone_on_gpu: Vec<FallbackReason>,
     /// Per body, while a frame is recorded: a pin of it moved (kept to spare an allocation).
     driven: Vec<bool>,
     /// The newest frame read back that its safety check passed: a body the check rejects
@@ -642,15 +645,11 @@ impl World {
         *seen = r.count;
         if let Some(reason) = check::unsafe_reason(r.fields) {
             if r.fields & REDONE != 0 {
-                // Redone on the device by the GPU's fallback: reported; nothing is stepped again.
+                // Redone on the device by the GPU's fallback: reported (the island with the
+                // fallback's counters, `report_gpu_fallback`); nothing is stepped again.
                 let name = self.bodies.get(handle).map_or_else(String::new, |b| b.name().to_owned());
                 log::info!("pliant: body `{name}`: GPU step failed the safety check ({reason:?}), redone on the GPU");
-                report.islands.push(IslandReport {
-                    bodies: vec![handle],
-                    path: StepPath::FallbackOnGpu,
-                    reason: Some(reason),
-                    ..IslandReport::default()
-                });
+                self.gpu.redone_on_gpu.push(reason);
                 self.events.push(PliantEvent::UnsafeStep { body: handle, name, time, reason, redone: true });
                 return;
             }
