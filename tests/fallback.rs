@@ -364,6 +364,7 @@ fn on_the_gpu_the_device_catches_a_projectile_on_the_ground() {
     assert!(assert_detected(&reports).contains(&FallbackReason::Speed));
     for r in &reports {
         assert_eq!(r.backend, Backend::Gpu, "frame {}: {:?}", r.frame, world.why_not_gpu());
+        assert_eq!(r.frames_redone, 0, "frame {}", r.frame);
     }
     assert!(lowest >= 0.0, "the cube reached {lowest} m, below the ground");
     assert!(lowest_y(&world, shot) < 0.01, "the cube did not come down: {} m", lowest_y(&world, shot));

@@ -9,7 +9,7 @@
 use super::GpuContext;
 use super::kernels::Bound;
 use super::kernels::al_elements::{AlElementLayout, AlElements, AlElementsBuffers};
-use super::kernels::al_pcg::{AlPairLayout, AlPcg, AlPcgBuffers, AlPcgSetup, AlPcgSolve, ONE_WORKGROUP_VERTICES};
+use super::kernels::al_pcg::{AlPairLayout, AlPcg, AlPcgBuffers, AlPcgSetup, AlPcgSolve};
 use super::kernels::al_search::{AlSearch, AlSearchBuffers, AlSearchRun, AlSearchSetup, NEWTON_ARGS};
 use super::pack::{IndexLayout, RecordLayout};
 
@@ -37,6 +37,10 @@ pub struct AlNewtonSetup<'a> {
     pub force_tolerance: f32,
     /// Newton iterations recorded (the cap).
     pub newton_iterations: u32,
+    /// Each PCG solve and line search in one dispatch of one workgroup (`al_pcg`'s and
+    /// `al_search`'s `whole` entry points) rather than phase by phase: for up to
+    /// [`super::kernels::al_pcg::ONE_WORKGROUP_VERTICES`] vertices.
+    pub one_workgroup: bool,
 }
 
 /// The buffers the three kernels share.
@@ -96,7 +100,7 @@ impl AlNewton {
                     tolerance: s.cg_tolerance,
                     force_tolerance: s.force_tolerance,
                     max_iterations: s.cg_iterations,
-                    one_workgroup: s.vertices <= ONE_WORKGROUP_VERTICES,
+                    one_workgroup: s.one_workgroup,
                 },
                 &AlPcgBuffers {
                     positions: b.positions,
@@ -119,7 +123,7 @@ impl AlNewton {
                 pairs: s.pairs,
                 pair_count: s.pair_count,
                 static_slip: s.static_slip,
-                one_workgroup: s.vertices <= ONE_WORKGROUP_VERTICES,
+                one_workgroup: s.one_workgroup,
             },
             &AlSearchBuffers {
                 positions: b.positions,
@@ -188,7 +192,6 @@ mod tests {
                 *x = start + (*x - start) * stretch;
                 s.inertia[3] *= weight;
             }
-            let (gpu, iterations) = newton_on_gpu(&ctx, &f, &active);
             let st = f.world.state();
             let solve = f.solve();
             let settings = AlSettings { static_slip: STATIC_SLIP, ..AlSettings::default() };
@@ -210,27 +213,32 @@ mod tests {
             let mut stats = AlStats::default();
             solve_subproblem(&input, &settings, &mut problem, &mut scratch, &mut xh, MU, DELTA, &mut stats);
             let lagrangian = |x: &[DVec3]| problem.energy(st, x) + active.energy(x, &start, MU, DELTA, STATIC_SLIP);
-            let (l0, l_cpu, l_gpu) = (lagrangian(&guess), lagrangian(&xh), lagrangian(&gpu));
-            eprintln!(
-                "al_newton: stretch {stretch}, inertia ×{weight}: GPU {iterations} Newton iterations, CPU {}; L from {l0} to {l_cpu} \
-                 (CPU), {l_gpu} (GPU)",
-                stats.newton_iterations
-            );
-            assert!(l_cpu < l0);
-            assert!((l_gpu - l_cpu).abs() <= 1e-4 * (l0 - l_cpu), "L: CPU {l_cpu}, GPU {l_gpu}, start {l0}");
-            assert!(iterations < settings.newton_iterations, "{iterations} iterations");
+            // PCG and search phase by phase, and each in one workgroup.
+            for one_workgroup in [false, true] {
+                let (gpu, iterations) = newton_on_gpu(&ctx, &f, &active, one_workgroup);
+                let (l0, l_cpu, l_gpu) = (lagrangian(&guess), lagrangian(&xh), lagrangian(&gpu));
+                eprintln!(
+                    "al_newton: stretch {stretch}, inertia ×{weight}, one workgroup {one_workgroup}: GPU {iterations} \
+                     Newton iterations, CPU {}; L from {l0} to {l_cpu} (CPU), {l_gpu} (GPU)",
+                    stats.newton_iterations
+                );
+                assert!(l_cpu < l0);
+                assert!((l_gpu - l_cpu).abs() <= 1e-4 * (l0 - l_cpu), "L: CPU {l_cpu}, GPU {l_gpu}, start {l0}");
+                assert!(iterations < settings.newton_iterations, "{iterations} iterations");
+            }
         }
     }
 
     /// Binds and runs a subproblem's Newton iterations (the CPU's default settings) on the
     /// fixture `f` with `active`'s pairs; the targets after them, and the iterations taken,
     /// checked to have ended on a full step.
-    fn newton_on_gpu(ctx: &GpuContext, f: &Fixture, active: &ActiveSet) -> (Vec<DVec3>, u32) {
+    fn newton_on_gpu(ctx: &GpuContext, f: &Fixture, active: &ActiveSet, one_workgroup: bool) -> (Vec<DVec3>, u32) {
         let d = Device::new(ctx, f, &f.solve(), &active.gpu_pairs(), MU as f32, DELTA as f32);
         let pcg_control = Device::control(ctx, al_pcg::CONTROL_WORDS);
         let control = Device::control(ctx, CONTROL_WORDS);
         let settings = AlSettings::default();
-        let newton = AlNewton::bind(ctx, &d.newton_setup(&settings, 400), &d.newton_buffers(&pcg_control, &control));
+        let setup = AlNewtonSetup { one_workgroup, ..d.newton_setup(&settings, 400) };
+        let newton = AlNewton::bind(ctx, &setup, &d.newton_buffers(&pcg_control, &control));
         Device::run(ctx, |pass| newton.record(pass));
         let words: Vec<u32> = read_blocking(ctx, &control, CONTROL_WORDS).expect("control");
         let iterations = words[CONTROL_NEWTON_ITERATIONS];

@@ -23,8 +23,8 @@ use super::kernels::al_commit::{AlCommit, AlCommitBuffers};
 use super::kernels::al_elements::AlElementLayout;
 use super::kernels::al_gate::{AlGate, AlGateBuffers, RUN_ARGS};
 use super::kernels::al_pcg::{
-    self, AlPair, AlPairLayout, VECTOR_REGIONS, VERTEX_MOVES, VERTEX_SOLVED, element_words, obstacle_table_adjacency,
-    scalar_words,
+    self, AlPair, AlPairLayout, ONE_WORKGROUP_VERTICES, VECTOR_REGIONS, VERTEX_MOVES, VERTEX_SOLVED, element_words,
+    obstacle_table_adjacency, scalar_words,
 };
 use super::kernels::al_step_size::time_words;
 use super::kernels::{al_merit, al_outer, al_search};
@@ -40,14 +40,17 @@ use crate::state::{SimState, VERTEX_KINEMATIC};
 /// GPU's fallback records in every substep. Every one is recorded whether it runs or not (the
 /// GPU ends the step early by zeroing dispatch arguments), so the caps bound the host's cost
 /// of recording a substep and the GPU's cost of its empty dispatches (`bench_gpu_fallback`
-/// on an H200: 0.1 ms of recording and ~1.5 ms idle a frame where each Newton solve and search
-/// runs in one workgroup, up to `al_pcg::ONE_WORKGROUP_VERTICES`; ~1.6 ms and ~130 ms above,
-/// where a PCG iteration is five dispatches), not only the work of a step that runs; the CPU's
-/// caps (50, 8, 2000) would record ~10⁶ dispatches there. A step the
+/// on an H200 at 6 outer iterations: 0.1 ms of recording and 1.7–1.9 ms idle a frame where
+/// each Newton solve and search runs in one workgroup, up to `al_pcg::ONE_WORKGROUP_VERTICES`;
+/// before that path existed, ~1.6 ms and ~130 ms, which is what every PCG iteration as five
+/// dispatches costs), not only the work of a step that runs; the CPU's caps (50, 8, 2000)
+/// would record ~4·10⁶ dispatches that way. The outer cap is two above the CPU's `K_min` for
+/// cloth and friction (6: the first iterates weigh 1 until then), so such a step can still
+/// end converged. A step the
 /// caps cut short still answers with an intersection-free iterate (every iterate is), having
 /// travelled part of the way: with 40 PCG iterations the clamped 1e9 Pa beam of
 /// `tests/fallback.rs` sagged 7.5 cm and swung; with 200 it holds within 1.4 mm.
-pub const GPU_CAPS: [u32; 3] = [6, 3, 200];
+pub const GPU_CAPS: [u32; 3] = [8, 3, 200];
 
 /// What the GPU's fallback is bound with besides its buffers.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -153,6 +156,7 @@ impl GpuFallback {
             cg_iterations: al.cg_iterations,
             force_tolerance: al.force_tolerance as f32,
             newton_iterations: al.newton_iterations,
+            one_workgroup: n <= ONE_WORKGROUP_VERTICES,
         };
         // Iterates compare by merit only where no kinematic vertex can move within the step.
         let comparable = !(0..n).any(kinematic);
@@ -220,9 +224,10 @@ impl GpuFallback {
         Self { gate, seed, commit, report, step }
     }
 
-    /// μ of the fallback's steps: the CPU's first penalty (0.1 · max diag ∇²E) at the packed
-    /// state's positions, computed once when the fallback is bound (the CPU computes it at
-    /// each step's start; the stall rule doubles it where it is too small).
+    /// μ of the fallback's steps: the CPU's first penalty (0.1 · max diag ∇²E) at the
+    /// positions the stepper was made from, computed once when the fallback is bound (the CPU
+    /// computes it at each step's start; within the GPU's 8 outer iterations the stall rule can
+    /// double it once where it is too small).
     fn first_penalty(s: &GpuFallbackSetup<'_>) -> f64 {
         let st = s.st;
         let weight = s.integrator.vertex_step(s.h, glam::Vec3A::ZERO, glam::Vec3A::ZERO).weight as f64;

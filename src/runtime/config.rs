@@ -151,11 +151,12 @@ pub struct StepConfig {
     /// fails or a hold is on, so no frame goes back to the host), where the scene allows it (no
     /// surface contact, no moving obstacle; elsewhere the CPU's fallback redoes the frame).
     /// Default off: every substep records the fallback's dispatches whether they run or not.
-    /// Idle they cost 1.7–1.9 ms a frame on an H200 (150–190 dispatches; 6–8 ms
-    /// for the whole fast step) and little on lavapipe, for up to 4,096 vertices, whose
-    /// Newton solves and line searches run in one workgroup each; above that each PCG
-    /// iteration is five dispatches and the fallback costs ~130 ms a frame idle
-    /// (`bench_gpu_fallback`, BENCHMARKS.md).
+    /// Idle they cost 1.7–1.9 ms a frame on an H200 (150–190 dispatches at 6 outer iterations;
+    /// 6–8 ms for the whole fast step) and up to 35 ms on lavapipe, for up to 4,096 vertices,
+    /// whose Newton solves and line searches run in one workgroup each (`bench_gpu_fallback`,
+    /// BENCHMARKS.md). Above that each PCG iteration is five dispatches, ~19,000 a substep
+    /// idle: ~130 ms a frame on an H200 before the one-workgroup path existed (not measured
+    /// above 4,096 vertices).
     pub gpu_fallback: bool,
     /// Frame budget \[ms\]: with a budget the planner picks each step's sweep count from the
     /// measured cost per sweep (70 % of the budget; the rest is kept for fallbacks, which stop

@@ -6,8 +6,8 @@ use glam::{DVec3, Vec2, Vec3, Vec4};
 use super::Bound;
 use super::al_elements::{AlElementLayout, AlElements, AlElementsBuffers};
 use super::al_pcg::{
-    AlPair, AlPairLayout, CONTROL_WORDS, SCALAR_DELTA, SCALAR_MU, VECTOR_REGIONS, VERTEX_MOVES, VERTEX_SOLVED,
-    element_words, obstacle_table_adjacency, pair_adjacency, scalar_words,
+    AlPair, AlPairLayout, CONTROL_WORDS, ONE_WORKGROUP_VERTICES, SCALAR_DELTA, SCALAR_MU, VECTOR_REGIONS, VERTEX_MOVES,
+    VERTEX_SOLVED, element_words, obstacle_table_adjacency, pair_adjacency, scalar_words,
 };
 use super::vbd_inertia::GpuVertexStep;
 use crate::collision::Obstacle;
@@ -241,6 +241,7 @@ impl Device {
             cg_iterations,
             force_tolerance: settings.force_tolerance as f32,
             newton_iterations: settings.newton_iterations,
+            one_workgroup: self.n <= ONE_WORKGROUP_VERTICES,
         }
     }
 

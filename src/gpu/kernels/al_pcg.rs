@@ -536,7 +536,7 @@ mod tests {
 
     /// The GPU's Newton system without pairs against the CPU's (`solver::al::problem`) in the
     /// AL kernels' fixture (tets compressed and inverted, the cloth buckled), dispatched phase
-    /// by phase and in one workgroup; both take the same iterations.
+    /// by phase and in one workgroup; both take the same iterations (to one).
     #[test]
     fn solves_the_cpu_newton_system() {
         let Some(ctx) = test_support::context() else { return };
@@ -546,7 +546,9 @@ mod tests {
         check_against_cpu(&f, &solve, &none, 0.0, 0.0, &phases);
         let whole = solve_on_gpu(&ctx, &f, &solve, (&none, 0.0, 0.0), true);
         check_against_cpu(&f, &solve, &none, 0.0, 0.0, &whole);
-        assert_eq!(whole.control[CONTROL_ITERATIONS], phases.control[CONTROL_ITERATIONS]);
+        // Their sums run in another order: a residual at the tolerance may take one more.
+        let (w, p) = (whole.control[CONTROL_ITERATIONS], phases.control[CONTROL_ITERATIONS]);
+        assert!(w.abs_diff(p) <= 1, "{w} iterations in one workgroup, {p} phase by phase");
     }
 
     /// With the fixture's active set (`solver::al::constraints`): obstacle, point–triangle and

@@ -168,7 +168,6 @@ fn expired(deadline: Option<Instant>) -> bool {
     deadline.is_some_and(|d| Instant::now() >= d)
 }
 
-/// One augmented-Lagrangian step; the returned iterate goes to `x_out` (every vertex).
 /// The step's first penalty μ = 0.1 · max diag ∇²E at `x` (\[ALPF\] Eq. 20) \[N/m\]; `grad`
 /// is scratch.
 pub(crate) fn first_penalty(problem: &mut Problem, st: &SimState, x: &[DVec3], grad: &mut Vec<DVec3>) -> f64 {
@@ -177,6 +176,7 @@ pub(crate) fn first_penalty(problem: &mut Problem, st: &SimState, x: &[DVec3], g
     (0.1 * problem.max_diagonal()).max(1e-9)
 }
 
+/// One augmented-Lagrangian step; the returned iterate goes to `x_out` (every vertex).
 pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScratch, x_out: &mut Vec<DVec3>) -> AlStats {
     let st = input.st;
     let n = st.vertex_count();
