@@ -4,7 +4,9 @@
 // shortfall from δ, the sum capped), and the step answers with the lowest seen, the start
 // included, when the last is not it. The potentials are compared term by term as differences
 // between the new iterate x and the best so far b (inertia in closed form), not as two f32
-// totals. Only vertex–obstacle pairs are priced (the pairs the GPU step holds).
+// totals. Only vertex–obstacle pairs are priced (the pairs the GPU step holds). Where a
+// kinematic vertex moves within the step (al_outer's pins phase) every iterate counts as the
+// lowest: the iterates carry the pins only part of the way, so potentials do not compare.
 //   start    per vertex: b = x (the start); the last iterate is the lowest
 //   compare  per item (vertices, tets, triangles, hinges, pair slots): ΔE and both prices
 //   reduce   one workgroup: is x the lowest? Then the copy runs, and the final restore not
@@ -159,7 +161,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
         return;
     }
     let cap = params.price_cap;
-    let lowest = t.x + min(t.y, cap) <= min(t.z, cap);
+    // Where a pin moves within the step the iterates do not compare: the last one stands.
+    let lowest = scalars[S_PINS_MOVE] != 0.0 || t.x + min(t.y, cap) <= min(t.z, cap);
     control[C_LAST_IS_LOWEST] = select(0u, 1u, lowest);
     set_args(C_COPY_ARGS, select(0u, params.vertex_groups, lowest));
     set_args(C_RESTORE_ARGS, select(params.vertex_groups, 0u, lowest));

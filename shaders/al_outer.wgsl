@@ -5,6 +5,10 @@
 // halves δ after STALL_ITERATIONS steps below 1e-4 in a row. An ended step zeroes the dispatch
 // arguments of the iterations recorded after it (indirect dispatch).
 //   start     one invocation: opens a step (μ and δ from the parameters)
+//   pins      per vertex, after start and the seed: whether a kinematic vertex moves within
+//             the step (its target is not where the step starts), which al_merit reads: then
+//             the iterates carry the pins only part of the way and their potentials do not
+//             compare (al_step's `comparable`)
 //   move      per vertex
 //   schedule  one invocation: after move
 // Host wrapper: src/gpu/kernels/al_outer.rs; prepended: lib/step.wgsl.
@@ -12,12 +16,14 @@
 const PHASE_START: u32 = 0u;
 const PHASE_MOVE: u32 = 1u;
 const PHASE_SCHEDULE: u32 = 2u;
+const PHASE_PINS: u32 = 3u;
 
 // Shared scalars (lib/al.wgsl's words).
 const S_MU: u32 = 6u;
 const S_DELTA: u32 = 7u;
 const S_FIRST_WEIGHT: u32 = 12u;
 const S_START_WEIGHT: u32 = 13u;
+const S_PINS_MOVE: u32 = 14u;
 
 // Words of `control`: the dispatch arguments of an outer iteration's per-vertex phases, of a
 // one-workgroup phase, of its per-pair and per-tet phases; how the step stands, iterations
@@ -73,6 +79,15 @@ fn set_args(on: bool) {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if params.phase == PHASE_PINS {
+        let v = id.x;
+        let pinned = (solved[v] & (VERTEX_SOLVED | VERTEX_MOVES)) == VERTEX_MOVES;
+        if v < params.vertices && pinned && any(targets[v].xyz != safe[v].xyz) {
+            // Every such invocation writes the same value.
+            scalars[S_PINS_MOVE] = 1.0;
+        }
+        return;
+    }
     let alpha = bitcast<f32>(times[0]);
     if params.phase == PHASE_MOVE {
         let v = id.x;
@@ -93,6 +108,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         scalars[S_START_WEIGHT] = 1.0;
         scalars[S_MU] = params.mu;
         scalars[S_DELTA] = params.delta;
+        scalars[S_PINS_MOVE] = 0.0;
         set_args(true);
         return;
     }

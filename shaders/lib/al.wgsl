@@ -20,6 +20,8 @@ const S_SLOPE: u32 = 8u;
 const S_DIRECTION_NORM: u32 = 9u;
 const S_STEP: u32 = 10u;
 const S_DECREASE: u32 = 11u;
+// al_outer's: a kinematic vertex moves within the step (1), so iterates do not compare.
+const S_PINS_MOVE: u32 = 14u;
 const S_PARTIALS: u32 = 16u;
 
 // An active pair's record (src/gpu/kernels/al_pcg.rs AlPair): its moving vertices (NO_VERTEX

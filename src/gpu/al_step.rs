@@ -48,8 +48,9 @@ pub struct AlStepProgram {
 impl AlStepProgram {
     /// Binds a step with the Newton setup `n`, the settings `s` (outer cap, ε, `K_min`, `j_min`,
     /// the price cap, the offset), the first penalty `mu` \[N/m\] and the step's obstacles;
-    /// `comparable` when no kinematic vertex moves, so the step answers with its iterate of
-    /// lowest merit.
+    /// `comparable`: the step answers with its iterate of lowest merit (the GPU finds each
+    /// step whether a kinematic vertex moves within it, and then compares none); `false`
+    /// records no comparison at all.
     #[allow(clippy::too_many_arguments)]
     pub fn bind(
         ctx: &GpuContext,
@@ -156,6 +157,7 @@ impl AlStepProgram {
     /// towards the first guess runs into, then the outer iterations.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.outer.record_start(pass);
+        self.outer.record_pins(pass);
         if let Some(m) = &self.merit {
             m.record_start(pass);
         }

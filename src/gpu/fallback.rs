@@ -158,8 +158,9 @@ impl GpuFallback {
             newton_iterations: al.newton_iterations,
             one_workgroup: n <= ONE_WORKGROUP_VERTICES,
         };
-        // Iterates compare by merit only where no kinematic vertex can move within the step.
-        let comparable = !(0..n).any(kinematic);
+        // Iterates compare by merit where no kinematic vertex moves within the step, which the
+        // GPU finds out each step (al_outer's pins phase).
+        let comparable = true;
         let step = AlStepProgram::bind(
             ctx,
             &setup,

@@ -14,6 +14,7 @@ pub const SHADER: &str = super::compose!("al_outer", "step");
 const PHASE_START: u32 = 0;
 const PHASE_MOVE: u32 = 1;
 const PHASE_SCHEDULE: u32 = 2;
+const PHASE_PINS: u32 = 3;
 
 /// Words of `control`: the dispatch arguments (3 each) of an outer iteration's per-vertex
 /// phases, of a one-workgroup phase, of its per-pair and per-tet phases; the state,
@@ -38,6 +39,9 @@ pub const CONTROL_SMALL_STEPS: usize = 14;
 pub const SCALAR_FIRST_WEIGHT: usize = 12;
 /// See [`SCALAR_FIRST_WEIGHT`].
 pub const SCALAR_START_WEIGHT: usize = 13;
+/// `scalars` word: a kinematic vertex moves within the step (1.0; `al_merit` then compares
+/// no iterates).
+pub const SCALAR_PINS_MOVE: usize = 14;
 
 /// How the step stands (the `control` state word).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +98,7 @@ pub struct AlOuterBuffers<'a> {
 /// The bound phases.
 pub struct AlOuterRun {
     start: Bound,
+    pins: Bound,
     iteration: [Bound; 2],
 }
 
@@ -109,6 +114,12 @@ impl AlOuterRun {
     /// Records the opening of a step into `pass`.
     pub fn record_start(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.start.record(pass);
+    }
+
+    /// Records the test of whether a kinematic vertex moves within the step into `pass`
+    /// (after the start, with the safe iterate at the step's start and the targets set).
+    pub fn record_pins(&self, pass: &mut wgpu::ComputePass<'_>) {
+        self.pins.record(pass);
     }
 
     /// Records an outer iteration's move and schedule into `pass` (after `al_step_size`).
@@ -173,6 +184,10 @@ impl AlOuter {
         let one = |phase: u32| self.kernel.bind_pod(ctx, &Params { phase, ..base }, &buffers, 1);
         AlOuterRun {
             start: one(PHASE_START),
+            pins: self
+                .kernel
+                .bind_pod(ctx, &Params { phase: PHASE_PINS, ..base }, &move_buffers, groups * WORKGROUP)
+                .indirect(b.control, VERTEX_ARGS),
             iteration: [
                 self.kernel
                     .bind_pod(ctx, &Params { phase: PHASE_MOVE, ..base }, &move_buffers, groups * WORKGROUP)
@@ -190,7 +205,7 @@ mod tests {
     use super::*;
     use crate::gpu::buffers::{read_blocking, storage};
     use crate::gpu::kernels::al_fixture::{DELTA, Device, MU, fixture};
-    use crate::gpu::kernels::al_pcg::{SCALAR_DELTA, SCALAR_MU};
+    use crate::gpu::kernels::al_pcg::{SCALAR_DELTA, SCALAR_MU, VERTEX_MOVES, VERTEX_SOLVED, scalar_words};
     use crate::gpu::test_support;
     use crate::solver::al::schedule::Schedule;
 
@@ -273,5 +288,52 @@ mod tests {
             }
         }
         assert!(converged && cpu.mu == 2.0 * MU, "{cpu:?}");
+    }
+
+    /// The pins phase after a start: a free vertex away from its target leaves the flag down,
+    /// as does a kinematic one whose target is where the step starts; a kinematic vertex with
+    /// its target elsewhere raises it; the next start lowers it.
+    #[test]
+    fn finds_the_pins_that_move() {
+        let Some(ctx) = test_support::context() else { return };
+        let n = 200;
+        let start: Vec<Vec4> = (0..n).map(|v| Vec4::new(v as f32 * 0.01, 1.0, 0.0, 0.0)).collect();
+        let solved: Vec<u32> =
+            (0..n).map(|v| if v % 10 == 0 { VERTEX_MOVES } else { VERTEX_SOLVED | VERTEX_MOVES }).collect();
+        let mut targets = start.clone();
+        targets[5].y += 0.1;
+        let safe = storage(&ctx, "safe", &start, true);
+        let target_buffer = storage(&ctx, "targets", &targets, true);
+        let (solved, times) = (storage(&ctx, "solved", &solved, false), storage(&ctx, "times", &[0u32], false));
+        let scalars = storage(&ctx, "scalars", &vec![0.0f32; scalar_words(n)], true);
+        let control = Device::control(&ctx, CONTROL_WORDS);
+        let run = AlOuter::new(&ctx).bind(
+            &ctx,
+            [n, 0, 0],
+            &AlSettings::default(),
+            MU as f32,
+            &AlOuterBuffers {
+                safe: &safe,
+                targets: &target_buffer,
+                solved: &solved,
+                times: &times,
+                scalars: &scalars,
+                control: &control,
+            },
+        );
+        let flag = |pins: bool| -> f32 {
+            Device::run(&ctx, |pass| {
+                run.record_start(pass);
+                if pins {
+                    run.record_pins(pass);
+                }
+            });
+            read_blocking::<f32>(&ctx, &scalars, 16).expect("scalars")[SCALAR_PINS_MOVE]
+        };
+        assert_eq!(flag(true), 0.0);
+        targets[20].x += 1e-3;
+        ctx.queue.write_buffer(&target_buffer, 0, bytemuck::cast_slice(&targets));
+        assert_eq!(flag(true), 1.0);
+        assert_eq!(flag(false), 0.0);
     }
 }
