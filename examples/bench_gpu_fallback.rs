@@ -19,13 +19,15 @@
 //! Per row, over the frames after the third: `ms_per_step`, the median of a frame's wall time
 //! (recording it, then waiting for the GPU to finish it: the wait is part of every frame, so
 //! this is the frame's latency, not the pipelined rate); `record_ms`, the median time the
-//! calling thread spends recording; `fallback_substeps`, substeps the device redid;
+//! calling thread spends recording; `fallback_substeps`, substeps the device redid, and
+//! `truncated_share`, the share of the fallback's reported islands whose step was cut short
+//! (its outer cap, or an earlier iterate of lower merit);
 //! accuracy: the lowest height at the end and the fastest vertex.
 
 use std::time::Instant;
 
 use pliant::prelude::*;
-use pliant::runtime::{Backend, FallbackPolicy};
+use pliant::runtime::{Backend, FallbackPolicy, StepPath};
 
 struct Row {
     scene: &'static str,
@@ -36,6 +38,8 @@ struct Row {
     ms: f64,
     record_ms: f64,
     fallback_substeps: u32,
+    /// Of the fallback's islands reported, the share whose step was truncated.
+    truncated_share: f64,
     lowest: f32,
     fastest: f32,
 }
@@ -86,6 +90,7 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
         }
     };
     let (mut wall, mut record, mut fallback_substeps) = (Vec::new(), Vec::new(), 0);
+    let (mut islands, mut truncated) = (0u32, 0u32);
     while w.frame() < frames {
         let t = Instant::now();
         let r = w.step();
@@ -99,6 +104,10 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
             record.push(rec);
         }
         fallback_substeps += r.fallbacks;
+        for i in r.islands.iter().filter(|i| i.path != StepPath::Fast) {
+            islands += 1;
+            truncated += u32::from(i.path == StepPath::FallbackTruncated);
+        }
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -114,6 +123,7 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
         ms: median(&mut wall),
         record_ms: median(&mut record),
         fallback_substeps,
+        truncated_share: if islands > 0 { truncated as f64 / islands as f64 } else { 0.0 },
         lowest: st.positions.iter().map(|p| p.y).fold(f32::INFINITY, f32::min),
         fastest: st.velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max),
     })
@@ -142,8 +152,8 @@ fn main() {
     if !json {
         println!("GPU fallback on {device}, {frames} frames (median over frames 4..)");
         println!(
-            "{:<11} {:>8} {:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>9}",
-            "scene", "fallback", "verts", "tets", "ms/frame", "record ms", "redone", "lowest m", "fastest"
+            "{:<11} {:>8} {:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
+            "scene", "fallback", "verts", "tets", "ms/frame", "record ms", "redone", "truncated", "lowest m", "fastest"
         );
     }
     for scene in ["cube_6", "cube_12", "stiff_beam"].into_iter().filter(|s| only.as_deref().is_none_or(|o| o == *s)) {
@@ -152,7 +162,7 @@ fn main() {
             let ns = r.ms * 1e6 / (r.vertices as f64 * r.iterations as f64);
             if json {
                 println!(
-                    "{{\"bench\":\"gpu_fallback\",\"scene\":\"{}\",\"backend\":\"gpu\",\"device\":\"{device}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"gpu_fallback\":{},\"record_ms\":{:.3},\"fallback_substeps\":{},\"lowest_m\":{:.4},\"fastest_m_per_s\":{:.3}}}",
+                    "{{\"bench\":\"gpu_fallback\",\"scene\":\"{}\",\"backend\":\"gpu\",\"device\":\"{device}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"gpu_fallback\":{},\"record_ms\":{:.3},\"fallback_substeps\":{},\"truncated_share\":{:.3},\"lowest_m\":{:.4},\"fastest_m_per_s\":{:.3}}}",
                     r.scene,
                     r.vertices,
                     r.elements,
@@ -162,12 +172,13 @@ fn main() {
                     r.gpu_fallback,
                     r.record_ms,
                     r.fallback_substeps,
+                    r.truncated_share,
                     r.lowest,
                     r.fastest
                 );
             } else {
                 println!(
-                    "{:<11} {:>8} {:>6} {:>6} {:>10.2} {:>10.2} {:>9} {:>9.4} {:>9.3}",
+                    "{:<11} {:>8} {:>6} {:>6} {:>10.2} {:>10.2} {:>9} {:>9.3} {:>9.4} {:>9.3}",
                     r.scene,
                     if r.gpu_fallback { "on" } else { "off" },
                     r.vertices,
@@ -175,6 +186,7 @@ fn main() {
                     r.ms,
                     r.record_ms,
                     r.fallback_substeps,
+                    r.truncated_share,
                     r.lowest,
                     r.fastest
                 );

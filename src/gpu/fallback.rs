@@ -40,7 +40,7 @@ use crate::state::{SimState, VERTEX_KINEMATIC};
 /// GPU's fallback records in every substep. Every one is recorded whether it runs or not (the
 /// GPU ends the step early by zeroing dispatch arguments), so the caps bound the host's cost
 /// of recording a substep and the GPU's cost of its empty dispatches (`bench_gpu_fallback`
-/// on an H200 at 6 outer iterations: 0.1 ms of recording and 1.7–1.9 ms idle a frame where
+/// on an H200: 0.1 ms of recording and 1.3–1.8 ms idle a frame at 8 outer iterations where
 /// each Newton solve and search runs in one workgroup, up to `al_pcg::ONE_WORKGROUP_VERTICES`;
 /// before that path existed, ~1.6 ms and ~130 ms, which is what every PCG iteration as five
 /// dispatches costs), not only the work of a step that runs; the CPU's caps (50, 8, 2000)

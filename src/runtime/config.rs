@@ -151,8 +151,8 @@ pub struct StepConfig {
     /// fails or a hold is on, so no frame goes back to the host), where the scene allows it (no
     /// surface contact, no moving obstacle; elsewhere the CPU's fallback redoes the frame).
     /// Default off: every substep records the fallback's dispatches whether they run or not.
-    /// Idle they cost 1.7–1.9 ms a frame on an H200 (150–190 dispatches at 6 outer iterations;
-    /// 6–8 ms for the whole fast step) and up to 35 ms on lavapipe, for up to 4,096 vertices,
+    /// Idle they cost 1.3–1.8 ms a frame on an H200 (200–250 dispatches at 8 outer iterations;
+    /// 6–8 ms for the whole fast step) and 23–53 ms on lavapipe, for up to 4,096 vertices,
     /// whose Newton solves and line searches run in one workgroup each (`bench_gpu_fallback`,
     /// BENCHMARKS.md). Above that each PCG iteration is five dispatches, ~19,000 a substep
     /// idle: ~130 ms a frame on an H200 before the one-workgroup path existed (not measured
