@@ -49,7 +49,8 @@ use crate::state::{SimState, VERTEX_KINEMATIC};
 /// end converged. A step the
 /// caps cut short still answers with an intersection-free iterate (every iterate is), having
 /// travelled part of the way: with 40 PCG iterations the clamped 1e9 Pa beam of
-/// `tests/fallback.rs` sagged 7.5 cm and swung; with 200 it holds within 1.4 mm.
+/// `tests/fallback.rs` sagged 7.5 cm and swung; with 200 it holds within 0.2–0.4 mm of its
+/// clamp's height (`bench_gpu_fallback`).
 pub const GPU_CAPS: [u32; 3] = [8, 3, 200];
 
 /// What the GPU's fallback is bound with besides its buffers.
