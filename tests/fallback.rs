@@ -288,7 +288,7 @@ fn on_the_gpu_the_energy_test_catches_a_stiff_beam_making_energy() {
 /// it there. Every frame runs on the GPU and none is stepped again by the host: the events say
 /// redone, the reports count the device's fallback substeps and give its islands (the reason,
 /// the outer iterations), and the beam holds (its lowest
-/// point stays above 0.44 m: 0.2 mm of sag at the clamp's height of 0.45 m on lavapipe, where
+/// point stays within 2 mm of the clamp's height of 0.45 m: 0.2 mm of sag on lavapipe, where
 /// the CPU's fallback leaves 0.1 mm; with no fallback the beam falls to the ground, 0.0 m),
 /// with no vertex faster than 5 m/s.
 #[cfg(feature = "gpu")]
@@ -314,7 +314,7 @@ fn on_the_gpu_the_device_redoes_the_stiff_beam_itself() {
     let fastest = world.state().velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max);
     assert!(fastest < 5.0, "{fastest} m/s");
     let low = lowest_y(&world, beam);
-    assert!(low > 0.44, "the beam sagged to {low} m");
+    assert!(low > 0.448, "the beam sagged to {low} m");
 }
 
 /// On the GPU backend with `gpu_fallback`: a 10 cm steel-stiff cube (1e9 Pa, self contact off)
