@@ -188,7 +188,7 @@ mod tests {
     use super::*;
     use crate::collision::Obstacle;
     use crate::gpu::buffers::{output, read_blocking, storage};
-    use crate::gpu::kernels::al_fixture::{Device, Fixture, STATIC_SLIP, fixture};
+    use crate::gpu::kernels::al_fixture::{Device, Fixture, MU, STATIC_SLIP, fixture};
     use crate::gpu::kernels::al_outer::{CONTROL_ITERATIONS, CONTROL_STATE, CONTROL_WORDS, OuterState};
     use crate::gpu::kernels::al_pcg::{AlPair, PAIR_ABSENT};
     use crate::gpu::kernels::al_search;
@@ -316,6 +316,63 @@ mod tests {
         let lowest = |x: &[DVec3]| x.iter().map(height).fold(f64::INFINITY, f64::min);
         let (gpu_low, cpu_low) = (lowest(&gpu), lowest(&cpu));
         assert!(gpu_low > 0.0 && gpu_low >= stats.min_distance.min(cpu_low) - 1e-6, "GPU {gpu_low}, CPU {cpu_low}");
+    }
+
+    /// A step its gate does not open (the GPU's fallback in a safe substep) does nothing:
+    /// with the step's and the Newton iterations' control words as `ended_control` makes them,
+    /// every word, the safe iterate and the targets are as before. From zeroed words (a step
+    /// "running") the idle outer iterations would count.
+    #[test]
+    fn an_unopened_step_does_nothing() {
+        let Some(ctx) = test_support::context() else { return };
+        let f = fixture();
+        let solve = f.solve();
+        let settings = AlSettings { max_iterations: 4, newton_iterations: 2, ..AlSettings::default() };
+        let d = Device::with_table(&ctx, &f, &solve, 1, MU as f32, settings.offset as f32);
+        let st = f.world.state();
+        let obstacles = GpuObstacleSet::pack(&f.obstacles()).expect("obstacles");
+        let gate = Device::control(&ctx, 3);
+        let idle = |ended: bool| -> (Vec<u32>, Vec<u32>, Vec<Vec4>, Vec<Vec4>) {
+            let safe = storage(&ctx, "safe", &st.positions, true);
+            let pcg_control = Device::control(&ctx, al_pcg::CONTROL_WORDS);
+            let control = Device::control(&ctx, al_search::CONTROL_WORDS);
+            let outer_control = Device::control(&ctx, al_outer::CONTROL_WORDS);
+            if ended {
+                ctx.queue.write_buffer(&control, 0, bytemuck::cast_slice(&al_search::ended_control()));
+                ctx.queue.write_buffer(&outer_control, 0, bytemuck::cast_slice(&al_outer::ended_control()));
+            }
+            let program = AlStepProgram::bind(
+                &ctx,
+                &AlNewtonSetup { one_workgroup: true, ..d.newton_setup(&settings, 20) },
+                &settings,
+                MU as f32,
+                st.tets.len(),
+                &obstacles,
+                true,
+                &AlStepBuffers {
+                    newton: d.newton_buffers(&pcg_control, &control),
+                    safe: &safe,
+                    times: &output::<u32>(&ctx, "times", time_words(d.n)),
+                    outer_control: &outer_control,
+                    best: &output::<Vec4>(&ctx, "best", d.n),
+                    merit_control: &Device::control(&ctx, al_merit::CONTROL_WORDS),
+                },
+            )
+            .gated(&gate, 0);
+            Device::run(&ctx, |pass| program.record(pass));
+            (
+                read_blocking(&ctx, &outer_control, CONTROL_WORDS).expect("outer"),
+                read_blocking(&ctx, &control, al_search::CONTROL_WORDS).expect("search"),
+                read_blocking(&ctx, &safe, d.n).expect("safe"),
+                read_blocking(&ctx, &d.positions, d.n).expect("targets"),
+            )
+        };
+        let (outer, search, safe, targets) = idle(true);
+        assert_eq!(outer, al_outer::ended_control());
+        assert_eq!(search, al_search::ended_control());
+        assert_eq!((safe, targets), (st.positions.clone(), f.targets.clone()));
+        let (outer, ..) = idle(false);
+        assert!(outer[CONTROL_ITERATIONS] > 0, "{outer:?}");
     }
 
     /// The answers agree to 2e-4 of the CPU's motion from the start.

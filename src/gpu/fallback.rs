@@ -140,6 +140,10 @@ impl GpuFallback {
         let pcg_control = control_words(ctx, "al_pcg control", al_pcg::CONTROL_WORDS);
         let search_control = control_words(ctx, "al_search control", al_search::CONTROL_WORDS);
         let outer_control = control_words(ctx, "al_outer control", al_outer::CONTROL_WORDS);
+        // Until the first run, the step and its Newton iterations read as ended, so the idle
+        // iterations' one-invocation phases do nothing.
+        ctx.queue.write_buffer(&search_control, 0, bytemuck::cast_slice(&al_search::ended_control()));
+        ctx.queue.write_buffer(&outer_control, 0, bytemuck::cast_slice(&al_outer::ended_control()));
         let merit_control = control_words(ctx, "al_merit control", al_merit::CONTROL_WORDS);
         let safe = output::<Vec4>(ctx, "al safe", n);
         let targets = output::<Vec4>(ctx, "al targets", n);

@@ -35,6 +35,21 @@ pub const CONTROL_STATE: usize = 12;
 pub const CONTROL_ITERATIONS: usize = 13;
 /// `control` word of the consecutive small steps.
 pub const CONTROL_SMALL_STEPS: usize = 14;
+
+/// The control words of a step that has ended (capped, no dispatch arguments): what a
+/// caller's buffer holds before its first step, where zeroed words would read as a step
+/// running, whose idle outer iterations would count and stall on.
+pub fn ended_control() -> [u32; CONTROL_WORDS] {
+    let mut words = [0; CONTROL_WORDS];
+    for args in [VERTEX_ARGS, ONE_ARGS, PAIR_ARGS, TET_ARGS] {
+        let at = args as usize / 4;
+        words[at + 1] = 1;
+        words[at + 2] = 1;
+    }
+    words[CONTROL_STATE] = 2;
+    debug_assert_eq!(OuterState::decode(2), Some(OuterState::Capped));
+    words
+}
 /// `scalars` words of the first iterates' and the start's weights.
 pub const SCALAR_FIRST_WEIGHT: usize = 12;
 /// See [`SCALAR_FIRST_WEIGHT`].

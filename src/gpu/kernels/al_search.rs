@@ -35,6 +35,22 @@ pub const CONTROL_WORDS: usize = 25;
 pub const NEWTON_ARGS: [u64; 5] = [32, 44, 56, 68, 80];
 /// `control` word of the Newton iterations taken.
 pub const CONTROL_NEWTON_ITERATIONS: usize = 24;
+/// `control` word of whether the Newton iterations go on (0) or ended (1).
+pub const CONTROL_NEWTON_STATE: usize = 23;
+
+/// The control words of Newton iterations that have ended (no dispatch arguments): what a
+/// caller's buffer holds before its first subproblem, where zeroed words would read as
+/// iterations going on (the one-workgroup search would then run on zero vectors).
+pub fn ended_control() -> [u32; CONTROL_WORDS] {
+    let mut words = [0; CONTROL_WORDS];
+    // The trial's and the commit's arguments, then the Newton iterations' (x = 0 workgroups).
+    for at in [0, 3].into_iter().chain(NEWTON_ARGS.map(|bytes| bytes as usize / 4)) {
+        words[at + 1] = 1;
+        words[at + 2] = 1;
+    }
+    words[CONTROL_NEWTON_STATE] = 1;
+    words
+}
 /// `control` word of how the search ended.
 pub const CONTROL_STATE: usize = 6;
 /// `control` word of the trials taken.
