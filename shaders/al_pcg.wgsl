@@ -23,8 +23,8 @@
 // The solve stops, as on the CPU, at ‖r‖ ≤ tolerance ‖b‖, after max_iterations, or when the
 // curvature along p is not positive (d so far is kept: still a descent direction).
 // Vertices that are not solved carry zero in every vector.
-// Host wrapper: src/gpu/kernels/al_pcg.rs; prepended: lib/step.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
-// lib/al.wgsl.
+// Host wrapper: src/gpu/kernels/al_pcg.rs; prepended: lib/step.wgsl, lib/workgroup_sum.wgsl,
+// lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
 
 const PHASE_SETUP: u32 = 0u;
 const PHASE_APPLY: u32 = 1u;
@@ -97,7 +97,6 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> scalars: array<f32>;
 @group(0) @binding(8) var<storage, read_write> control: array<u32>;
 
-var<workgroup> partial: array<vec2<f32>, 64>;
 var<workgroup> state: u32;
 
 fn vec(region: u32, v: u32) -> vec3<f32> {
@@ -316,21 +315,6 @@ fn decide(after: u32, s: vec2<f32>) {
     scalars[S_RZ] = s.x;
 }
 
-// The workgroup's sum of every invocation's `s` (all invocations call it).
-fn workgroup_sum(lid: u32, s: vec2<f32>) -> vec2<f32> {
-    partial[lid] = s;
-    workgroupBarrier();
-    for (var stride = 32u; stride > 0u; stride >>= 1u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let total = partial[0];
-    workgroupBarrier();
-    return total;
-}
-
 // Phase `phase` over every vertex by one workgroup, then its decision (a per-vertex phase's
 // writes are seen by the whole workgroup after the barrier); returns how the solve stands.
 fn whole_phase(phase: u32, lid: u32) -> u32 {
@@ -366,6 +350,7 @@ fn solve_whole(lid: u32) {
 
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: vec3<u32>) {
+    var s = vec2<f32>(0.0);
     if params.phase == PHASE_REDUCE {
         // A solve that has ended takes no further decision (setup's reduce starts one).
         if lid == 0u {
@@ -374,32 +359,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
         if workgroupUniformLoad(&state) != RUNNING {
             return;
         }
-        var s = vec2<f32>(0.0);
         for (var w = lid; w < params.groups; w += 64u) {
             s += vec2<f32>(scalars[S_PARTIALS + 2u * w], scalars[S_PARTIALS + 2u * w + 1u]);
         }
-        partial[lid] = s;
     } else {
         let v = wg.x * 64u + lid;
-        var s = vec2<f32>(0.0);
         if v < params.count {
             s = vertex_phase(params.phase, v);
         }
-        partial[lid] = s;
     }
-    workgroupBarrier();
-    for (var stride = 32u; stride > 0u; stride >>= 1u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum(lid, s);
     if lid == 0u {
         if params.phase == PHASE_REDUCE {
-            decide(params.after, partial[0]);
+            decide(params.after, total);
         } else {
-            scalars[S_PARTIALS + 2u * wg.x] = partial[0].x;
-            scalars[S_PARTIALS + 2u * wg.x + 1u] = partial[0].y;
+            scalars[S_PARTIALS + 2u * wg.x] = total.x;
+            scalars[S_PARTIALS + 2u * wg.x + 1u] = total.y;
         }
     }
 }

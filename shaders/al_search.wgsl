@@ -24,8 +24,8 @@
 // full step, no descent, or no step means no further iteration, and the dispatch arguments
 // that every phase of an iteration reads (al_elements per kind, al_pcg's setup, this slope)
 // go to zero, so the iterations recorded beyond cost no work.
-// Host wrapper: src/gpu/kernels/al_search.rs; prepended: lib/step.wgsl, lib/elements.wgsl,
-// lib/element_energy.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
+// Host wrapper: src/gpu/kernels/al_search.rs; prepended: lib/step.wgsl, lib/workgroup_sum.wgsl,
+// lib/elements.wgsl, lib/element_energy.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
 
 const PHASE_SLOPE: u32 = 0u;
 const PHASE_TRIAL: u32 = 1u;
@@ -104,7 +104,6 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> scalars: array<f32>;
 @group(0) @binding(8) var<storage, read_write> control: array<u32>;
 
-var<workgroup> partial: array<vec2<f32>, 64>;
 var<workgroup> state: u32;
 
 fn direction(v: u32) -> vec3<f32> {
@@ -214,21 +213,6 @@ fn decide(after: u32, s: vec2<f32>) {
     scalars[S_STEP] = next;
 }
 
-// The workgroup's sum of every invocation's `s` (all invocations call it).
-fn workgroup_sum(lid: u32, s: vec2<f32>) -> vec2<f32> {
-    partial[lid] = s;
-    workgroupBarrier();
-    for (var stride = 32u; stride > 0u; stride >>= 1u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
-    let total = partial[0];
-    workgroupBarrier();
-    return total;
-}
-
 // The decision after `after` on the workgroup's sum, by invocation 0; returns how the search
 // stands, for every invocation.
 fn decide_in_workgroup(lid: u32, after: u32, total: vec2<f32>) -> u32 {
@@ -290,6 +274,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
         }
         return;
     }
+    var s = vec2<f32>(0.0);
     var groups = params.vertex_groups;
     if params.phase == PHASE_REDUCE {
         // Only the slope starts a search, and only while the Newton iterations go on; a trial's
@@ -311,14 +296,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
         if params.after == PHASE_TRIAL {
             groups = params.item_groups;
         }
-        var s = vec2<f32>(0.0);
         for (var w = lid; w < groups; w += 64u) {
             s += vec2<f32>(scalars[S_PARTIALS + 2u * w], scalars[S_PARTIALS + 2u * w + 1u]);
         }
-        partial[lid] = s;
     } else {
         let i = wg.x * 64u + lid;
-        var s = vec2<f32>(0.0);
         if params.phase == PHASE_SLOPE && i < params.vertices {
             let d = direction(i);
             s = vec2<f32>(dot(vectors[V_GRADIENT * params.vertices + i].xyz, d), dot(d, d));
@@ -328,21 +310,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
         } else if params.phase == PHASE_COMMIT && i < params.vertices {
             positions[i] = vec4<f32>(moved(i, scalars[S_STEP]), positions[i].w);
         }
-        partial[lid] = s;
     }
-    workgroupBarrier();
-    for (var stride = 32u; stride > 0u; stride >>= 1u) {
-        if lid < stride {
-            partial[lid] += partial[lid + stride];
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum(lid, s);
     if lid == 0u {
         if params.phase == PHASE_REDUCE {
-            decide(params.after, partial[0]);
+            decide(params.after, total);
         } else if params.phase != PHASE_COMMIT {
-            scalars[S_PARTIALS + 2u * wg.x] = partial[0].x;
-            scalars[S_PARTIALS + 2u * wg.x + 1u] = partial[0].y;
+            scalars[S_PARTIALS + 2u * wg.x] = total.x;
+            scalars[S_PARTIALS + 2u * wg.x + 1u] = total.y;
         }
     }
 }

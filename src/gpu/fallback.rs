@@ -123,10 +123,11 @@ impl GpuFallback {
     ) -> Self {
         let st = s.st;
         let n = st.vertex_count();
-        let kinematic = |v: usize| st.flags[v] & VERTEX_KINEMATIC != 0;
+        // Every vertex moves with the step; the free ones have unknowns.
+        let free: Vec<bool> = (0..n).map(|v| st.flags[v] & VERTEX_KINEMATIC == 0).collect();
         let solved: Vec<u32> =
-            (0..n).map(|v| if kinematic(v) { VERTEX_MOVES } else { VERTEX_SOLVED | VERTEX_MOVES }).collect();
-        let mu = Self::first_penalty(s);
+            free.iter().map(|&f| if f { VERTEX_SOLVED | VERTEX_MOVES } else { VERTEX_MOVES }).collect();
+        let mu = Self::first_penalty(s, &free);
         let elements = AlElementLayout::new(st.tets.len(), st.tris.len(), st.hinges.len());
         let obstacles = s.obstacles.count();
         let table = vec![AlPair::ABSENT; n * obstacles];
@@ -230,16 +231,16 @@ impl GpuFallback {
         Self { gate, seed, commit, report, step }
     }
 
-    /// μ of the fallback's steps: the CPU's first penalty (0.1 · max diag ∇²E) at the
+    /// μ of the fallback's steps: the CPU's first penalty (0.1 · max diag ∇²E over the `free`
+    /// vertices) at the
     /// positions the stepper was made from, computed once when the fallback is bound (the CPU
     /// computes it at each step's start; within the GPU's 8 outer iterations the stall rule can
     /// double it once where it is too small).
-    fn first_penalty(s: &GpuFallbackSetup<'_>) -> f64 {
+    fn first_penalty(s: &GpuFallbackSetup<'_>, free: &[bool]) -> f64 {
         let st = s.st;
         let weight = s.integrator.vertex_step(s.h, glam::Vec3A::ZERO, glam::Vec3A::ZERO).weight as f64;
         let x: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
-        let solved: Vec<bool> = (0..st.vertex_count()).map(|v| st.flags[v] & VERTEX_KINEMATIC == 0).collect();
-        let mut problem = Problem::new(st, &solved, |v| (st.masses[v] as f64 / weight, x[v]));
+        let mut problem = Problem::new(st, free, |v| (st.masses[v] as f64 / weight, x[v]));
         first_penalty(&mut problem, st, &x, &mut Vec::new())
     }
 

@@ -12,7 +12,7 @@ use bytemuck::{Pod, Zeroable};
 use super::al_elements::AlElementLayout;
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("al_pcg", "step", "mat3", "friction", "al");
+pub const SHADER: &str = super::compose!("al_pcg", "step", "workgroup_sum", "mat3", "friction", "al");
 
 const PHASE_SETUP: u32 = 0;
 const PHASE_APPLY: u32 = 1;

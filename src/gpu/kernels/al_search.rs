@@ -12,7 +12,8 @@ use crate::gpu::pack::RecordLayout;
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("al_search", "step", "elements", "element_energy", "mat3", "friction", "al");
+pub const SHADER: &str =
+    super::compose!("al_search", "step", "workgroup_sum", "elements", "element_energy", "mat3", "friction", "al");
 
 const PHASE_SLOPE: u32 = 0;
 const PHASE_TRIAL: u32 = 1;

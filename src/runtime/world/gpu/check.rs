@@ -64,7 +64,7 @@ impl World {
         c.gpu_fallback
             && c.fallback != FallbackPolicy::Never
             && !surface_contact_on(&self.state, &c.surface_settings())
-            && !self.all_obstacles().iter().any(|o| o.moves())
+            && !self.obstacles.iter().chain(&self.moving_obstacles).any(|o| o.moves())
     }
 
     /// The GPU fallback's settings for substeps of length `h`, or `None` where it does not
