@@ -14,14 +14,22 @@
 //! * `stiff_beam`: the clamped 1 m beam of 1e9 Pa, ν = 0.49, at 10 sweeps (`tests/fallback.rs`):
 //!   its fast steps make energy, so with the fallback on the device redoes every substep (the
 //!   failure, then its hold); with it off nothing catches it (`FallbackPolicy::Never` in both
-//!   rows, but the device's own fallback, which needs the check, is on in the second).
+//!   rows, but the device's own fallback, which needs the check, is on in the second);
+//! * `cube_stack`: two 0.2 m jelly cubes of 6³ cells, one dropped on the other on the ground,
+//!   self contact on: surface contact, so the fallback records its surface phases too; the check
+//!   never fails (idle cost with surface pairs);
+//! * `projectile_cloth`: the bundled scene `fallback_projectile_cloth` (a steel cube at 60 m/s at
+//!   a pinned cloth, body–body contact). Off, the host reads the rejection, rewinds the device
+//!   and steps the frames again on the CPU (`frames_redone`); on, the device redoes the
+//!   substeps itself.
 //!
 //! Per row, over the frames after the third: `ms_per_step`, the median of a frame's wall time
 //! (recording it, then waiting for the GPU to finish it: the wait is part of every frame, so
 //! this is the frame's latency, not the pipelined rate); `record_ms`, the median time the
 //! calling thread spends recording; `fallback_substeps`, substeps the device redid, and
 //! `truncated_share`, the share of the fallback's reported islands whose step was cut short
-//! (its outer cap, or an earlier iterate of lower merit);
+//! (its outer cap, or an earlier iterate of lower merit); `max_ms`, the slowest frame;
+//! `frames_redone`, frames the host stepped again on the CPU;
 //! accuracy: the lowest height at the end and the fastest vertex.
 
 use std::time::Instant;
@@ -36,6 +44,8 @@ struct Row {
     elements: usize,
     iterations: u32,
     ms: f64,
+    max_ms: f64,
+    frames_redone: u32,
     record_ms: f64,
     fallback_substeps: u32,
     /// Of the fallback's islands reported, the share whose step was truncated.
@@ -49,6 +59,18 @@ fn world(
     gpu_fallback: bool,
     adapter: Option<String>,
 ) -> Result<(World, u32), pliant::runtime::ConfigError> {
+    if scene == "projectile_cloth" {
+        let json = pliant::io::bundled::bundled_scene("fallback_projectile_cloth").expect("bundled scene");
+        let mut loaded = pliant::io::parse_scene(json)
+            .expect("scene parses")
+            .build(std::path::Path::new("examples/scenes"))
+            .expect("scene builds");
+        let config =
+            StepConfig { backend: Backend::Gpu, gpu_adapter: adapter, gpu_fallback, ..loaded.world.config().clone() };
+        let iterations = config.iterations;
+        loaded.world.set_config(config)?;
+        return Ok((loaded.world, iterations));
+    }
     let beam = scene == "stiff_beam";
     let iterations = if beam { 10 } else { 20 };
     // The beam runs without a fallback unless the device's own one is on.
@@ -62,6 +84,15 @@ fn world(
         ..StepConfig::default()
     };
     let mut w = World::new(config)?;
+    w.obstacles.push(Obstacle::ground(0.0, 0.5));
+    if scene == "cube_stack" {
+        for y in [0.11, 0.35] {
+            let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [6; 3], TetSplit::Six).expect("cube");
+            w.bodies
+                .insert(SoftBodyBuilder::tetrahedral(mesh).translation(Vec3::new(0.0, y, 0.0)).build().expect("body"));
+        }
+        return Ok((w, iterations));
+    }
     let body = if beam {
         let mesh = TetMesh::beam(1.0, 0.1, 0.1, [20, 2, 2], TetSplit::Six).expect("beam");
         let end = mesh.positions().iter().map(|p| p.x).fold(f32::INFINITY, f32::min);
@@ -77,7 +108,6 @@ fn world(
         SoftBodyBuilder::tetrahedral(mesh).translation(Vec3::new(0.0, 0.3, 0.0))
     };
     w.bodies.insert(body.self_collision(false).build().expect("body"));
-    w.obstacles.push(Obstacle::ground(0.0, 0.5));
     Ok((w, iterations))
 }
 
@@ -89,7 +119,7 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
             return None;
         }
     };
-    let (mut wall, mut record, mut fallback_substeps) = (Vec::new(), Vec::new(), 0);
+    let (mut wall, mut record, mut fallback_substeps, mut frames_redone) = (Vec::new(), Vec::new(), 0, 0);
     let (mut islands, mut truncated) = (0u32, 0u32);
     while w.frame() < frames {
         let t = Instant::now();
@@ -104,6 +134,7 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
             record.push(rec);
         }
         fallback_substeps += r.fallbacks;
+        frames_redone += r.frames_redone;
         for i in r.islands.iter().filter(|i| i.path != StepPath::Fast) {
             islands += 1;
             truncated += u32::from(i.path == StepPath::FallbackTruncated);
@@ -121,6 +152,8 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
         elements: st.tets.len(),
         iterations,
         ms: median(&mut wall),
+        max_ms: wall.iter().copied().fold(0.0, f64::max),
+        frames_redone,
         record_ms: median(&mut record),
         fallback_substeps,
         truncated_share: if islands > 0 { truncated as f64 / islands as f64 } else { 0.0 },
@@ -152,17 +185,29 @@ fn main() {
     if !json {
         println!("GPU fallback on {device}, {frames} frames (median over frames 4..)");
         println!(
-            "{:<11} {:>8} {:>6} {:>6} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9}",
-            "scene", "fallback", "verts", "tets", "ms/frame", "record ms", "redone", "truncated", "lowest m", "fastest"
+            "{:<16} {:>8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "scene",
+            "fallback",
+            "verts",
+            "tets",
+            "ms/frame",
+            "max ms",
+            "record ms",
+            "redone",
+            "host redo",
+            "truncated",
+            "lowest m",
+            "fastest"
         );
     }
-    for scene in ["cube_6", "cube_12", "stiff_beam"].into_iter().filter(|s| only.as_deref().is_none_or(|o| o == *s)) {
+    let scenes = ["cube_6", "cube_12", "stiff_beam", "cube_stack", "projectile_cloth"];
+    for scene in scenes.into_iter().filter(|s| only.as_deref().is_none_or(|o| o == *s)) {
         for gpu_fallback in [false, true] {
             let Some(r) = run(scene, gpu_fallback, frames, adapter.clone()) else { return };
             let ns = r.ms * 1e6 / (r.vertices as f64 * r.iterations as f64);
             if json {
                 println!(
-                    "{{\"bench\":\"gpu_fallback\",\"scene\":\"{}\",\"backend\":\"gpu\",\"device\":\"{device}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"gpu_fallback\":{},\"record_ms\":{:.3},\"fallback_substeps\":{},\"truncated_share\":{:.3},\"lowest_m\":{:.4},\"fastest_m_per_s\":{:.3}}}",
+                    "{{\"bench\":\"gpu_fallback\",\"scene\":\"{}\",\"backend\":\"gpu\",\"device\":\"{device}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"gpu_fallback\":{},\"max_ms\":{:.3},\"record_ms\":{:.3},\"fallback_substeps\":{},\"frames_redone\":{},\"truncated_share\":{:.3},\"lowest_m\":{:.4},\"fastest_m_per_s\":{:.3}}}",
                     r.scene,
                     r.vertices,
                     r.elements,
@@ -170,22 +215,26 @@ fn main() {
                     r.ms,
                     ns,
                     r.gpu_fallback,
+                    r.max_ms,
                     r.record_ms,
                     r.fallback_substeps,
+                    r.frames_redone,
                     r.truncated_share,
                     r.lowest,
                     r.fastest
                 );
             } else {
                 println!(
-                    "{:<11} {:>8} {:>6} {:>6} {:>10.2} {:>10.2} {:>9} {:>9.3} {:>9.4} {:>9.3}",
+                    "{:<16} {:>8} {:>6} {:>6} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>9} {:>9.3} {:>9.4} {:>9.3}",
                     r.scene,
                     if r.gpu_fallback { "on" } else { "off" },
                     r.vertices,
                     r.elements,
                     r.ms,
+                    r.max_ms,
                     r.record_ms,
                     r.fallback_substeps,
+                    r.frames_redone,
                     r.truncated_share,
                     r.lowest,
                     r.fastest

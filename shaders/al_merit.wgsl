@@ -4,7 +4,7 @@
 // shortfall from δ, the sum capped), and the step answers with the lowest seen, the start
 // included, when the last is not it. The potentials are compared term by term as differences
 // between the new iterate x and the best so far b (inertia in closed form), not as two f32
-// totals. Only vertex–obstacle pairs are priced (the pairs the GPU step holds). Where a
+// totals. Every pair in the set is priced, vertex–obstacle and surface pairs alike. Where a
 // kinematic vertex moves within the step (al_outer's pins phase) every iterate counts as the
 // lowest: the iterates carry the pins only part of the way, so potentials do not compare.
 //   start    per vertex: b = x (the start); the last iterate is the lowest
@@ -13,7 +13,8 @@
 //   copy     per vertex: b = x
 //   restore  per vertex, once after the outer iterations: x = b when the last was not lowest
 // Host wrapper: src/gpu/kernels/al_merit.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/elements.wgsl, lib/element_energy.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
+// lib/elements.wgsl, lib/element_energy.wgsl, lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
+// lib/al.wgsl.
 
 const PHASE_START: u32 = 0u;
 const PHASE_COMPARE: u32 = 1u;
@@ -71,13 +72,20 @@ fn element_energy(e: u32, which: u32) -> f32 {
     return element_energy_at(l, e, array<vec3<f32>, 4>(at(v.x, which), at(v.y, which), at(v.z, which), at(v.w, which)));
 }
 
-// A pressed vertex–obstacle pair's price at the new iterate (which = 0) or the best.
+// A pressed pair's price at the new iterate (which = 0) or the best.
 fn price(i: u32, which: u32) -> f32 {
     let p = load_al_pair(params.pair_records + i * PAIR_WORDS);
-    if p.kind != PAIR_OBSTACLE || !(p.lambda > 0.0) {
+    if p.kind == PAIR_ABSENT || !(p.lambda > 0.0) {
         return 0.0;
     }
-    let d = obstacle_distance(params.obstacles.items[p.obstacle], at(p.vertices[0], which)).d;
+    var d = 0.0;
+    if p.kind == PAIR_OBSTACLE {
+        d = obstacle_distance(params.obstacles.items[p.obstacle], at(p.vertices[0], which)).d;
+    } else {
+        let v = p.vertices;
+        d = closest_pair(p.kind, array<vec3<f32>, 4>(at(v[0], which), at(v[1], which), at(v[2], which),
+                                                      at(v[3], which))).distance;
+    }
     return 2.0 * p.lambda * max(scalars[S_DELTA] - d, 0.0);
 }
 

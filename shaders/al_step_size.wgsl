@@ -112,7 +112,12 @@ fn obstacle_toi(o: Obstacle, a: vec3<f32>, b: vec3<f32>) -> f32 {
             return select(-1.0, 0.0, !(obstacle_distance(o, b).d >= d0));
         }
         let t = obstacle_entry(o, a, b);
-        return select(min(0.9 * t, 1.0), -1.0, t == NO_ENTRY);
+        if t == NO_ENTRY {
+            // A start on the face can read as inside to the entry test's f32 arithmetic, which
+            // then finds no entry: a path that ends inside entered, at once for all we know.
+            return select(-1.0, 0.0, obstacle_distance(o, b).d < 0.0);
+        }
+        return min(0.9 * t, 1.0);
     }
     let gap0 = d0 - xi;
     let len = length(b - a);
@@ -239,15 +244,15 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
                 continue;
             }
             if params.phase == PHASE_OBSTACLES {
-                atomicMin(&times[T_FIRST + i], bitcast<u32>(t));
-                atomicMin(&times[T_ALPHA], bitcast<u32>(t));
-            } else if bitcast<u32>(t) == first {
+                atomicMin(&times[T_FIRST + i], time_bits(t));
+                atomicMin(&times[T_ALPHA], time_bits(t));
+            } else if time_bits(t) == first {
                 add_pair(i, k);
             }
         }
         return;
     }
     if i < params.tets {
-        atomicMin(&times[T_ALPHA], bitcast<u32>(tet_limit(i)));
+        atomicMin(&times[T_ALPHA], time_bits(tet_limit(i)));
     }
 }

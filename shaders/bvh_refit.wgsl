@@ -1,6 +1,7 @@
 // Refits a BVH built by bvh_build to the current positions: every leaf gets its primitive's box
 // (at the positions, grown by the search radius of its first vertex; or swept from x^n to the
-// positions and grown by ξ, for CCD), then walks up to the root growing each ancestor's box
+// positions and grown by ξ, for CCD; or swept from the positions to `ends`, for the fallback's
+// step size), then walks up to the root growing each ancestor's box
 // with integer atomicMax on ordered bits. Max is exact and commutative, so the boxes do not
 // depend on the order the walks run in, and no float atomics are needed. A walk stops at the
 // first ancestor its box no longer grows: whoever grew that ancestor's words past this box's
@@ -12,6 +13,7 @@
 
 const REFIT_RADIUS: u32 = 0u;
 const REFIT_SWEPT: u32 = 1u;
+const REFIT_BETWEEN: u32 = 2u;
 
 struct Params {
     tree: Tree,
@@ -29,6 +31,8 @@ struct Params {
 @group(0) @binding(3) var<storage, read> index: array<u32>;
 @group(0) @binding(4) var<storage, read> records: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> bvh: array<atomic<u32>>;
+// REFIT_BETWEEN's far ends (the positions again in the other modes).
+@group(0) @binding(6) var<storage, read> ends: array<vec4<f32>>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
@@ -61,6 +65,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             let x0 = steps[v].start.xyz;
             lo = min(lo, x0);
             hi = max(hi, x0);
+        } else if params.mode == REFIT_BETWEEN {
+            let x1 = ends[v].xyz;
+            lo = min(lo, x1);
+            hi = max(hi, x1);
         }
     }
     var r = params.inflate;

@@ -70,7 +70,7 @@ fn test_pair(kind: u32, v: vec4<u32>) {
                                  positions[v.z].xyz - x[2], positions[v.w].xyz - x[3]);
     let toi = pair_toi(kind, x, dx, s.min_separation, params.safety, params.max_iterations, 1.0);
     if toi != NO_TOI {
-        atomicMin(&control[control_toi(params.contact, a)], bitcast<u32>(toi));
+        atomicMin(&control[control_toi(params.contact, a)], time_bits(toi));
     }
 }
 

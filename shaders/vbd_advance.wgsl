@@ -54,7 +54,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             }
         }
         if toi < 1.0 {
-            atomicMin(&body_toi[index[params.vertex_body + i]], bitcast<u32>(toi));
+            atomicMin(&body_toi[index[params.vertex_body + i]], time_bits(toi));
         }
         return;
     }

@@ -124,7 +124,12 @@ pub(crate) fn obstacle_toi(o: &Obstacle, a: DVec3, b: DVec3, xi: f64, safety: f6
         if !(d0 >= 0.0) {
             return (!(d(b) >= d0)).then_some(0.0);
         }
-        return o.first_entry(Vec3A::from(a.as_vec3()), Vec3A::from(b.as_vec3())).map(|t| (t as f64 * 0.9).min(1.0));
+        return match o.first_entry(Vec3A::from(a.as_vec3()), Vec3A::from(b.as_vec3())) {
+            Some(t) => Some((t as f64 * 0.9).min(1.0)),
+            // A start on the face can read as inside to the entry test's f32 arithmetic, which
+            // then finds no entry: a path that ends inside entered, at once for all we know.
+            None => (d(b) < 0.0).then_some(0.0),
+        };
     }
     let gap0 = d0 - xi;
     let len = (b - a).length();

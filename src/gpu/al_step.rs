@@ -1,14 +1,15 @@
 //! An augmented-Lagrangian step on the GPU, recorded whole (the twin of `solver::al`'s
-//! `al_step`, with the active set it is given; growing the set from CCD hits and surface
-//! pairs' CCD are not on the GPU yet): per outer iteration the pairs re-linearised at the safe
-//! iterate (`al_pairs`), the subproblem's Newton iterations ([`AlNewton`]), the dual update,
-//! the step size (`al_step_size`) and the safe iterate's move with the schedule (`al_outer`).
+//! `al_step`): per outer iteration the pairs re-linearised at the safe iterate (`al_pairs`),
+//! the subproblem's Newton iterations ([`AlNewton`]), the dual update, the step size
+//! (`al_step_size`, and with surface pairs [`AlSurfacePairs`]) with the pairs it hit joining
+//! the set, and the safe iterate's move with the schedule (`al_outer`).
 //! Every outer iteration up to the cap is recorded; once the step has converged (or reached its
 //! cap) the dispatch arguments of the iterations after it are zero, so they cost no work and
 //! the host is never asked.
 
 use super::GpuContext;
 use super::al_newton::{AlNewton, AlNewtonBuffers, AlNewtonSetup};
+use super::al_surface::{AlSurfacePairs, AlSurfacePairsBuffers, AlSurfacePairsSetup, AlSurfaceSource, surface_slots};
 use super::kernels::al_merit::{AlMerit, AlMeritBuffers, AlMeritRun, AlMeritSetup};
 use super::kernels::al_outer::{AlOuter, AlOuterBuffers, AlOuterRun, ONE_ARGS, PAIR_ARGS, TET_ARGS, VERTEX_ARGS};
 use super::kernels::al_pairs::{AlPairs, AlPairsBound, AlPairsBuffers};
@@ -42,7 +43,26 @@ pub struct AlStepProgram {
     pairs: AlPairsBound,
     newton: AlNewton,
     step_size: AlStepSizeRun,
+    surface: Option<AlSurfacePairs>,
     iterations: u32,
+}
+
+/// Surface pairs in an AL step: the fast path's trees and surface, and where the body records
+/// and `vertex_body` are. Their slots follow the vertex–obstacle table
+/// ([`AlStepSurface::slots`] of them in `AlNewtonSetup::pair_count`).
+#[derive(Clone, Copy)]
+pub struct AlStepSurface<'a> {
+    /// The trees and surface.
+    pub source: AlSurfaceSource<'a>,
+    /// Vertex–obstacle slots per vertex before the surface slots.
+    pub obstacles: usize,
+}
+
+impl AlStepSurface<'_> {
+    /// Surface slots the step holds.
+    pub fn slots(&self) -> usize {
+        surface_slots(self.source.surface.surface_vertex_count as usize)
+    }
 }
 
 impl AlStepProgram {
@@ -60,6 +80,7 @@ impl AlStepProgram {
         tets: usize,
         obstacles: &GpuObstacleSet,
         comparable: bool,
+        surface: Option<&AlStepSurface<'_>>,
         b: &AlStepBuffers<'_>,
     ) -> Self {
         let gate = b.outer_control;
@@ -117,6 +138,31 @@ impl AlStepProgram {
                 },
             )
             .gated(gate, VERTEX_ARGS, TET_ARGS);
+        let surface = surface.map(|su| {
+            AlSurfacePairs::bind(
+                ctx,
+                &AlSurfacePairsSetup {
+                    source: su.source,
+                    vertices: n.vertices,
+                    obstacles: su.obstacles,
+                    slots: su.slots(),
+                    pairs: n.pairs,
+                    bodies: n.records.bodies,
+                    vertex_body: n.index.vertex_body,
+                },
+                &AlSurfacePairsBuffers {
+                    safe: b.safe,
+                    targets: b.newton.positions,
+                    steps: b.newton.steps,
+                    index: b.newton.index,
+                    records: b.newton.records,
+                    solved: b.newton.solved,
+                    times: b.times,
+                    element: b.newton.element,
+                    outer: gate,
+                },
+            )
+        });
         let merit = comparable.then(|| {
             AlMerit::new(ctx)
                 .bind(
@@ -143,7 +189,7 @@ impl AlStepProgram {
                 )
                 .gated(gate, ONE_ARGS)
         });
-        Self { outer, merit, pairs, newton, step_size, iterations: s.max_iterations }
+        Self { outer, merit, pairs, newton, step_size, surface, iterations: s.max_iterations }
     }
 
     /// The same step, opened only when the dispatch arguments at byte `at` of `gate` say so
@@ -161,12 +207,12 @@ impl AlStepProgram {
         if let Some(m) = &self.merit {
             m.record_start(pass);
         }
-        self.step_size.record(pass);
+        self.record_step_size(pass);
         for _ in 0..self.iterations {
             self.pairs.linearize.record(pass);
             self.newton.record(pass);
             self.pairs.dual.record(pass);
-            self.step_size.record(pass);
+            self.record_step_size(pass);
             self.pairs.prune.record(pass);
             self.outer.record_move(pass);
             // Priced with the multipliers and offset of this iteration, before a stall's change.
@@ -178,6 +224,25 @@ impl AlStepProgram {
         if let Some(m) = &self.merit {
             m.record_restore(pass);
         }
+    }
+
+    /// The step size with its hits joining the set: every hit (obstacles, tets, surface) is in
+    /// before either add phase reads each vertex's earliest.
+    fn record_step_size(&self, pass: &mut wgpu::ComputePass<'_>) {
+        self.step_size.record_hits(pass);
+        if let Some(su) = &self.surface {
+            su.record_hits(pass);
+        }
+        self.step_size.record_add(pass);
+        if let Some(su) = &self.surface {
+            su.record_add(pass);
+        }
+    }
+
+    /// The surface pairs' candidate words ([`crate::gpu::kernels::al_surface::CandidateLayout`]),
+    /// where the step has surface pairs.
+    pub fn surface_candidates(&self) -> Option<&wgpu::Buffer> {
+        self.surface.as_ref().map(|s| &s.candidates)
     }
 }
 
@@ -237,6 +302,7 @@ mod tests {
             st.tets.len(),
             &GpuObstacleSet::pack(obstacles).expect("obstacles"),
             true,
+            None,
             &AlStepBuffers {
                 newton: d.newton_buffers(&pcg_control, &control),
                 safe: &safe,
@@ -349,6 +415,7 @@ mod tests {
                 st.tets.len(),
                 &obstacles,
                 true,
+                None,
                 &AlStepBuffers {
                     newton: d.newton_buffers(&pcg_control, &control),
                     safe: &safe,

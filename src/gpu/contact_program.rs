@@ -12,6 +12,7 @@
 //! ```
 
 use super::GpuContext;
+use super::al_surface::AlSurfaceSource;
 use super::buffers::{StateBuffers, output};
 use super::contact::{ContactLayout, SurfaceBounds};
 use super::kernels::Bound;
@@ -192,6 +193,12 @@ impl ContactState {
         by_memory.min(by_dispatch).min(u32::MAX as u64) as u32
     }
 
+    /// The surface and both trees, for the fallback's surface pairs (which refit the trees
+    /// to their own boxes: every use here refits them first).
+    pub fn al_surface_source(&self) -> AlSurfaceSource<'_> {
+        AlSurfaceSource { surface: self.surface, tris: self.tris, edges: self.edges, bvh: &self.bvh }
+    }
+
     /// Binds every contact dispatch of a substep for contact constants `model` and `settings`.
     pub fn bind(
         &self,
@@ -214,6 +221,7 @@ impl ContactState {
             index: b.index,
             records: b.records,
             bvh: &self.bvh,
+            ends: None,
         };
         let refit = |boxes: RefitBoxes| -> Vec<Bound> {
             [tris, edges].iter().flat_map(|t| k.refit.bind(ctx, t, &surface, boxes, &rb)).collect()

@@ -9,14 +9,15 @@
 //!
 //! The whole packed world is redone together (the guard's rollback already treats an unsafe
 //! substep as the world's: a body redone alone could meet a neighbour that moved into its
-//! place), against the step's obstacles; surface pairs (body–body and self contact) are not
-//! on the GPU yet, so scenes with surface contact keep the CPU's fallback.
+//! place), against the step's obstacles and, where the scene has surface contact, its surface
+//! pairs (body–body and self contact: [`super::al_surface`], on the fast path's trees).
 
 use glam::{DVec3, Vec4};
 
 use super::GpuContext;
 use super::al_newton::{AlNewtonBuffers, AlNewtonSetup};
-use super::al_step::{AlStepBuffers, AlStepProgram};
+use super::al_step::{AlStepBuffers, AlStepProgram, AlStepSurface};
+use super::al_surface::AlSurfaceSource;
 use super::buffers::{control_words, output, storage};
 use super::kernels::Bound;
 use super::kernels::al_commit::{AlCommit, AlCommitBuffers};
@@ -102,6 +103,8 @@ pub struct GpuFallbackSetup<'a> {
     pub h: f32,
     /// The time integrator (its inertia weight sets the first penalty).
     pub integrator: Integrator,
+    /// The fast path's surface and trees, where the scene has surface contact.
+    pub surface: Option<AlSurfaceSource<'a>>,
 }
 
 /// The fallback, bound: its dispatches and the buffers only it uses.
@@ -130,7 +133,10 @@ impl GpuFallback {
         let mu = Self::first_penalty(s, &free);
         let elements = AlElementLayout::new(st.tets.len(), st.tris.len(), st.hinges.len());
         let obstacles = s.obstacles.count();
-        let table = vec![AlPair::ABSENT; n * obstacles];
+        let surface = s.surface.map(|source| AlStepSurface { source, obstacles });
+        // The vertex–obstacle table, then the surface slots.
+        let slots = surface.as_ref().map_or(0, AlStepSurface::slots);
+        let table = vec![AlPair::ABSENT; n * obstacles + slots];
         let pairs = AlPairLayout::new(&elements, table.len(), n);
         let element =
             storage(ctx, "al element", &element_words(&pairs, &table, &obstacle_table_adjacency(n, obstacles)), true);
@@ -175,6 +181,7 @@ impl GpuFallback {
             st.tets.len(),
             s.obstacles,
             comparable,
+            surface.as_ref(),
             &AlStepBuffers {
                 newton: AlNewtonBuffers {
                     positions: &targets,

@@ -15,6 +15,7 @@
 
 pub mod al_newton;
 pub mod al_step;
+pub mod al_surface;
 pub mod buffers;
 pub mod contact;
 pub mod contact_program;

@@ -607,6 +607,7 @@ impl GpuStepper {
                 obstacles,
                 h: s.h,
                 integrator: s.integrator,
+                surface: contact_state.map(ContactState::al_surface_source),
             };
             let buffers = GpuFallbackBuffers {
                 positions: &b.positions,

@@ -12,8 +12,17 @@ use crate::gpu::pack::RecordLayout;
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
-pub const SHADER: &str =
-    super::compose!("al_merit", "step", "obstacles", "elements", "element_energy", "mat3", "friction", "al");
+pub const SHADER: &str = super::compose!(
+    "al_merit",
+    "step",
+    "obstacles",
+    "elements",
+    "element_energy",
+    "distance",
+    "mat3",
+    "friction",
+    "al"
+);
 
 const PHASE_START: u32 = 0;
 const PHASE_COMPARE: u32 = 1;

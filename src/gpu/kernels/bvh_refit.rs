@@ -1,6 +1,7 @@
 //! Host side of `shaders/bvh_refit.wgsl`: the boxes of a BVH built by
 //! [`super::bvh_build`] refitted to the current positions, grown by each primitive's search
-//! radius (detection) or swept from `x^n` and grown by ξ (the CCD advance).
+//! radius (detection), swept from `x^n` and grown by ξ (the CCD advance), or swept between two
+//! sets of positions (the fallback's step size).
 
 use bytemuck::{Pod, Zeroable};
 
@@ -21,6 +22,12 @@ pub enum RefitBoxes {
     /// \[m\].
     Swept {
         /// Growth \[m\] (the CCD's minimum separation).
+        inflate: f32,
+    },
+    /// The primitive swept from the positions to [`BvhRefitBuffers::ends`], grown by `inflate`
+    /// \[m\] (the fallback's step size: from its safe iterate towards its targets).
+    Between {
+        /// Growth \[m\].
         inflate: f32,
     },
 }
@@ -49,6 +56,8 @@ pub struct BvhRefitBuffers<'a> {
     pub records: &'a wgpu::Buffer,
     /// The trees' words.
     pub bvh: &'a wgpu::Buffer,
+    /// The far ends of [`RefitBoxes::Between`]'s sweeps (vec4); unread otherwise.
+    pub ends: Option<&'a wgpu::Buffer>,
 }
 
 /// The compiled kernel.
@@ -77,8 +86,10 @@ impl BvhRefit {
         let (mode, inflate) = match boxes {
             RefitBoxes::SearchRadius => (0, 0.0),
             RefitBoxes::Swept { inflate } => (1, inflate),
+            RefitBoxes::Between { inflate } => (2, inflate),
         };
-        let buffers = [b.positions, b.steps, b.index, b.records, b.bvh];
+        let ends = b.ends.unwrap_or(b.positions);
+        let buffers = [b.positions, b.steps, b.index, b.records, b.bvh, ends];
         [(0, tree.count - 1), (1, tree.count)]
             .into_iter()
             .filter(|&(_, count)| count > 0)
@@ -165,14 +176,21 @@ mod tests {
         let build = BvhBuild::new(&ctx);
         let refit = BvhRefit::new(&ctx);
         let bb = BvhBuildBuffers { positions: &positions, index: &index_buf, bvh: &bvh };
-        let rb = BvhRefitBuffers {
-            positions: &positions,
-            steps: &steps_buf,
-            index: &index_buf,
-            records: &records_buf,
-            bvh: &bvh,
-        };
-        for (mode, boxes) in [("radius", RefitBoxes::SearchRadius), ("swept", RefitBoxes::Swept { inflate: 1e-5 })] {
+        // The fallback's boxes sweep from the positions to the same starts, held as vec4s.
+        let ends = storage(&ctx, "ends", &starts, false);
+        for (mode, boxes) in [
+            ("radius", RefitBoxes::SearchRadius),
+            ("swept", RefitBoxes::Swept { inflate: 1e-5 }),
+            ("between", RefitBoxes::Between { inflate: 1e-5 }),
+        ] {
+            let rb = BvhRefitBuffers {
+                ends: matches!(boxes, RefitBoxes::Between { .. }).then_some(&ends),
+                positions: &positions,
+                steps: &steps_buf,
+                index: &index_buf,
+                records: &records_buf,
+                bvh: &bvh,
+            };
             let mut bound = Vec::new();
             for t in [&tris, &edges] {
                 bound.extend(build.bind(&ctx, t, &bb));
@@ -185,7 +203,7 @@ mod tests {
             for (t, prims) in [(&tris, st.surface_triangles.len()), (&edges, st.surface_edges.len())] {
                 let tree = TreeSnapshot::read(t, &words);
                 let primitive = |p: u32| -> Aabb {
-                    let r = if let RefitBoxes::Swept { inflate } = boxes {
+                    let r = if let RefitBoxes::Swept { inflate } | RefitBoxes::Between { inflate } = boxes {
                         inflate
                     } else {
                         let first = if t.arity == 3 {
@@ -195,7 +213,7 @@ mod tests {
                         };
                         crate::solver::vbd_contact::search_radius(&st, st.vertex_body[first as usize], model.offset)
                     };
-                    let start = matches!(boxes, RefitBoxes::Swept { .. }).then_some(&starts[..]);
+                    let start = (boxes != RefitBoxes::SearchRadius).then_some(&starts[..]);
                     if t.arity == 3 {
                         primitive_box(&st.positions, start, st.surface_triangles[p as usize], r)
                     } else {

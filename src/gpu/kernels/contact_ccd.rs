@@ -158,7 +158,14 @@ mod tests {
         let [initial, previous, before_previous] =
             ["initial", "previous", "before_previous"].map(|s| output::<Vec4>(&ctx, s, n));
         let mut bound = Vec::new();
-        let rb = BvhRefitBuffers { positions: &positions, steps: &steps, index: &index, records: &records, bvh: &bvh };
+        let rb = BvhRefitBuffers {
+            positions: &positions,
+            steps: &steps,
+            index: &index,
+            records: &records,
+            bvh: &bvh,
+            ends: None,
+        };
         let inflate = settings.ccd.min_separation;
         for t in [&tris, &edges] {
             let bb = BvhBuildBuffers { positions: &positions, index: &index, bvh: &bvh };

@@ -209,7 +209,14 @@ pub(crate) mod tests {
         let control = output::<u32>(&ctx, "control", control_words(st.bodies.len()));
         let contacts = output::<u32>(&ctx, "contacts", words);
         let mut bound = Vec::new();
-        let rb = BvhRefitBuffers { positions: &positions, steps: &steps, index: &index, records: &records, bvh: &bvh };
+        let rb = BvhRefitBuffers {
+            positions: &positions,
+            steps: &steps,
+            index: &index,
+            records: &records,
+            bvh: &bvh,
+            ends: None,
+        };
         for t in [&tris, &edges] {
             let bb = BvhBuildBuffers { positions: &positions, index: &index, bvh: &bvh };
             bound.extend(BvhBuild::new(&ctx).bind(&ctx, t, &bb));

@@ -19,6 +19,8 @@ pub mod al_pairs;
 pub mod al_pcg;
 pub mod al_search;
 pub mod al_step_size;
+pub mod al_surface;
+pub mod al_surface_set;
 pub mod bvh_build;
 pub mod bvh_refit;
 pub mod contact_advance;
@@ -66,6 +68,8 @@ pub const SHADERS: &[(&str, &str)] = &[
     ("al_pcg", al_pcg::SHADER),
     ("al_search", al_search::SHADER),
     ("al_step_size", al_step_size::SHADER),
+    ("al_surface", al_surface::SHADER),
+    ("al_surface_set", al_surface_set::SHADER),
     ("bvh_build", bvh_build::SHADER),
     ("bvh_refit", bvh_refit::SHADER),
     ("contact_advance", contact_advance::SHADER),

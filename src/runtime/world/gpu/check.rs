@@ -1,5 +1,5 @@
-//! The GPU's safety check on the host side. Where the GPU's own fallback applies (no surface
-//! contact, no moving obstacle: `gpu::fallback`), the device redid every rejected substep
+//! The GPU's safety check on the host side. Where the GPU's own fallback applies (asked for,
+//! no moving obstacle: `gpu::fallback`), the device redid every rejected substep
 //! itself and the host only reports it. Otherwise bodies its `step_check` and `step_soft`
 //! kernels rejected (every body put back at rest on the device) are sent to the fallback,
 //! which runs on the CPU: the frames from the first one not known safe are rewound on the
@@ -17,7 +17,6 @@ use crate::runtime::config::FallbackPolicy;
 use crate::runtime::events::PliantEvent;
 use crate::runtime::fallback::{HOLD_FRAMES, fallback_settings};
 use crate::runtime::report::{IslandReport, StepPath, StepReport};
-use crate::solver::vbd_contact::surface_contact_on;
 use crate::state::VERTEX_KINEMATIC;
 
 /// The reason of a rollback whose `fields` say the step was finite but unsafe, or `None` (a
@@ -57,13 +56,12 @@ impl World {
     }
 
     /// Whether unsafe substeps are redone on the device: asked for (`StepConfig::gpu_fallback`),
-    /// the check is on, and the scene has no surface contact (its pairs are not on the GPU's
-    /// fallback yet) and no moving obstacle (which neither fallback models yet).
+    /// the check is on, and the scene has no moving obstacle (which neither fallback models
+    /// yet). Surface contact (body–body and self) is on the device's fallback too.
     pub(super) fn gpu_fallback_applies(&self) -> bool {
         let c = &self.config;
         c.gpu_fallback
             && c.fallback != FallbackPolicy::Never
-            && !surface_contact_on(&self.state, &c.surface_settings())
             && !self.obstacles.iter().chain(&self.moving_obstacles).any(|o| o.moves())
     }
 
