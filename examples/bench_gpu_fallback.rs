@@ -20,8 +20,8 @@
 //!   never fails (idle cost with surface pairs);
 //! * `projectile_cloth`: the bundled scene `fallback_projectile_cloth` (a steel cube at 60 m/s at
 //!   a pinned cloth, body–body contact). Off, the host reads the rejection, rewinds the device
-//!   and steps the frames again on the CPU (`frames_redone`); on, the device redoes the
-//!   substeps itself.
+//!   and steps the frames again on the CPU, where the world stays while the hold lasts
+//!   (`cpu_frames`); on, the device redoes the substeps itself.
 //!
 //! Per row, over the frames after the third: `ms_per_step`, the median of a frame's wall time
 //! (recording it, then waiting for the GPU to finish it: the wait is part of every frame, so
@@ -29,7 +29,7 @@
 //! calling thread spends recording; `fallback_substeps`, substeps the device redid, and
 //! `truncated_share`, the share of the fallback's reported islands whose step was cut short
 //! (its outer cap, or an earlier iterate of lower merit); `max_ms`, the slowest frame;
-//! `frames_redone`, frames the host stepped again on the CPU;
+//! `cpu_frames`, frames the world stepped on the CPU (its fallback and hold) instead;
 //! accuracy: the lowest height at the end and the fastest vertex.
 
 use std::time::Instant;
@@ -45,7 +45,7 @@ struct Row {
     iterations: u32,
     ms: f64,
     max_ms: f64,
-    frames_redone: u32,
+    cpu_frames: u32,
     record_ms: f64,
     fallback_substeps: u32,
     /// Of the fallback's islands reported, the share whose step was truncated.
@@ -119,7 +119,7 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
             return None;
         }
     };
-    let (mut wall, mut record, mut fallback_substeps, mut frames_redone) = (Vec::new(), Vec::new(), 0, 0);
+    let (mut wall, mut record, mut fallback_substeps, mut cpu_frames) = (Vec::new(), Vec::new(), 0, 0u32);
     let (mut islands, mut truncated) = (0u32, 0u32);
     while w.frame() < frames {
         let t = Instant::now();
@@ -134,7 +134,7 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
             record.push(rec);
         }
         fallback_substeps += r.fallbacks;
-        frames_redone += r.frames_redone;
+        cpu_frames += u32::from(r.backend == Backend::Cpu);
         for i in r.islands.iter().filter(|i| i.path != StepPath::Fast) {
             islands += 1;
             truncated += u32::from(i.path == StepPath::FallbackTruncated);
@@ -153,7 +153,7 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
         iterations,
         ms: median(&mut wall),
         max_ms: wall.iter().copied().fold(0.0, f64::max),
-        frames_redone,
+        cpu_frames,
         record_ms: median(&mut record),
         fallback_substeps,
         truncated_share: if islands > 0 { truncated as f64 / islands as f64 } else { 0.0 },
@@ -185,7 +185,7 @@ fn main() {
     if !json {
         println!("GPU fallback on {device}, {frames} frames (median over frames 4..)");
         println!(
-            "{:<16} {:>8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "{:<16} {:>8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>9} {:>10} {:>9} {:>9} {:>9}",
             "scene",
             "fallback",
             "verts",
@@ -194,7 +194,7 @@ fn main() {
             "max ms",
             "record ms",
             "redone",
-            "host redo",
+            "cpu frames",
             "truncated",
             "lowest m",
             "fastest"
@@ -207,7 +207,7 @@ fn main() {
             let ns = r.ms * 1e6 / (r.vertices as f64 * r.iterations as f64);
             if json {
                 println!(
-                    "{{\"bench\":\"gpu_fallback\",\"scene\":\"{}\",\"backend\":\"gpu\",\"device\":\"{device}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"gpu_fallback\":{},\"max_ms\":{:.3},\"record_ms\":{:.3},\"fallback_substeps\":{},\"frames_redone\":{},\"truncated_share\":{:.3},\"lowest_m\":{:.4},\"fastest_m_per_s\":{:.3}}}",
+                    "{{\"bench\":\"gpu_fallback\",\"scene\":\"{}\",\"backend\":\"gpu\",\"device\":\"{device}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"gpu_fallback\":{},\"max_ms\":{:.3},\"record_ms\":{:.3},\"fallback_substeps\":{},\"cpu_frames\":{},\"truncated_share\":{:.3},\"lowest_m\":{:.4},\"fastest_m_per_s\":{:.3}}}",
                     r.scene,
                     r.vertices,
                     r.elements,
@@ -218,14 +218,14 @@ fn main() {
                     r.max_ms,
                     r.record_ms,
                     r.fallback_substeps,
-                    r.frames_redone,
+                    r.cpu_frames,
                     r.truncated_share,
                     r.lowest,
                     r.fastest
                 );
             } else {
                 println!(
-                    "{:<16} {:>8} {:>6} {:>6} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>9} {:>9.3} {:>9.4} {:>9.3}",
+                    "{:<16} {:>8} {:>6} {:>6} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>10} {:>9.3} {:>9.4} {:>9.3}",
                     r.scene,
                     if r.gpu_fallback { "on" } else { "off" },
                     r.vertices,
@@ -234,7 +234,7 @@ fn main() {
                     r.max_ms,
                     r.record_ms,
                     r.fallback_substeps,
-                    r.frames_redone,
+                    r.cpu_frames,
                     r.truncated_share,
                     r.lowest,
                     r.fastest

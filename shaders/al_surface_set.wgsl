@@ -10,8 +10,9 @@
 //   merge  one workgroup (dispatched with al_outer's one-workgroup arguments):
 //          1. a candidate already in the set is dropped (the adjacency row of its first
 //             vertex lists every pair that holds it);
-//          2. the others, ranked by their key (kind, vertices), take the free slots in slot
-//             order, so the set does not depend on the order the candidates were appended in;
+//          2. the others, ranked by their first vertex, then by key (kind, vertices), take the
+//             free slots in slot order, so the set does not depend on the order the candidates
+//             were appended in;
 //             each is measured at the safe iterate with λ = 0, γ = 1 and the two bodies'
 //             friction averaged, as ActiveSet::add does; candidates beyond the free slots are
 //             counted and left out (the step stays intersection-free: al_surface's times
@@ -43,8 +44,8 @@ struct Params {
     // Vertex–obstacle slots per vertex, and the surface slots after the table.
     obstacles: u32,
     slots: u32,
-    // Room for candidates; where their in-set marks, the free-slot map (then the new ones'
-    // ranks) and the per-vertex cursors are in `candidates`.
+    // Room for candidates; where their in-set marks (then ranks), the free-slot map (then the
+    // buckets by first vertex) and the per-vertex cursors are in `candidates`.
     capacity: u32,
     ranks: u32,
     free: u32,
@@ -205,20 +206,71 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         atomicStore(&candidates[params.ranks + i], select(0u, IN_SET, in_set(candidate(i))));
     }
     storageBarrier();
-    // 2. The new ones' ranks by key (their order of appending varies from run to run), after
-    //    the free-slot map.
+    // 2. The new ones' ranks, so the set does not depend on the order the candidates were
+    //    appended in (it varies from run to run): by first vertex (a counting sort over the
+    //    vertices: each vertex's bucket starts after those of the vertices before it), then by
+    //    key among the few with the same first vertex. The buckets go after the free-slot map;
+    //    the ranks replace the candidates' in-set marks.
+    let n = params.vertices;
+    let buckets = params.free + params.slots;
+    for (var v = lid; v < n; v += WG) {
+        atomicStore(&candidates[params.cursors + v], 0u);
+    }
+    storageBarrier();
+    for (var i = lid; i < count; i += WG) {
+        if atomicLoad(&candidates[params.ranks + i]) != IN_SET {
+            atomicAdd(&candidates[params.cursors + candidate(i).v[0]], 1u);
+        }
+    }
+    storageBarrier();
+    if lid == 0u {
+        running = 0u;
+    }
+    workgroupBarrier();
+    for (var base = 0u; base < n; base += WG) {
+        let v = base + lid;
+        var size = 0u;
+        if v < n {
+            size = atomicLoad(&candidates[params.cursors + v]);
+        }
+        let at = exclusive_scan(lid, size) + running;
+        if v < n {
+            atomicStore(&candidates[params.cursors + v], at);
+        }
+        workgroupBarrier();
+        if lid == 0u {
+            running += scan_total;
+        }
+        workgroupBarrier();
+    }
+    storageBarrier();
+    for (var i = lid; i < count; i += WG) {
+        if atomicLoad(&candidates[params.ranks + i]) != IN_SET {
+            let at = atomicAdd(&candidates[params.cursors + candidate(i).v[0]], 1u);
+            atomicStore(&candidates[buckets + at], i);
+        }
+    }
+    storageBarrier();
+    // Each cursor now ends its bucket; the bucket before it holds smaller first vertices.
     for (var i = lid; i < count; i += WG) {
         if atomicLoad(&candidates[params.ranks + i]) == IN_SET {
             continue;
         }
         let k = candidate(i);
+        var j = atomicLoad(&candidates[params.cursors + k.v[0]]);
         var rank = 0u;
-        for (var j = 0u; j < count; j++) {
-            if atomicLoad(&candidates[params.ranks + j]) != IN_SET && key_less(candidate(j), k) {
-                rank++;
+        loop {
+            if j == 0u {
+                break;
             }
+            let other = candidate(atomicLoad(&candidates[buckets + j - 1u]));
+            if other.v[0] != k.v[0] {
+                break;
+            }
+            rank += u32(key_less(other, k));
+            j--;
         }
-        atomicStore(&candidates[params.free + params.slots + i], rank);
+        atomicStore(&candidates[params.ranks + i], j + rank);
     }
     storageBarrier();
     // The free slots in slot order.
@@ -241,10 +293,10 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     }
     let free_slots = workgroupUniformLoad(&running);
     for (var i = lid; i < count; i += WG) {
-        if atomicLoad(&candidates[params.ranks + i]) == IN_SET {
+        let rank = atomicLoad(&candidates[params.ranks + i]);
+        if rank == IN_SET {
             continue;
         }
-        let rank = atomicLoad(&candidates[params.free + params.slots + i]);
         if rank < free_slots {
             write_pair(table + atomicLoad(&candidates[params.free + rank]), candidate(i));
         } else {
@@ -254,7 +306,6 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     storageBarrier();
 
     // 3. The adjacency: surface pairs per vertex,
-    let n = params.vertices;
     for (var v = lid; v < n; v += WG) {
         atomicStore(&candidates[params.cursors + v], 0u);
     }

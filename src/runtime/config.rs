@@ -152,8 +152,10 @@ pub struct StepConfig {
     /// (body–body and self) included; with a moving obstacle the CPU's fallback redoes the
     /// frame.
     /// Default off: every substep records the fallback's dispatches whether they run or not.
-    /// Idle they cost 1.3–1.8 ms a frame on an H200 (200–250 dispatches at 8 outer iterations;
-    /// 6–8 ms for the whole fast step) and 23–53 ms on lavapipe, for up to 4,096 vertices,
+    /// Idle they cost 1.6–1.8 ms a frame on an H200 (200–250 dispatches at 8 outer iterations;
+    /// 7–9 ms for the whole fast step), 2.6 ms with surface contact, and 23–71 ms on lavapipe;
+    /// running, the device's step is slower than the CPU's fallback so far (a median 190 ms
+    /// against 35 ms a frame for `fallback_projectile_cloth` on an H200), for up to 4,096 vertices,
     /// whose Newton solves and line searches run in one workgroup each (`bench_gpu_fallback`,
     /// BENCHMARKS.md). Above that each PCG iteration is five dispatches, ~19,000 a substep
     /// idle: ~130 ms a frame on an H200 before the one-workgroup path existed (not measured

@@ -21,17 +21,17 @@ const PHASE_ADD_EDGES: u32 = 3;
 /// Where the candidate pairs and `al_surface_set`'s scratch are in the `candidates` buffer
 /// (u32 words): a header (candidates appended, candidates that did not fit, candidates left
 /// out for want of a free slot), `capacity` candidates of five words (kind, four vertices),
-/// then the merge's in-set marks (`capacity`), free-slot map (`slots`), ranks (`capacity`) and
-/// per-vertex cursors (`vertices`).
+/// then the merge's in-set marks and ranks (`capacity`), free-slot map (`slots`), buckets by
+/// first vertex (`capacity`) and per-vertex cursors (`vertices`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CandidateLayout {
     /// Candidates an add pass can hand over.
     pub capacity: u32,
     /// Surface pair slots in the active set.
     pub slots: u32,
-    /// First word of the in-set marks.
+    /// First word of the in-set marks (then ranks).
     pub ranks: u32,
-    /// First word of the free-slot map (the ranks follow it).
+    /// First word of the free-slot map (the buckets follow it).
     pub free: u32,
     /// First word of the per-vertex cursors.
     pub cursors: u32,
