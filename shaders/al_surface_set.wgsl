@@ -12,7 +12,8 @@
 //             vertex lists every pair that holds it);
 //          2. the others, ranked by their first vertex, then by key (kind, vertices), take the
 //             free slots in slot order, so the set does not depend on the order the candidates
-//             were appended in;
+//             were appended in (unless more were found than the list holds: which ones it kept
+//             then depends on that order; al_surface counts the rest);
 //             each is measured at the safe iterate with λ = 0, γ = 1 and the two bodies'
 //             friction averaged, as ActiveSet::add does; candidates beyond the free slots are
 //             counted and left out (the step stays intersection-free: al_surface's times
@@ -291,6 +292,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         }
         workgroupBarrier();
     }
+    // The map is read by other invocations than wrote it.
+    storageBarrier();
     let free_slots = workgroupUniformLoad(&running);
     for (var i = lid; i < count; i += WG) {
         let rank = atomicLoad(&candidates[params.ranks + i]);

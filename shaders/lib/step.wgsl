@@ -37,7 +37,6 @@ const BOUNDED_BIT: u32 = 0x80000000u;
 const FROZEN_CONTACT: u32 = 1u;
 const FROZEN_DIVERGED: u32 = 2u;
 
-// Infinity or NaN, by bits: comparisons with NaN may be folded away by a shader compiler.
 // A time of impact in [0, 1] as bits ordered like the times, for integer atomicMin: −0 (which
 // 0 · a negative number and max(0, −0) can give) becomes +0, whose bits are the smallest,
 // where −0's are larger than any time's and the hit would be lost.
@@ -45,6 +44,7 @@ fn time_bits(t: f32) -> u32 {
     return bitcast<u32>(select(t, 0.0, t <= 0.0));
 }
 
+// Infinity or NaN, by bits: comparisons with NaN may be folded away by a shader compiler.
 fn non_finite(x: vec4<f32>) -> bool {
     let e = vec4<u32>(0x7f800000u);
     return any((bitcast<vec4<u32>>(x) & e) == e);
