@@ -13,7 +13,7 @@
 //           the earliest of one of its vertices (constraints.rs earliest_hits) is appended to
 //           `candidates` for al_surface_set to merge into the active set
 // Host wrapper: src/gpu/kernels/al_surface.rs; prepended: lib/step.wgsl, lib/bvh.wgsl,
-// lib/bvh_walk.wgsl, lib/surface.wgsl, lib/distance.wgsl.
+// lib/bvh_walk.wgsl, lib/surface.wgsl, lib/distance.wgsl, lib/al_candidates.wgsl.
 
 const PHASE_POINTS: u32 = 0u;
 const PHASE_EDGES: u32 = 1u;
@@ -25,13 +25,6 @@ const T_ALPHA: u32 = 0u;
 const T_FIRST: u32 = 1u;
 // VERTEX_MOVES of al_pcg's per-vertex bits.
 const MOVES: u32 = 2u;
-
-// Words of `candidates` (src/gpu/kernels/al_surface.rs CandidateLayout): how many were
-// appended, how many did not fit, then the candidates (kind and four vertices each).
-const C_COUNT: u32 = 0u;
-const C_DROPPED: u32 = 1u;
-const C_FIRST: u32 = 4u;
-const CANDIDATE_WORDS: u32 = 5u;
 
 struct Params {
     surface: Surface,

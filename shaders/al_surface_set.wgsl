@@ -23,16 +23,11 @@
 //             order
 //          4. the candidates are consumed.
 // Host wrapper: src/gpu/kernels/al_surface_set.rs; prepended: lib/step.wgsl,
-// lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
+// lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl, lib/al_candidates.wgsl.
 
 const PHASE_ARGS: u32 = 0u;
 const PHASE_MERGE: u32 = 1u;
 
-// Words of `candidates` (al_surface.wgsl's, src/gpu/kernels/al_surface.rs CandidateLayout).
-const C_COUNT: u32 = 0u;
-const C_SLOTS_DROPPED: u32 = 2u;
-const C_FIRST: u32 = 4u;
-const CANDIDATE_WORDS: u32 = 5u;
 // A candidate's rank word when it is in the set already.
 const IN_SET: u32 = 0xffffffffu;
 // al_outer's one-workgroup dispatch arguments (its control's word 3).
@@ -76,12 +71,20 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> args: array<u32>;
 
 var<workgroup> scan: array<u32, WG>;
-var<workgroup> scan_total: u32;
 var<workgroup> running: u32;
 var<workgroup> shared_count: u32;
 
-// The exclusive prefix sum of `value` over the workgroup; the total is in scan_total after.
-fn exclusive_scan(lid: u32, value: u32) -> u32 {
+// Starts a scan over any count in chunks of WG ([running_scan]).
+fn start_running(lid: u32) {
+    if lid == 0u {
+        running = 0u;
+    }
+    workgroupBarrier();
+}
+
+// The exclusive prefix sum of `value` over the workgroup, continued from the chunks scanned
+// since start_running (`running`, which this chunk's total then advances).
+fn running_scan(lid: u32, value: u32) -> u32 {
     scan[lid] = value;
     workgroupBarrier();
     for (var o = 1u; o < WG; o <<= 1u) {
@@ -93,26 +96,13 @@ fn exclusive_scan(lid: u32, value: u32) -> u32 {
         scan[lid] += add;
         workgroupBarrier();
     }
+    let at = running + scan[lid] - value;
+    workgroupBarrier();
     if lid == WG - 1u {
-        scan_total = scan[lid];
+        running += scan[lid];
     }
     workgroupBarrier();
-    return scan[lid] - value;
-}
-
-struct Key {
-    kind: u32,
-    v: array<u32, 4>,
-}
-
-fn candidate(i: u32) -> Key {
-    let base = C_FIRST + i * CANDIDATE_WORDS;
-    var k: Key;
-    k.kind = atomicLoad(&candidates[base]);
-    for (var j = 0u; j < 4u; j++) {
-        k.v[j] = atomicLoad(&candidates[base + 1u + j]);
-    }
-    return k;
+    return at;
 }
 
 // Lexicographic order on (kind, vertices).
@@ -224,25 +214,17 @@ fn main(@builtin(local_invocation_index) lid: u32) {
         }
     }
     storageBarrier();
-    if lid == 0u {
-        running = 0u;
-    }
-    workgroupBarrier();
+    start_running(lid);
     for (var base = 0u; base < n; base += WG) {
         let v = base + lid;
         var size = 0u;
         if v < n {
             size = atomicLoad(&candidates[params.cursors + v]);
         }
-        let at = exclusive_scan(lid, size) + running;
+        let at = running_scan(lid, size);
         if v < n {
             atomicStore(&candidates[params.cursors + v], at);
         }
-        workgroupBarrier();
-        if lid == 0u {
-            running += scan_total;
-        }
-        workgroupBarrier();
     }
     storageBarrier();
     for (var i = lid; i < count; i += WG) {
@@ -275,22 +257,14 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     }
     storageBarrier();
     // The free slots in slot order.
-    if lid == 0u {
-        running = 0u;
-    }
-    workgroupBarrier();
+    start_running(lid);
     for (var base = 0u; base < params.slots; base += WG) {
         let s = base + lid;
         let free = u32(s < params.slots && surface_kind(s) == PAIR_ABSENT);
-        let at = exclusive_scan(lid, free) + running;
+        let at = running_scan(lid, free);
         if free == 1u {
             atomicStore(&candidates[params.free + at], s);
         }
-        workgroupBarrier();
-        if lid == 0u {
-            running += scan_total;
-        }
-        workgroupBarrier();
     }
     // The map is read by other invocations than wrote it.
     storageBarrier();
@@ -327,17 +301,14 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     }
     storageBarrier();
     // the rows' offsets (each row's obstacle slots first),
-    if lid == 0u {
-        running = 0u;
-    }
-    workgroupBarrier();
+    start_running(lid);
     for (var base = 0u; base < n; base += WG) {
         let v = base + lid;
         var size = 0u;
         if v < n {
             size = params.obstacles + atomicLoad(&candidates[params.cursors + v]);
         }
-        let at = exclusive_scan(lid, size) + running;
+        let at = running_scan(lid, size);
         if v < n {
             element[params.offsets + v] = at;
             for (var k = 0u; k < params.obstacles; k++) {
@@ -345,11 +316,6 @@ fn main(@builtin(local_invocation_index) lid: u32) {
             }
             atomicStore(&candidates[params.cursors + v], at + params.obstacles);
         }
-        workgroupBarrier();
-        if lid == 0u {
-            running += scan_total;
-        }
-        workgroupBarrier();
     }
     if lid == 0u {
         element[params.offsets + n] = running;

@@ -18,7 +18,7 @@ use super::kernels::Bound;
 use super::kernels::al_outer::ONE_ARGS;
 use super::kernels::al_pcg::AlPairLayout;
 use super::kernels::al_surface::{AlSurface, AlSurfaceBuffers, AlSurfaceRun, AlSurfaceSetup, CandidateLayout};
-use super::kernels::al_surface_set::{AlSurfaceSet, AlSurfaceSetBuffers, AlSurfaceSetSetup};
+use super::kernels::al_surface_set::{AlSurfaceSet, AlSurfaceSetBuffers, AlSurfaceSetSetup, MAX_DISPATCHES};
 use super::kernels::bvh_build::TreeLayout;
 use super::kernels::bvh_refit::{BvhRefit, BvhRefitBuffers, RefitBoxes};
 use super::surface::GpuSurface;
@@ -102,7 +102,7 @@ impl AlSurfacePairs {
         let src = &s.source;
         let layout = CandidateLayout::new(s.slots as u32, s.slots as u32, s.vertices as u32);
         let candidates = control_words(ctx, "al surface candidates", layout.words as usize);
-        let args = control_words(ctx, "al surface args", 3 * 8);
+        let args = control_words(ctx, "al surface args", 3 * MAX_DISPATCHES);
         // The boxes grow as SweptPairs::visit's queries.
         let inflate = MIN_SEPARATION as f32 + 1e-5;
         let refit_kernel = BvhRefit::new(ctx);

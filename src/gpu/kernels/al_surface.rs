@@ -11,7 +11,8 @@ use crate::gpu::GpuContext;
 use crate::gpu::surface::GpuSurface;
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("al_surface", "step", "bvh", "bvh_walk", "surface", "distance");
+pub const SHADER: &str =
+    super::compose!("al_surface", "step", "bvh", "bvh_walk", "surface", "distance", "al_candidates");
 
 const PHASE_POINTS: u32 = 0;
 const PHASE_EDGES: u32 = 1;

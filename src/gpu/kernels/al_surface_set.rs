@@ -11,7 +11,8 @@ use super::{Bound, ComputeKernel};
 use crate::gpu::GpuContext;
 
 /// WGSL source.
-pub const SHADER: &str = super::compose!("al_surface_set", "step", "distance", "mat3", "friction", "al");
+pub const SHADER: &str =
+    super::compose!("al_surface_set", "step", "distance", "mat3", "friction", "al", "al_candidates");
 
 const PHASE_ARGS: u32 = 0;
 const PHASE_MERGE: u32 = 1;
