@@ -1,4 +1,4 @@
-// The rigid correction's state on the GPU (src/gpu/kernels/rigid_groups.rs RigidLayout): one
+// The rigid correction's state on the GPU (src/gpu/<domain>/rigid_groups.rs RigidLayout): one
 // record of RIGID_WORDS u32 per body, each group's dense Newton matrix in a pool, and the
 // rotation of a motion. Not a kernel: host wrappers prepend this file.
 

@@ -1,10 +1,10 @@
-// Data shared by the VBD step kernels, laid out as src/state.rs and src/gpu/kernels/vbd_inertia.rs
-// store it. Not a kernel: host wrappers prepend this file (src/gpu/kernels/mod.rs compose).
+// Data shared by the VBD step kernels, laid out as src/state.rs and src/gpu/<domain>/vbd_inertia.rs
+// store it. Not a kernel: host wrappers prepend this file (src/gpu/<domain>/mod.rs compose).
 
 const VERTEX_KINEMATIC: u32 = 1u;
 const VERTEX_NO_HISTORY: u32 = 2u;
 
-// Bits of the augmented-Lagrangian step's per-vertex `solved` words (src/gpu/kernels/al_pcg.rs):
+// Bits of the augmented-Lagrangian step's per-vertex `solved` words (src/gpu/<domain>/al_pcg.rs):
 // the vertex has unknowns; it moves with the step (solved, or kinematic with a target).
 const VERTEX_SOLVED: u32 = 1u;
 const VERTEX_MOVES: u32 = 2u;

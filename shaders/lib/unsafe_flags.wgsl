@@ -1,5 +1,5 @@
 // How the safety check's kernels (step_check, step_soft) flag a body for step_guard's rollback
-// (see shaders/step_guard.wgsl). Not a kernel: host wrappers prepend this file to kernels that
+// (see shaders/check/step_guard.wgsl). Not a kernel: host wrappers prepend this file to kernels that
 // bind `bad: array<atomic<u32>>` (two words per body, then the world's two).
 
 // step_guard's own bits: a non-finite position, velocity or acceleration.

@@ -3,7 +3,8 @@
 //! pass on whatever adapter exists (Mesa lavapipe in CI) and written as PNG. `pliant render`
 //! draws the OBJ frames of a run; [`DrawScene::from_world`] draws a live world.
 //!
-//! Host wrapper [`render_frame`] ↔ `shaders/render_frame.wgsl`.
+//! Host wrapper [`render_frame`] ↔ `shaders/render/render_frame.wgsl` (registered with the kernels,
+//! `gpu::kernel::RENDER`).
 
 mod geometry;
 pub mod render_frame;
@@ -20,9 +21,6 @@ use crate::collision::{Obstacle, ObstacleShape};
 use crate::io::{ExportBody, contact_points, frame_meshes};
 use crate::mesh::RenderMesh;
 use crate::runtime::World;
-
-/// The render shaders (name, WGSL), validated with the kernels.
-pub const SHADERS: &[(&str, &str)] = &[("render_frame", include_str!("../../shaders/render_frame.wgsl"))];
 
 /// A problem making a picture.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,4 +1,4 @@
-//! Host side of `shaders/render_frame.wgsl`: a headless render pass (4× multisampled, depth
+//! Host side of `shaders/render/render_frame.wgsl`: a headless render pass (4× multisampled, depth
 //! tested) into an sRGB texture, copied back and returned as a [`Picture`].
 
 use std::sync::Arc;
@@ -7,8 +7,8 @@ use bytemuck::{Pod, Zeroable};
 use glam::Vec3;
 use wgpu::util::DeviceExt;
 
-use super::geometry::{GroundVertex, MeshVertex, grid_spacing, ground_vertices, mesh_vertices};
-use super::{Camera, DrawScene, Picture, RenderError};
+use crate::debug::geometry::{GroundVertex, MeshVertex, grid_spacing, ground_vertices, mesh_vertices};
+use crate::debug::{Camera, DrawScene, Picture, RenderError};
 use crate::gpu::{GpuContext, GpuOptions};
 
 const COLOR_FORMAT: wgpu::TextureFormat = wgpu::TextureFormat::Rgba8UnormSrgb;
@@ -48,7 +48,7 @@ impl Renderer {
         let device = &ctx.device;
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("render_frame"),
-            source: wgpu::ShaderSource::Wgsl(super::SHADERS[0].1.into()),
+            source: wgpu::ShaderSource::Wgsl(crate::gpu::kernel::RENDER.source.into()),
         });
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("render_frame view"),

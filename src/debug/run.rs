@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Camera, DrawScene, RenderError, Renderer};
+use crate::debug::{Camera, DrawScene, RenderError, Renderer};
 use crate::gpu::GpuOptions;
 use crate::io::{parse_obj_frame, parse_scene};
 

@@ -4,10 +4,10 @@
 use bytemuck::Pod;
 use wgpu::util::DeviceExt;
 
-use super::{GpuContext, GpuError};
+use crate::gpu::{GpuContext, GpuError};
 
 /// The step's state buffers as the contact and rigid-correction programs bind them (owned by
-/// [`super::step::GpuStepper`]).
+/// [`crate::gpu::step::GpuStepper`]).
 pub(crate) struct StateBuffers<'a> {
     pub positions: &'a wgpu::Buffer,
     pub steps: &'a wgpu::Buffer,

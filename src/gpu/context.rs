@@ -197,10 +197,10 @@ impl GpuContext {
     /// Compiles every Pliant kernel not compiled yet, here, and waits for those another thread
     /// is compiling (a loading screen's call; benchmarks call it before timing).
     pub fn compile_all(&self) {
-        for (name, source) in super::kernels::SHADERS {
-            self.pipeline(name, source);
+        for k in crate::gpu::kernel::SHADERS {
+            self.pipeline(k.name, k.source);
         }
-        for (name, source, entry) in super::kernels::OTHER_ENTRIES {
+        for (name, source, entry) in crate::gpu::kernel::OTHER_ENTRIES {
             self.pipeline_at(name, source, entry);
         }
     }

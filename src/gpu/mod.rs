@@ -1,6 +1,6 @@
 //! The GPU backend on wgpu: a device context, buffers packed straight from [`crate::state`]
 //! with bytemuck ([`pack`]), one host wrapper per WGSL kernel, named as its shader
-//! (`shaders/vbd_color.wgsl` ↔ [`kernels::vbd_color`]), and the step that drives them
+//! (`shaders/vbd/vbd_color.wgsl` ↔ [`vbd::vbd_color`]; see [`kernel`]), and the step that drives them
 //! ([`step::GpuStepper`], used by `World` with `Backend::Gpu`/`Auto`).
 //!
 //! Every kernel stays within WebGPU's default limits (at most 8 storage buffers per stage, no
@@ -9,32 +9,29 @@
 //! and `tests/gpu_scenes.rs` runs whole scenes on both.
 //!
 //! The whole step of the default configuration runs here: tets and cloth, damping, pins and
-//! kinematic paths, analytic obstacles, body–body and self contact ([`contact_program`]) and the
-//! rigid correction of the initial guess ([`rigid_program`]). Scenes with more analytic
+//! kinematic paths, analytic obstacles, body–body and self contact ([`contact::program`]) and the
+//! rigid correction of the initial guess ([`rigid::program`]). Scenes with more analytic
 //! obstacles than a kernel's uniform holds step on the CPU, with the reason reported.
 
-pub mod al_newton;
-pub mod al_step;
-pub mod al_surface;
+pub mod al;
 pub mod buffers;
+pub mod check;
 pub mod contact;
-pub mod contact_program;
 pub mod context;
-pub mod fallback;
-pub mod kernels;
+pub mod kernel;
 pub mod obstacles;
 pub mod pack;
 pub mod readback;
-pub mod rigid_program;
+pub mod rigid;
 pub mod step;
 pub mod submit;
-pub mod surface;
+pub mod vbd;
 
 pub use context::{GpuContext, GpuError, GpuOptions};
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    use super::{GpuContext, GpuOptions};
+    use crate::gpu::{GpuContext, GpuOptions};
 
     /// A context for a GPU test, or `None` (the test is skipped, with a message) when this
     /// machine has no adapter. With `PLIANT_REQUIRE_GPU=1` (CI, on Mesa lavapipe) a missing
@@ -55,35 +52,60 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
+    use crate::gpu::kernel::{KernelSource, RENDER, SHADERS};
+
     /// Every kernel, composed with the `shaders/lib/` files it uses, parses and validates for
     /// the WebGPU baseline: no capabilities beyond the default (in particular no f64). Every
-    /// `shaders/*.wgsl` file is a registered kernel or render shader.
+    /// `shaders/<domain>/<name>.wgsl` outside `lib/` is a registered kernel (or the render
+    /// shader), its registered source ends with that file, and its host wrapper is
+    /// `src/gpu/<domain>/<name>.rs` (the render shader's, `src/debug/render_frame.rs`).
     #[test]
-    fn every_shader_validates_for_webgpu() {
-        #[cfg(feature = "debug-render")]
-        let render = crate::debug::SHADERS;
-        // Without the feature the render shader is still a file in shaders/, and still valid.
-        #[cfg(not(feature = "debug-render"))]
-        let render: &[(&str, &str)] = &[("render_frame", include_str!("../../shaders/render_frame.wgsl"))];
-        let shaders: Vec<(&str, &str)> = super::kernels::SHADERS.iter().chain(render).copied().collect();
-        for &(name, source) in &shaders {
-            let module =
-                naga::front::wgsl::parse_str(source).unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+    fn every_shader_validates_and_pairs_with_its_wrapper() {
+        let shaders: Vec<KernelSource> = SHADERS.iter().copied().chain([RENDER]).collect();
+        for k in &shaders {
+            let module = naga::front::wgsl::parse_str(k.source)
+                .unwrap_or_else(|e| panic!("{}: {}", k.name, e.emit_to_string(k.source)));
             naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
                 .validate(&module)
-                .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+                .unwrap_or_else(|e| panic!("{}: {}", k.name, e.emit_to_string(k.source)));
         }
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut files = 0;
-        for entry in std::fs::read_dir(&dir).expect("shaders/ exists") {
-            let path = entry.expect("directory entry").path();
-            if path.extension().is_some_and(|e| e == "wgsl") {
-                let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
-                assert!(shaders.iter().any(|(name, _)| *name == stem), "{} is not a registered shader", path.display());
+        for domain in std::fs::read_dir(root.join("shaders")).expect("shaders/ exists") {
+            let domain = domain.expect("directory entry").path();
+            let Some(d) = domain.file_name().and_then(|s| s.to_str()).map(str::to_owned) else { continue };
+            if domain.extension().is_some_and(|e| e == "wgsl") {
+                panic!("{}: kernels live in shaders/<domain>/", domain.display());
+            }
+            if d == "lib" || !domain.is_dir() {
+                continue;
+            }
+            for file in std::fs::read_dir(&domain).expect("a domain folder") {
+                let path = file.expect("directory entry").path();
+                if path.extension().is_none_or(|e| e != "wgsl") {
+                    continue;
+                }
+                let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+                let k = shaders
+                    .iter()
+                    .find(|k| k.domain == d && k.name == name)
+                    .unwrap_or_else(|| panic!("{} is not a registered kernel", path.display()));
+                let text = std::fs::read_to_string(&path).expect("a shader file");
+                assert!(k.source.ends_with(&text), "{d}/{name}: its source is not composed from its own file");
+                let wrapper = if d == "render" {
+                    root.join("src/debug/render_frame.rs")
+                } else {
+                    root.join(format!("src/gpu/{d}/{name}.rs"))
+                };
+                assert!(wrapper.is_file(), "{d}/{name}: no host wrapper at {}", wrapper.display());
                 files += 1;
             }
         }
         assert_eq!(files, shaders.len());
+        let mut names: Vec<&str> = shaders.iter().map(|k| k.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), shaders.len(), "kernel names are unique across domains");
     }
 
     /// A kernel is compiled once per device: a stepper made again (bodies added or removed)
@@ -93,15 +115,14 @@ mod tests {
     fn kernels_are_compiled_once_per_device() {
         use std::sync::Arc;
 
-        use super::kernels::SHADERS;
-        let Some(ctx) = super::test_support::context() else { return };
+        let Some(ctx) = crate::gpu::test_support::context() else { return };
         let ctx = Arc::new(ctx);
         ctx.warm_up();
-        for (name, source) in SHADERS {
-            assert!(ctx.pipeline(name, source) == ctx.pipeline(name, source), "{name}");
+        for k in SHADERS {
+            assert!(ctx.pipeline(k.name, k.source) == ctx.pipeline(k.name, k.source), "{}", k.name);
         }
-        assert!(ctx.pipeline(SHADERS[0].0, SHADERS[0].1) != ctx.pipeline(SHADERS[1].0, SHADERS[1].1));
-        let (name, source) = SHADERS[0];
+        assert!(ctx.pipeline(SHADERS[0].name, SHADERS[0].source) != ctx.pipeline(SHADERS[1].name, SHADERS[1].source));
+        let (name, source) = (SHADERS[0].name, SHADERS[0].source);
         let other = format!("{source}\n// another variant\n");
         assert!(ctx.pipeline(name, source) != ctx.pipeline(name, &other));
     }

@@ -2,8 +2,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::GpuError;
 use crate::collision::{Obstacle, ObstacleShape};
+use crate::gpu::GpuError;
 
 /// Obstacles a GPU step takes: they ride in each kernel's uniform, so no storage binding is
 /// spent on them (WebGPU allows 8 per stage).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use bytemuck::Pod;
 use parking_lot::Mutex;
 
-use super::{GpuContext, GpuError};
+use crate::gpu::{GpuContext, GpuError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SlotState {

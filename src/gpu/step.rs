@@ -21,7 +21,7 @@
 //!               the readback ring
 //! ```
 //!
-//! Surface contact ([`super::contact_program`]) decides on the GPU whether its CCD and its
+//! Surface contact ([`crate::gpu::contact::program`]) decides on the GPU whether its CCD and its
 //! re-detections run and how many pairs its lists cover (indirect dispatch). Pairs beyond the
 //! pair buffer's capacity are never lost silently: they bound their vertices isotropically (so
 //! the step stays free of crossings), the frame reports how many there were, the buffer grows,
@@ -32,32 +32,32 @@ use std::sync::Arc;
 
 use glam::{Vec3A, Vec4};
 
-use super::buffers::{StateBuffers, output, storage};
-use super::contact::{
+use crate::collision::{ContactModel, Obstacle};
+use crate::gpu::al::al_gate;
+use crate::gpu::al::fallback::{GpuFallback, GpuFallbackBuffers, GpuFallbackSettings, GpuFallbackSetup};
+use crate::gpu::buffers::{StateBuffers, output, storage};
+use crate::gpu::check::step_check::{StepCheck, body_sizes};
+use crate::gpu::check::step_energy::{StepEnergy, energy_words};
+use crate::gpu::check::step_guard::{ROLLBACK_WORDS, StepGuard, StepGuardBuffers};
+use crate::gpu::check::step_soft::{SOFT_WORDS, StepSoft, body_constants};
+use crate::gpu::contact::layout::{
     CONTROL_ADVANCE_NEEDED, CONTROL_DETECTIONS, CONTROL_FRAME, CONTROL_HEADER, CONTROL_OVERFLOW_FRAME,
     CONTROL_PAIRS_DROPPED, CONTROL_PAIRS_REQUESTED, SurfaceBounds, control_words,
 };
-use super::contact_program::{ContactProgram, ContactState, REBUILD_INTERVAL};
-use super::fallback::{GpuFallback, GpuFallbackBuffers, GpuFallbackSettings, GpuFallbackSetup};
-use super::kernels::Bound;
-use super::kernels::al_gate;
-use super::kernels::step_check::{StepCheck, body_sizes};
-use super::kernels::step_energy::{StepEnergy, energy_words};
-use super::kernels::step_guard::{ROLLBACK_WORDS, StepGuard, StepGuardBuffers};
-use super::kernels::step_soft::{SOFT_WORDS, StepSoft, body_constants};
-use super::kernels::vbd_advance::{VbdAdvance, VbdAdvanceBuffers};
-use super::kernels::vbd_chebyshev::{VbdChebyshev, VbdChebyshevBuffers};
-use super::kernels::vbd_color::{VbdColor, VbdColorBuffers, VbdColorSetup};
-use super::kernels::vbd_divergence::{VbdDivergence, VbdDivergenceBuffers};
-use super::kernels::vbd_finish::{VbdFinish, VbdFinishBuffers};
-use super::kernels::vbd_inertia::{GpuVertexStep, VbdInertia, VbdInertiaBuffers, VbdInertiaParams};
-use super::obstacles::GpuObstacleSet;
-use super::pack::{IndexLayout, RecordLayout, pack_index, pack_records};
-use super::readback::ReadbackRing;
-use super::rigid_program::RigidState;
-use super::submit::Submitter;
-use super::{GpuContext, GpuError};
-use crate::collision::{ContactModel, Obstacle};
+use crate::gpu::contact::program::{ContactProgram, ContactState, REBUILD_INTERVAL};
+use crate::gpu::kernel::Bound;
+use crate::gpu::obstacles::GpuObstacleSet;
+use crate::gpu::pack::{IndexLayout, RecordLayout, pack_index, pack_records};
+use crate::gpu::readback::ReadbackRing;
+use crate::gpu::rigid::program::RigidState;
+use crate::gpu::submit::Submitter;
+use crate::gpu::vbd::vbd_advance::{VbdAdvance, VbdAdvanceBuffers};
+use crate::gpu::vbd::vbd_chebyshev::{VbdChebyshev, VbdChebyshevBuffers};
+use crate::gpu::vbd::vbd_color::{VbdColor, VbdColorBuffers, VbdColorSetup};
+use crate::gpu::vbd::vbd_divergence::{VbdDivergence, VbdDivergenceBuffers};
+use crate::gpu::vbd::vbd_finish::{VbdFinish, VbdFinishBuffers};
+use crate::gpu::vbd::vbd_inertia::{GpuVertexStep, VbdInertia, VbdInertiaBuffers, VbdInertiaParams};
+use crate::gpu::{GpuContext, GpuError};
 use crate::solver::chebyshev::ChebyshevSchedule;
 use crate::solver::{Initialization, Integrator, SurfaceContactSettings};
 use crate::state::{SimState, VERTEX_KINEMATIC};
@@ -107,7 +107,7 @@ pub struct GpuStepSettings {
     /// island margin, `2 δ + 1 mm`).
     pub island_margin: f32,
     /// Unsafe substeps redone on the device by the augmented-Lagrangian fallback
-    /// ([`super::fallback`]), with the check on; `None`: the guard puts every body back at
+    /// ([`crate::gpu::al::fallback`]), with the check on; `None`: the guard puts every body back at
     /// rest and the host redoes the frame on the CPU.
     pub fallback: Option<GpuFallbackSettings>,
 }
@@ -142,7 +142,7 @@ struct StepBuffers {
     tets: wgpu::Buffer,
     records: wgpu::Buffer,
     body_toi: wgpu::Buffer,
-    /// Counters, flags and per-body words shared by the kernels ([`super::contact`]), the
+    /// Counters, flags and per-body words shared by the kernels ([`crate::gpu::contact::layout`]), the
     /// Chebyshev frozen flags among them.
     control: wgpu::Buffer,
     /// Bound in place of the contacts buffer by passes that do not read it (no surface contact).

@@ -19,8 +19,8 @@ use std::thread::JoinHandle;
 
 use crossbeam::channel::{RecvTimeoutError, Sender, unbounded};
 
-use super::readback::{ReadbackRing, ReadbackTicket};
-use super::{GpuContext, GpuError};
+use crate::gpu::readback::{ReadbackRing, ReadbackTicket};
+use crate::gpu::{GpuContext, GpuError};
 
 /// How often the thread polls the device while frames are in flight.
 const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1);

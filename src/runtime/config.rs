@@ -146,7 +146,7 @@ pub struct StepConfig {
     /// When the safety check sends an island to the augmented-Lagrangian fallback. Default
     /// [`FallbackPolicy::Auto`].
     pub fallback: FallbackPolicy,
-    /// With the GPU backend: redo unsafe substeps on the device (`gpu::fallback`: the
+    /// With the GPU backend: redo unsafe substeps on the device (`gpu::al::fallback`: the
     /// augmented-Lagrangian step recorded into every substep and run only when the GPU's check
     /// fails or a hold is on, so no frame goes back to the host), obstacles and surface contact
     /// (body–body and self) included; with a moving obstacle the CPU's fallback redoes the

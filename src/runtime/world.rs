@@ -8,18 +8,18 @@ mod gpu;
 
 use glam::{Vec3, Vec3A, Vec4};
 
-use super::assemble::{BodySlot, assemble, rebuild_color_lists};
-use super::config::{Backend, ConfigError, StepConfig};
-use super::energy;
-use super::events::PliantEvent;
-use super::fallback::{Settle, SubstepInfo, settle_substep};
-use super::kinematics::{reset_anchors, update_pin_flags, write_targets};
-use super::report::StepReport;
-use super::transaction::Snapshot;
 use crate::body::{BodySet, PinMotion, SoftBodyHandle};
 use crate::collision::surface_check::find_triangle_intersections;
 use crate::collision::{ContactModel, ContactStiffness, Obstacle, ObstacleShape, PosedShape};
 use crate::error::PliantError;
+use crate::runtime::assemble::{BodySlot, assemble, rebuild_color_lists};
+use crate::runtime::config::{Backend, ConfigError, StepConfig};
+use crate::runtime::energy;
+use crate::runtime::events::PliantEvent;
+use crate::runtime::fallback::{Settle, SubstepInfo, settle_substep};
+use crate::runtime::kinematics::{reset_anchors, update_pin_flags, write_targets};
+use crate::runtime::report::StepReport;
+use crate::runtime::transaction::Snapshot;
 use crate::solver::{VbdScratch, VbdSettings, vbd_step};
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
@@ -106,7 +106,7 @@ pub struct World {
     pin_marks: Vec<bool>,
     momentum: crate::solver::momentum::MomentumScratch,
     /// The safety check's and fallback's state (hysteresis, active set, budget planner).
-    fallback: super::fallback::FallbackRuntime,
+    fallback: crate::runtime::fallback::FallbackRuntime,
     /// Obstacles moving during the coming frame, at its start and end poses (rapier colliders);
     /// each substep takes its share of the motion. Set by a coupling before the step.
     pub(crate) moving_obstacles: Vec<Obstacle>,

@@ -2,14 +2,14 @@
 //! first sweep, and, between `step_guard`'s test and its rollback, the end's energies, the soft
 //! flags (`step_soft`) and the hard tests (`step_check`).
 
-use super::GpuStepSettings;
-use super::GpuStepper;
-use crate::gpu::contact_program::ContactState;
-use crate::gpu::kernels::Bound;
-use crate::gpu::kernels::step_check::StepCheckBuffers;
-use crate::gpu::kernels::step_energy::{StepEnergyBuffers, StepEnergySetup};
-use crate::gpu::kernels::step_soft::{StepSoftBuffers, StepSoftSetup};
+use crate::gpu::check::step_check::StepCheckBuffers;
+use crate::gpu::check::step_energy::{StepEnergyBuffers, StepEnergySetup};
+use crate::gpu::check::step_soft::{StepSoftBuffers, StepSoftSetup};
+use crate::gpu::contact::program::ContactState;
+use crate::gpu::kernel::Bound;
 use crate::gpu::obstacles::GpuObstacleSet;
+use crate::gpu::step::GpuStepSettings;
+use crate::gpu::step::GpuStepper;
 
 /// The check's dispatches, by where they go in the substep.
 pub(super) struct Checks {

@@ -4,12 +4,12 @@
 
 use glam::Vec4;
 
-use super::GpuStepper;
 use crate::gpu::GpuError;
-use crate::gpu::contact::{CONTROL_HEADER, ContactStats};
-use crate::gpu::kernels::al_gate;
-use crate::gpu::kernels::al_outer::OuterState;
-use crate::gpu::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, decode};
+use crate::gpu::al::al_gate;
+use crate::gpu::al::al_outer::OuterState;
+use crate::gpu::check::step_guard::{ROLLBACK_WORDS, Rollbacks, decode};
+use crate::gpu::contact::layout::{CONTROL_HEADER, ContactStats};
+use crate::gpu::step::GpuStepper;
 
 /// A finished frame, read back without waiting.
 #[derive(Clone, Debug)]

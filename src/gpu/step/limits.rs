@@ -1,7 +1,7 @@
 //! What the GPU step takes: a scene beyond it steps on the CPU with the reason.
 
 use crate::collision::{Obstacle, ObstacleShape};
-use crate::gpu::kernels::WORKGROUP;
+use crate::gpu::kernel::WORKGROUP;
 use crate::gpu::obstacles::MAX_OBSTACLES;
 use crate::state::SimState;
 

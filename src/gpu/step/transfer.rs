@@ -4,13 +4,13 @@
 
 use glam::Vec4;
 
-use super::GpuStepper;
 use crate::collision::Obstacle;
 use crate::gpu::buffers::{output, read_blocking};
-use crate::gpu::contact::{CONTROL_BOUNDS_VALID, CONTROL_PAIR_COUNT};
-use crate::gpu::kernels::step_energy::{DRIVEN, ENERGY_WORDS};
-use crate::gpu::kernels::step_guard::{ROLLBACK_WORDS, Rollbacks, decode};
-use crate::gpu::kernels::step_soft::SOFT_WORDS;
+use crate::gpu::check::step_energy::{DRIVEN, ENERGY_WORDS};
+use crate::gpu::check::step_guard::{ROLLBACK_WORDS, Rollbacks, decode};
+use crate::gpu::check::step_soft::SOFT_WORDS;
+use crate::gpu::contact::layout::{CONTROL_BOUNDS_VALID, CONTROL_PAIR_COUNT};
+use crate::gpu::step::GpuStepper;
 use crate::gpu::{GpuContext, GpuError};
 use crate::state::SimState;
 

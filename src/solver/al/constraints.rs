@@ -17,7 +17,7 @@ use crate::collision::swept::{PAIR_OBSTACLE, PairKey};
 use crate::collision::{Obstacle, friction_f0, friction_f1_over_u};
 use crate::state::SimState;
 
-use super::problem::NO_DOF;
+use crate::solver::al::problem::NO_DOF;
 
 /// Decay of an inactive pair's weight per dual update (\[ALPF\]: Γ = 0.9).
 pub(crate) const DECAY: f64 = 0.9;
@@ -272,8 +272,8 @@ impl ActiveSet {
 #[cfg(all(test, feature = "gpu"))]
 impl ActiveSet {
     /// The set as the GPU's AL kernels read it (their tests' bridge from this oracle).
-    pub(crate) fn gpu_pairs(&self) -> Vec<crate::gpu::kernels::al_pcg::AlPair> {
-        use crate::gpu::kernels::al_pcg::{AlPair, NO_VERTEX};
+    pub(crate) fn gpu_pairs(&self) -> Vec<crate::gpu::al::al_pcg::AlPair> {
+        use crate::gpu::al::al_pcg::{AlPair, NO_VERTEX};
         let f3 = |v: DVec3| v.as_vec3().to_array();
         self.list
             .iter()

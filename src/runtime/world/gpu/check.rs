@@ -1,22 +1,22 @@
 //! The GPU's safety check on the host side. Where the GPU's own fallback applies (asked for,
-//! no moving obstacle: `gpu::fallback`), the device redid every rejected substep
+//! no moving obstacle: `gpu::al::fallback`), the device redid every rejected substep
 //! itself and the host only reports it. Otherwise bodies its `step_check` and `step_soft`
 //! kernels rejected (every body put back at rest on the device) are sent to the fallback,
 //! which runs on the CPU: the frames from the first one not known safe are rewound on the
 //! device and stepped again there, and the world stays on the CPU while an island is held on
 //! the fallback.
 
-use super::super::World;
-use crate::gpu::fallback::GpuFallbackSettings;
-use crate::gpu::kernels::step_check::{BAD_CROSSING, BAD_INVERSION, BAD_SPEED, UNSAFE};
-use crate::gpu::kernels::step_guard::{BAD_ACCELERATION, BAD_POSITION, BAD_VELOCITY};
-use crate::gpu::kernels::step_soft::{BAD_CLAMP_LOCK, BAD_DIVERGED, FLAGS, RESIDUAL};
+use crate::gpu::al::fallback::GpuFallbackSettings;
+use crate::gpu::check::step_check::{BAD_CROSSING, BAD_INVERSION, BAD_SPEED, UNSAFE};
+use crate::gpu::check::step_guard::{BAD_ACCELERATION, BAD_POSITION, BAD_VELOCITY};
+use crate::gpu::check::step_soft::{BAD_CLAMP_LOCK, BAD_DIVERGED, FLAGS, RESIDUAL};
 use crate::gpu::step::FallbackCounts;
 use crate::runtime::FallbackReason;
 use crate::runtime::config::FallbackPolicy;
 use crate::runtime::events::PliantEvent;
 use crate::runtime::fallback::{HOLD_FRAMES, fallback_settings};
 use crate::runtime::report::{IslandReport, StepPath, StepReport};
+use crate::runtime::world::World;
 use crate::state::VERTEX_KINEMATIC;
 
 /// The reason of a rollback whose `fields` say the step was finite but unsafe, or `None` (a

@@ -2,15 +2,15 @@
 //! fallback's counters, surface contact's counters) reported in the step's report and as
 //! events, and the newest frame copied into the host state when asked for.
 
-use super::super::World;
-use super::{Submitted, check};
 use crate::body::SoftBodyHandle;
 use crate::gpu::GpuError;
-use crate::gpu::contact::ContactStats;
-use crate::gpu::kernels::al_gate::REDONE;
-use crate::gpu::kernels::step_guard::{BAD_POSITION, BAD_VELOCITY, Rollbacks};
+use crate::gpu::al::al_gate::REDONE;
+use crate::gpu::check::step_guard::{BAD_POSITION, BAD_VELOCITY, Rollbacks};
+use crate::gpu::contact::layout::ContactStats;
 use crate::runtime::events::PliantEvent;
 use crate::runtime::report::StepReport;
+use crate::runtime::world::World;
+use crate::runtime::world::gpu::{Submitted, check};
 
 impl World {
     /// The number and start time of the submitted frame `id`, or `None` when a redo superseded

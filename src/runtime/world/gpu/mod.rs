@@ -14,7 +14,6 @@ use std::time::Instant;
 
 use glam::{Vec3A, Vec4};
 
-use super::World;
 use crate::body::SoftBodyHandle;
 use crate::gpu::step::{CarriedBody, EditedField, FrameTag, GpuStepSettings, GpuStepper, unsupported};
 use crate::gpu::{GpuContext, GpuError, GpuOptions};
@@ -24,6 +23,7 @@ use crate::runtime::config::{Backend, ConfigError, FallbackPolicy, StepConfig};
 use crate::runtime::events::PliantEvent;
 use crate::runtime::kinematics::{pin_set_changes, update_pin_flags, write_targets};
 use crate::runtime::report::StepReport;
+use crate::runtime::world::World;
 use crate::solver::vbd_contact::surface_contact_on;
 use crate::state::SimState;
 use crate::state::VERTEX_KINEMATIC;

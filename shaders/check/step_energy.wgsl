@@ -1,0 +1,167 @@
+// Energies of a GPU substep for the safety check's energy test (src/runtime/energy.rs
+// body_energies, src/runtime/fallback.rs EnergyGain): per body, kinetic + elastic and
+// gravitational + obstacle-contact energy at the substep's start and at its end, and the height
+// its vertices span (start, end and where the start velocities were heading). step_soft joins
+// bodies into islands and applies the test. Four dispatches by `phase`:
+//   0  per element (tets, then membrane triangles, then hinges): its elastic energy;
+//   1  one workgroup per body, at the substep's start: the start's energies and span;
+//   2  per element again, after vbd_finish;
+//   3  one workgroup per body: the end's energies, the span grown by the end positions.
+// An element's energy goes to its vertices in equal shares through the vertex → element lists
+// (gather only, no float atomics), so a body sums its own elements in a fixed order. Host
+// wrapper: src/gpu/<domain>/step_energy.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// lib/elements.wgsl, lib/element_energy.wgsl, lib/energy_layout.wgsl.
+
+
+struct Params {
+    phase: u32,
+    // Elements (phases 0 and 2) or bodies.
+    count: u32,
+    bodies: u32,
+    // Record offsets (vec4s) of the bodies, membrane triangles and hinges in `records`.
+    body_records: u32,
+    tris: u32,
+    hinges: u32,
+    tet_count: u32,
+    tri_count: u32,
+    // Vertex → element lists in `index` (entries: element << 2 | slot).
+    tet_offsets: u32,
+    tet_entries: u32,
+    tri_offsets: u32,
+    tri_entries: u32,
+    hinge_offsets: u32,
+    hinge_entries: u32,
+    // 1: the contact stiffness is per kilogram of the vertex's mass.
+    stiffness_per_mass: u32,
+    _pad0: u32,
+    // xyz: gravity [m/s²]; w: the substep's length [s].
+    gravity: vec4<f32>,
+    // Obstacle contact: penalty stiffness and offset δ (src/collision/contact.rs).
+    stiffness: f32,
+    offset: f32,
+    _pad1: u32,
+    _pad2: u32,
+    obstacles: ObstacleSet,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> positions: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> velocities: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> masses: array<f32>;
+@group(0) @binding(4) var<storage, read> tets: array<Tet>;
+@group(0) @binding(5) var<storage, read> records: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> index: array<u32>;
+@group(0) @binding(7) var<storage, read_write> energy: array<atomic<u32>>;
+
+var<workgroup> kinetic: array<f32, 64>;
+var<workgroup> potential: array<f32, 64>;
+var<workgroup> low: array<f32, 64>;
+var<workgroup> high: array<f32, 64>;
+
+fn element_energy(e: u32) -> f32 {
+    let l = ElementTables(params.tet_count, params.tri_count, params.tris, params.hinges);
+    let v = element_vertices(l, e);
+    let x = array<vec3<f32>, 4>(positions[v.x].xyz, positions[v.y].xyz, positions[v.z].xyz, positions[v.w].xyz);
+    return element_energy_at(l, e, x);
+}
+
+fn stored(e: u32) -> f32 {
+    return bitcast<f32>(atomicLoad(&energy[ENERGY_WORDS * params.bodies + e]));
+}
+
+// Vertex v's share of the energy of its elements.
+fn element_share(v: u32) -> f32 {
+    var sum = 0.0;
+    for (var k = index[params.tet_offsets + v]; k < index[params.tet_offsets + v + 1u]; k++) {
+        sum += 0.25 * stored(index[params.tet_entries + k] >> 2u);
+    }
+    let tris = params.tet_count;
+    for (var k = index[params.tri_offsets + v]; k < index[params.tri_offsets + v + 1u]; k++) {
+        sum += stored(tris + (index[params.tri_entries + k] >> 2u)) / 3.0;
+    }
+    let hinges = params.tet_count + params.tri_count;
+    for (var k = index[params.hinge_offsets + v]; k < index[params.hinge_offsets + v + 1u]; k++) {
+        sum += 0.25 * stored(hinges + (index[params.hinge_entries + k] >> 2u));
+    }
+    return sum;
+}
+
+@compute @workgroup_size(64)
+fn main(
+    @builtin(global_invocation_id) id: vec3<u32>,
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    if params.phase == 0u || params.phase == 2u {
+        let e = id.x;
+        if e < params.count {
+            atomicStore(&energy[ENERGY_WORDS * params.bodies + e], bitcast<u32>(element_energy(e)));
+        }
+        return;
+    }
+    let b = group.x;
+    if b >= params.bodies {
+        return;
+    }
+    let start = params.phase == 1u;
+    let record = bitcast<vec4<u32>>(records[params.body_records + 2u * b]);
+    var ke = 0.0;
+    var pe = 0.0;
+    var lo = 3.0e38;
+    var hi = -3.0e38;
+    for (var v = record.x + lane; v < record.x + record.y; v += 64u) {
+        let x = positions[v].xyz;
+        let u = velocities[v].xyz;
+        let m = masses[v];
+        ke += 0.5 * m * dot(u, u) + element_share(v);
+        pe -= m * dot(params.gravity.xyz, x);
+        var k_c = params.stiffness;
+        if params.stiffness_per_mass != 0u {
+            k_c *= m;
+        }
+        for (var o = 0u; o < params.obstacles.count; o++) {
+            let d = params.offset - obstacle_distance(params.obstacles.items[o], x).d;
+            if d > 0.0 {
+                pe += 0.5 * k_c * d * d;
+            }
+        }
+        lo = min(lo, x.y);
+        hi = max(hi, x.y);
+        if start {
+            let heading = x.y + params.gravity.w * u.y;
+            lo = min(lo, heading);
+            hi = max(hi, heading);
+        }
+    }
+    kinetic[lane] = ke;
+    potential[lane] = pe;
+    low[lane] = lo;
+    high[lane] = hi;
+    workgroupBarrier();
+    for (var stride = 32u; stride > 0u; stride >>= 1u) {
+        if lane < stride {
+            kinetic[lane] += kinetic[lane + stride];
+            potential[lane] += potential[lane + stride];
+            low[lane] = min(low[lane], low[lane + stride]);
+            high[lane] = max(high[lane], high[lane + stride]);
+        }
+        workgroupBarrier();
+    }
+    if lane != 0u {
+        return;
+    }
+    let w = ENERGY_WORDS * b;
+    if start {
+        atomicStore(&energy[w + E_BEFORE], bitcast<u32>(kinetic[0]));
+        atomicStore(&energy[w + P_BEFORE], bitcast<u32>(potential[0]));
+        atomicStore(&energy[w + Y_LOW], bitcast<u32>(low[0]));
+        atomicStore(&energy[w + Y_HIGH], bitcast<u32>(high[0]));
+        return;
+    }
+    atomicStore(&energy[w + E_AFTER], bitcast<u32>(kinetic[0]));
+    atomicStore(&energy[w + P_AFTER], bitcast<u32>(potential[0]));
+    let was_low = bitcast<f32>(atomicLoad(&energy[w + Y_LOW]));
+    let was_high = bitcast<f32>(atomicLoad(&energy[w + Y_HIGH]));
+    atomicStore(&energy[w + Y_LOW], bitcast<u32>(min(was_low, low[0])));
+    atomicStore(&energy[w + Y_HIGH], bitcast<u32>(max(was_high, high[0])));
+}

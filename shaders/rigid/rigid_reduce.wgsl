@@ -1,0 +1,156 @@
+// Each correctable body's coarse quadratic (src/solver/rigid_correction.rs solve_group, its
+// per-body part): with A_v = m/w (+ α m c1 with drag) and f_v the vertex's inertia (and drag)
+// force at the initial guess, the A-weighted centre c, ΣA, J = ΣA(|r|² I − r rᵀ), F = Σf,
+// τ = Σ r × f and the largest arm |r|, r = x − c. A body without a pair with another body, or
+// without tets (a sheet), does not turn in the coarse space: J = I, τ = 0. One workgroup per
+// body, sums in a fixed tree order (deterministic, no float atomics).
+// Host wrapper: src/gpu/<domain>/rigid_reduce.rs; prepended: lib/step.wgsl, lib/rigid.wgsl.
+
+struct Params {
+    rigid: RigidLayout,
+    // First body record in `records` (vec4s).
+    bodies: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> positions: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> steps: array<VertexStep>;
+@group(0) @binding(3) var<storage, read> records: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> masses: array<f32>;
+@group(0) @binding(5) var<storage, read_write> rigid: array<u32>;
+
+const SUMS: u32 = 13u;
+var<workgroup> partial: array<f32, 832>;
+var<workgroup> working: u32;
+
+// Inertia and drag of vertex v: (A, f) of ½ A |δ|² − f·δ.
+fn vertex_quadratic(v: u32, damping: f32) -> vec4<f32> {
+    let s = steps[v];
+    let dx = positions[v].xyz - s.start.xyz;
+    var f = (s.inertia.xyz - dx) * s.inertia.w;
+    var a = s.inertia.w;
+    if damping > 0.0 {
+        let am = damping * masses[v];
+        f -= (dx * s.velocity.w + s.velocity.xyz) * am;
+        a += am * s.velocity.w;
+    }
+    return vec4<f32>(f, a);
+}
+
+// Tree sum of the first `width` partial sums of every invocation, into partial[0..width].
+fn reduce(lane: u32, width: u32) {
+    for (var stride = 32u; stride > 0u; stride >>= 1u) {
+        if lane < stride {
+            for (var k = 0u; k < width; k++) {
+                partial[lane * SUMS + k] += partial[(lane + stride) * SUMS + k];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+fn put(b: u32, w: u32, x: f32) {
+    rigid[rigid_record(b) + w] = bitcast<u32>(x);
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+    let b = group.x;
+    if lane == 0u {
+        working = u32(b < params.rigid.bodies && (rigid[rigid_record(b) + RB_FLAGS] & RIGID_ELIGIBLE) != 0u);
+    }
+    if workgroupUniformLoad(&working) == 0u {
+        return;
+    }
+    let record = records[params.bodies + 2u * b];
+    let first = bitcast<u32>(record.x);
+    let end = first + bitcast<u32>(record.y);
+    let damping = record.w;
+    // ΣA and ΣA x.
+    var acc = vec4<f32>(0.0);
+    for (var v = first + lane; v < end; v += 64u) {
+        let a = vertex_quadratic(v, damping).w;
+        acc += vec4<f32>(positions[v].xyz * a, a);
+    }
+    for (var k = 0u; k < 4u; k++) {
+        partial[lane * SUMS + k] = acc[k];
+    }
+    workgroupBarrier();
+    reduce(lane, 4u);
+    let stiff = partial[3];
+    let center = vec3<f32>(partial[0], partial[1], partial[2]) / stiff;
+    workgroupBarrier();
+    // J (six entries), F, τ, and the largest arm.
+    var sums = array<f32, 13>();
+    for (var v = first + lane; v < end; v += 64u) {
+        let q = vertex_quadratic(v, damping);
+        let r = positions[v].xyz - center;
+        let r2 = dot(r, r);
+        let a = q.w;
+        sums[0] += (r2 - r.x * r.x) * a;
+        sums[1] += (r2 - r.y * r.y) * a;
+        sums[2] += (r2 - r.z * r.z) * a;
+        sums[3] -= r.x * r.y * a;
+        sums[4] -= r.x * r.z * a;
+        sums[5] -= r.y * r.z * a;
+        let tq = cross(r, q.xyz);
+        sums[6] += q.x;
+        sums[7] += q.y;
+        sums[8] += q.z;
+        sums[9] += tq.x;
+        sums[10] += tq.y;
+        sums[11] += tq.z;
+        sums[12] = max(sums[12], sqrt(r2));
+    }
+    for (var k = 0u; k < SUMS; k++) {
+        partial[lane * SUMS + k] = sums[k];
+    }
+    workgroupBarrier();
+    // The largest arm is a max, not a sum: reduce it apart.
+    for (var stride = 32u; stride > 0u; stride >>= 1u) {
+        if lane < stride {
+            for (var k = 0u; k < 12u; k++) {
+                partial[lane * SUMS + k] += partial[(lane + stride) * SUMS + k];
+            }
+            partial[lane * SUMS + 12u] = max(partial[lane * SUMS + 12u], partial[(lane + stride) * SUMS + 12u]);
+        }
+        workgroupBarrier();
+    }
+    if lane != 0u {
+        return;
+    }
+    let rotates = (rigid[rigid_record(b) + RB_FLAGS] & (RIGID_COUPLED | RIGID_VOLUMETRIC))
+        == (RIGID_COUPLED | RIGID_VOLUMETRIC);
+    var j = array<f32, 6>(partial[0], partial[1], partial[2], partial[3], partial[4], partial[5]);
+    var torque = vec3<f32>(partial[9], partial[10], partial[11]);
+    var arm = partial[12];
+    if !rotates {
+        // θ = 0 is then the minimiser: no torque, no arms, unit inertia.
+        j = array<f32, 6>(1.0, 1.0, 1.0, 0.0, 0.0, 0.0);
+        torque = vec3<f32>(0.0);
+        arm = 0.0;
+    }
+    // A relative ridge keeps the block of a body whose vertices are collinear invertible.
+    let ridge = 1e-9 * (j[0] + j[1] + j[2]) + 1.0e-37;
+    put(b, RB_CENTER, center.x);
+    put(b, RB_CENTER + 1u, center.y);
+    put(b, RB_CENTER + 2u, center.z);
+    put(b, RB_STIFF, stiff);
+    for (var k = 0u; k < 6u; k++) {
+        var x = j[k];
+        if k < 3u {
+            x += ridge;
+        }
+        put(b, RB_INERTIA + k, x);
+    }
+    put(b, RB_FORCE, partial[6]);
+    put(b, RB_FORCE + 1u, partial[7]);
+    put(b, RB_FORCE + 2u, partial[8]);
+    put(b, RB_TORQUE, torque.x);
+    put(b, RB_TORQUE + 1u, torque.y);
+    put(b, RB_TORQUE + 2u, torque.z);
+    put(b, RB_ARM, arm);
+}

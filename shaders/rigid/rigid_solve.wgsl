@@ -1,0 +1,758 @@
+// The rigid correction of one group (src/solver/rigid_correction.rs solve_group and newton,
+// src/solver/rigid_energy.rs Problem::energy): the best rigid motion q_b = (t_b, θ_b) of each
+// body of a group linked by surface pairs, minimising inertia and drag (the bodies' quadratics
+// from rigid_reduce), obstacle contact and friction of the vertices that can reach an obstacle,
+// and the group's surface pairs' penalty and friction with each side moving with its body.
+// Newton steps on the dense 6G × 6G system (Cholesky) with a backtracking line search, in f32
+// (the CPU solves in f64); each body's motion is then scaled back so that no vertex enters an
+// obstacle. One workgroup per body: a group's root solves it, the others return.
+//
+// Every sum runs in a fixed order (per-invocation strides, then a tree), so the result does not
+// depend on scheduling. The Hessian is assembled block by block: for block (i, j) every
+// invocation sums the terms of the items it strides over that touch both bodies, then the
+// partial blocks are summed in a tree.
+// Host wrapper: src/gpu/<domain>/rigid_solve.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
+// lib/contact_layout.wgsl, lib/contact.wgsl, lib/rigid.wgsl.
+
+struct Params {
+    rigid: RigidLayout,
+    contact: ContactLayout,
+    // Where vertex_body starts in `index`; the first body record in `records` (vec4s).
+    vertex_body: u32,
+    bodies: u32,
+    // 1 when `contacts` holds the pairs of a last detection.
+    pairs: u32,
+    // Contact penalty: stiffness [N/m], or [N/m per kg] when stiffness_per_mass is 1.
+    stiffness_per_mass: u32,
+    stiffness: f32,
+    // Contact offset δ [m] and ε_v h [m].
+    offset: f32,
+    static_slip: f32,
+    _pad: u32,
+    obstacles: ObstacleSet,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> positions: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> steps: array<VertexStep>;
+@group(0) @binding(3) var<storage, read> records: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> masses: array<f32>;
+@group(0) @binding(5) var<storage, read> index: array<u32>;
+@group(0) @binding(6) var<storage, read> control: array<u32>;
+@group(0) @binding(7) var<storage, read> contacts: array<u32>;
+@group(0) @binding(8) var<storage, read_write> rigid: array<u32>;
+
+const NEWTON_STEPS: u32 = 4u;
+const LINE_SEARCH_STEPS: u32 = 30u;
+const NONE: u32 = 0xffffffffu;
+const MAX_DOFS: u32 = 288u;
+// Values reduced at once: half a 6×6 block and a gradient (42 in all, in two halves).
+const WIDTH: u32 = 21u;
+
+var<workgroup> members: array<u32, MAX_GROUP_BODIES>;
+var<workgroup> q: array<f32, MAX_DOFS>;
+var<workgroup> dq: array<f32, MAX_DOFS>;
+var<workgroup> grad: array<f32, MAX_DOFS>;
+// Where the energy is evaluated.
+var<workgroup> point: array<f32, MAX_DOFS>;
+var<workgroup> red: array<f32, 1344>;
+// Bit i·48 + j: some pair of the group joins slots i and j.
+var<workgroup> joined: array<atomic<u32>, 72>;
+// Per invocation: its candidates, then where they go.
+var<workgroup> chunks: array<u32, 64>;
+var<workgroup> flag: u32;
+var<workgroup> value: f32;
+var<workgroup> value2: f32;
+var<workgroup> count_u: u32;
+
+struct Side {
+    slot: u32,
+    coef: f32,
+    arm: vec3<f32>,
+}
+
+struct Term {
+    e: f32,
+    g: vec3<f32>,
+    h: mat3x3<f32>,
+}
+
+fn word(b: u32, w: u32) -> f32 {
+    return bitcast<f32>(rigid[rigid_record(b) + w]);
+}
+
+fn vec_at(b: u32, w: u32) -> vec3<f32> {
+    return vec3<f32>(word(b, w), word(b, w + 1u), word(b, w + 2u));
+}
+
+fn inertia_of(b: u32) -> mat3x3<f32> {
+    let j = array<f32, 6>(word(b, RB_INERTIA), word(b, RB_INERTIA + 1u), word(b, RB_INERTIA + 2u),
+                          word(b, RB_INERTIA + 3u), word(b, RB_INERTIA + 4u), word(b, RB_INERTIA + 5u));
+    return mat3x3<f32>(vec3<f32>(j[0], j[3], j[4]), vec3<f32>(j[3], j[1], j[5]), vec3<f32>(j[4], j[5], j[2]));
+}
+
+fn body_flags(b: u32) -> u32 {
+    return rigid[rigid_record(b) + RB_FLAGS];
+}
+
+fn rotates(b: u32) -> bool {
+    return (body_flags(b) & (RIGID_COUPLED | RIGID_VOLUMETRIC)) == (RIGID_COUPLED | RIGID_VOLUMETRIC);
+}
+
+// Whether body b is solved in some group (and which: its label is that group's root).
+fn solved(b: u32) -> bool {
+    if (body_flags(b) & RIGID_ELIGIBLE) == 0u {
+        return false;
+    }
+    let root = rigid[rigid_record(b) + RB_LABEL];
+    return rigid[rigid_record(root) + RB_SIZE] <= MAX_GROUP_BODIES;
+}
+
+fn member_of(b: u32, root: u32) -> bool {
+    return solved(b) && rigid[rigid_record(b) + RB_LABEL] == root;
+}
+
+fn body_of_vertex(v: u32) -> u32 {
+    return index[params.vertex_body + v];
+}
+
+// A point's arm from its body's centre, or zero for a body that does not turn.
+fn arm_of(b: u32, p: vec3<f32>) -> vec3<f32> {
+    if rotates(b) {
+        return p - vec_at(b, RB_CENTER);
+    }
+    return vec3<f32>(0.0);
+}
+
+// Displacement of a side's point under the motions at `point`.
+fn shift(s: Side) -> vec3<f32> {
+    if s.slot == NONE {
+        return vec3<f32>(0.0);
+    }
+    let i = 6u * s.slot;
+    let t = vec3<f32>(point[i], point[i + 1u], point[i + 2u]);
+    let theta = vec3<f32>(point[i + 3u], point[i + 4u], point[i + 5u]);
+    return (t + cross(theta, s.arm)) * s.coef;
+}
+
+// src/solver/rigid_energy.rs contact_term: penalty on the gap along n̂, lagged friction on the
+// slip's part normal to n0.
+fn contact_term(gap: f32, n: vec3<f32>, k: f32, n0: vec3<f32>, slip: vec3<f32>, mu_lambda: f32) -> Term {
+    var t = Term(0.0, vec3<f32>(0.0), mat3x3<f32>());
+    let pen = params.offset - gap;
+    if pen > 0.0 {
+        t.e += 0.5 * k * pen * pen;
+        t.g -= n * (k * pen);
+        t.h += outer3(n, n) * k;
+    }
+    if mu_lambda > 0.0 {
+        let eps = params.static_slip;
+        let u = slip - n0 * dot(n0, slip);
+        let ul = length(u);
+        t.e += mu_lambda * friction_f0(ul, eps);
+        let tangent = diag3(1.0) - outer3(n0, n0);
+        let f1u = friction_f1_over_u(ul, eps);
+        if ul > 0.0 {
+            let uh = u / ul;
+            let along = outer3(uh, uh);
+            t.g += u * (mu_lambda * f1u);
+            t.h += (tangent - along) * (mu_lambda * f1u) + along * (mu_lambda * friction_f1_prime(ul, eps));
+        } else {
+            t.h += tangent * (mu_lambda * f1u);
+        }
+    }
+    return t;
+}
+
+// An obstacle candidate or a surface coupling, with its sides and its energy terms.
+struct Item {
+    valid: bool,
+    sides: array<Side, 2>,
+    term: Term,
+}
+
+// Vertex v (of the group's slot s, body b) against obstacle k.
+fn candidate(s: u32, b: u32, v: u32, k: u32) -> Item {
+    var item: Item;
+    item.valid = true;
+    let o = params.obstacles.items[k];
+    let x = positions[v].xyz;
+    item.sides[0] = Side(s, 1.0, arm_of(b, x));
+    item.sides[1] = Side(NONE, 0.0, vec3<f32>(0.0));
+    var k_c = params.stiffness;
+    if params.stiffness_per_mass == 1u {
+        k_c *= masses[v];
+    }
+    // Normal force and friction frame lagged from x^n.
+    let start = steps[v].start.xyz;
+    let at_start = obstacle_distance(o, start);
+    let lambda = k_c * max(params.offset - at_start.d, 0.0);
+    let mu = 0.5 * (records[params.bodies + 2u * b].z + o.friction);
+    let p = x + shift(item.sides[0]);
+    let sd = obstacle_distance(o, p);
+    item.term = contact_term(sd.d, sd.n, k_c, at_start.n, p - start, mu * lambda);
+    return item;
+}
+
+// Candidate e of the group's list at `list`: its vertex, and its slot << 8 | obstacle mask.
+fn listed(list: u32, e: u32) -> vec2<u32> {
+    return vec2<u32>(rigid[list + 2u * e], rigid[list + 2u * e + 1u]);
+}
+
+// Pair k, if it is one of group `root`'s couplings: a pair with energy between two bodies, the
+// group's if its first body is solved in it, or its first body is solved in no group and its
+// second is solved in this one.
+fn coupling(k: u32, root: u32) -> Item {
+    var item: Item;
+    item.valid = false;
+    let c = params.contact;
+    let p = c.pairs + PAIR_WORDS * k;
+    let v = vec4<u32>(contacts[p], contacts[p + 1u], contacts[p + 2u], contacts[p + 3u]);
+    let a = body_of_vertex(v.x);
+    let b = body_of_vertex(v.w);
+    let stiffness = bitcast<f32>(contacts[p + PAIR_STIFFNESS]);
+    if a == b || !(stiffness > 0.0) {
+        return item;
+    }
+    let ours = member_of(a, root) || (!solved(a) && member_of(b, root));
+    if !ours {
+        return item;
+    }
+    item.valid = true;
+    var w = vec4<f32>(bitcast<f32>(contacts[p + 12u]), bitcast<f32>(contacts[p + 13u]),
+                      bitcast<f32>(contacts[p + 14u]), bitcast<f32>(contacts[p + 15u]));
+    var x = array<vec3<f32>, 4>(positions[v.x].xyz, positions[v.y].xyz, positions[v.z].xyz, positions[v.w].xyz);
+    let start = array<vec3<f32>, 4>(steps[v.x].start.xyz, steps[v.y].start.xyz, steps[v.z].start.xyz,
+                                    steps[v.w].start.xyz);
+    var vb = vec4<u32>(a, body_of_vertex(v.y), body_of_vertex(v.z), b);
+    for (var i = 0u; i < 2u; i++) {
+        var body = a;
+        if i == 1u {
+            body = b;
+        }
+        item.sides[i] = Side(NONE, 0.0, vec3<f32>(0.0));
+        if !member_of(body, root) {
+            continue;
+        }
+        // This side's weights and closest point (Σ w x / Σ w).
+        var coef = 0.0;
+        var at = vec3<f32>(0.0);
+        for (var m = 0u; m < 4u; m++) {
+            if (vb[m] == a) == (i == 0u) {
+                coef += w[m];
+                at += x[m] * w[m];
+            }
+        }
+        var arm = vec3<f32>(0.0);
+        if coef != 0.0 {
+            arm = arm_of(body, at / coef);
+        }
+        item.sides[i] = Side(rigid[rigid_record(body) + RB_SLOT], coef, arm);
+    }
+    let n = vec3<f32>(bitcast<f32>(contacts[p + 4u]), bitcast<f32>(contacts[p + 5u]), bitcast<f32>(contacts[p + 6u]));
+    let gap = dot(n, x[0] * w.x + x[1] * w.y + x[2] * w.z + x[3] * w.w);
+    let slip = (x[0] - start[0]) * w.x + (x[1] - start[1]) * w.y + (x[2] - start[2]) * w.z + (x[3] - start[3]) * w.w;
+    let s = shift(item.sides[0]) + shift(item.sides[1]);
+    let mu_lambda = bitcast<f32>(contacts[p + PAIR_FRICTION]) * bitcast<f32>(contacts[p + PAIR_FRICTION_FORCE]);
+    item.term = contact_term(gap + dot(n, s), n, stiffness, n, slip + s, mu_lambda);
+    return item;
+}
+
+fn stored_pairs() -> u32 {
+    if params.pairs == 0u {
+        return 0u;
+    }
+    return min(control[CONTROL_PAIR_COUNT], params.contact.capacity);
+}
+
+// Tree sum of red[lane·WIDTH + k], k < width, into red[k]. Uniform control flow only.
+fn reduce(lane: u32, width: u32) {
+    workgroupBarrier();
+    for (var stride = 32u; stride > 0u; stride >>= 1u) {
+        if lane < stride {
+            for (var k = 0u; k < width; k++) {
+                red[lane * WIDTH + k] += red[(lane + stride) * WIDTH + k];
+            }
+        }
+        workgroupBarrier();
+    }
+}
+
+// E at `point`, for group `root` of g bodies with `candidates` listed at `list` (every
+// invocation returns it).
+fn energy(lane: u32, root: u32, g: u32, list: u32, candidates: u32) -> f32 {
+    var e = 0.0;
+    for (var c = lane; c < candidates; c += 64u) {
+        let entry = listed(list, c);
+        let s = entry.y >> 8u;
+        for (var k = 0u; k < params.obstacles.count; k++) {
+            if (entry.y & (1u << k)) != 0u {
+                e += candidate(s, members[s], entry.x, k).term.e;
+            }
+        }
+    }
+    for (var k = lane; k < stored_pairs(); k += 64u) {
+        let it = coupling(k, root);
+        if it.valid {
+            e += it.term.e;
+        }
+    }
+    if lane == 0u {
+        for (var s = 0u; s < g; s++) {
+            let b = members[s];
+            let i = 6u * s;
+            let t = vec3<f32>(point[i], point[i + 1u], point[i + 2u]);
+            let theta = vec3<f32>(point[i + 3u], point[i + 4u], point[i + 5u]);
+            e += 0.5 * word(b, RB_STIFF) * dot(t, t) + 0.5 * dot(theta, inertia_of(b) * theta)
+                - dot(vec_at(b, RB_FORCE), t) - dot(vec_at(b, RB_TORQUE), theta);
+        }
+    }
+    red[lane * WIDTH] = e;
+    reduce(lane, 1u);
+    if lane == 0u {
+        value = red[0];
+    }
+    return workgroupUniformLoad(&value);
+}
+
+// Adds an item's terms for block (i, j) to a partial block (row-major 6×6, then the gradient
+// of slot i when i = j).
+fn add_item(acc: ptr<function, array<f32, 42>>, it: Item, i: u32, j: u32) {
+    for (var a = 0u; a < 2u; a++) {
+        let si = it.sides[a];
+        if si.slot != i {
+            continue;
+        }
+        if i == j {
+            let gt = it.term.g * si.coef;
+            let gr = cross(si.arm, it.term.g) * si.coef;
+            for (var r = 0u; r < 3u; r++) {
+                (*acc)[36u + r] += gt[r];
+                (*acc)[39u + r] += gr[r];
+            }
+        }
+        let ski = skew3(si.arm);
+        for (var c = 0u; c < 2u; c++) {
+            let sj = it.sides[c];
+            if sj.slot != j {
+                continue;
+            }
+            let h = it.term.h * (si.coef * sj.coef);
+            let skj = skew3(sj.arm);
+            let tr = (h * skj) * -1.0;
+            let rt = ski * h;
+            let rr = (ski * h * skj) * -1.0;
+            for (var r = 0u; r < 3u; r++) {
+                for (var col = 0u; col < 3u; col++) {
+                    (*acc)[r * 6u + col] += h[col][r];
+                    (*acc)[r * 6u + col + 3u] += tr[col][r];
+                    (*acc)[(r + 3u) * 6u + col] += rt[col][r];
+                    (*acc)[(r + 3u) * 6u + col + 3u] += rr[col][r];
+                }
+            }
+        }
+    }
+}
+
+// Block (i, j) of the Hessian (and slot i's gradient when i = j) at `point` = q, written to
+// the matrix at `base` (n × n, row-major) and `grad`.
+fn assemble_block(lane: u32, root: u32, i: u32, j: u32, list: u32, candidates: u32, base: u32, n: u32) {
+    var acc = array<f32, 42>();
+    if i == j {
+        for (var c = lane; c < candidates; c += 64u) {
+            let entry = listed(list, c);
+            if (entry.y >> 8u) != i {
+                continue;
+            }
+            for (var k = 0u; k < params.obstacles.count; k++) {
+                if (entry.y & (1u << k)) != 0u {
+                    add_item(&acc, candidate(i, members[i], entry.x, k), i, j);
+                }
+            }
+        }
+    }
+    for (var k = lane; k < stored_pairs(); k += 64u) {
+        let it = coupling(k, root);
+        if it.valid {
+            add_item(&acc, it, i, j);
+        }
+    }
+    for (var half = 0u; half < 2u; half++) {
+        for (var k = 0u; k < WIDTH; k++) {
+            red[lane * WIDTH + k] = acc[half * WIDTH + k];
+        }
+        reduce(lane, WIDTH);
+        if lane == 0u {
+            for (var k = 0u; k < WIDTH; k++) {
+                let e = half * WIDTH + k;
+                let x = red[k];
+                if e < 36u {
+                    let r = e / 6u;
+                    let c = e % 6u;
+                    rigid[base + (6u * i + r) * n + 6u * j + c] = bitcast<u32>(x);
+                    if i != j {
+                        rigid[base + (6u * j + c) * n + 6u * i + r] = bitcast<u32>(x);
+                    }
+                } else if i == j {
+                    grad[6u * i + e - 36u] = x;
+                }
+            }
+        }
+        storageBarrier();
+        workgroupBarrier();
+    }
+}
+
+fn matrix(base: u32, n: u32, r: u32, c: u32) -> f32 {
+    return bitcast<f32>(rigid[base + r * n + c]);
+}
+
+fn set_matrix(base: u32, n: u32, r: u32, c: u32, x: f32) {
+    rigid[base + r * n + c] = bitcast<u32>(x);
+}
+
+// Cholesky factor of the n × n matrix at `base` in place (lower triangle), column by column;
+// false when a pivot is not positive and finite.
+fn factor(lane: u32, base: u32, n: u32) -> bool {
+    for (var j = 0u; j < n; j++) {
+        if lane == 0u {
+            var d = matrix(base, n, j, j);
+            for (var k = 0u; k < j; k++) {
+                d -= matrix(base, n, j, k) * matrix(base, n, j, k);
+            }
+            flag = u32(d > 0.0 && d < 3.0e38);
+            set_matrix(base, n, j, j, sqrt(max(d, 0.0)));
+        }
+        storageBarrier();
+        if workgroupUniformLoad(&flag) == 0u {
+            return false;
+        }
+        let d = matrix(base, n, j, j);
+        for (var i = j + 1u + lane; i < n; i += 64u) {
+            var s = matrix(base, n, i, j);
+            for (var k = 0u; k < j; k++) {
+                s -= matrix(base, n, i, k) * matrix(base, n, j, k);
+            }
+            set_matrix(base, n, i, j, s / d);
+        }
+        storageBarrier();
+        workgroupBarrier();
+    }
+    return true;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
+    let l = params.rigid;
+    let root = group.x;
+    if lane == 0u {
+        var go = root < l.bodies && (body_flags(root) & RIGID_ELIGIBLE) != 0u;
+        go = go && rigid[rigid_record(root) + RB_LABEL] == root;
+        go = go && rigid[rigid_record(root) + RB_SIZE] <= MAX_GROUP_BODIES;
+        flag = u32(go);
+    }
+    if workgroupUniformLoad(&flag) == 0u {
+        return;
+    }
+    if lane == 0u {
+        count_u = rigid[rigid_record(root) + RB_SIZE];
+    }
+    let g = workgroupUniformLoad(&count_u);
+    let n = 6u * g;
+    var base = l.pool;
+    if root > 0u {
+        base += rigid[l.sizes + root - 1u];
+    }
+    // The group's bodies by slot; each one's largest unconstrained move.
+    for (var b = root + lane; b < l.bodies; b += 64u) {
+        if member_of(b, root) {
+            members[rigid[rigid_record(b) + RB_SLOT]] = b;
+        }
+    }
+    for (var k = lane; k < n; k += 64u) {
+        q[k] = 0.0;
+        point[k] = 0.0;
+    }
+    for (var k = lane; k < 72u; k += 64u) {
+        atomicStore(&joined[k], 0u);
+    }
+    workgroupBarrier();
+    if lane == 0u {
+        var ok = true;
+        var reach = 0.0;
+        for (var s = 0u; s < g; s++) {
+            let b = members[s];
+            let stiff = word(b, RB_STIFF);
+            ok = ok && stiff > 0.0;
+            let j = inertia_of(b);
+            var turn = vec3<f32>(0.0);
+            if determinant(j) > 0.0 {
+                turn = inverse3(j) * vec_at(b, RB_TORQUE);
+            }
+            reach = max(reach, length(vec_at(b, RB_FORCE) / stiff) + length(turn) * word(b, RB_ARM));
+        }
+        // Nothing to move (no mass): the whole group is left to the sweeps.
+        flag = u32(ok);
+        value = reach + 2.0 * params.offset;
+    }
+    if workgroupUniformLoad(&flag) == 0u {
+        return;
+    }
+    let reach = workgroupUniformLoad(&value);
+    // The obstacle candidates, listed once (the positions do not change during the solve):
+    // every vertex that can reach an obstacle's contact layer within the largest
+    // unconstrained move, as (vertex, slot << 8 | obstacle mask), in the order of the group's
+    // vertices. Each invocation lists a contiguous chunk; a prefix sum places the chunks.
+    let list = base + n * n;
+    if lane == 0u {
+        count_u = rigid[rigid_record(root) + RB_VERTICES];
+    }
+    let group_vertices = workgroupUniformLoad(&count_u);
+    let chunk = (group_vertices + 63u) / 64u;
+    let lo = lane * chunk;
+    let hi = min(lo + chunk, group_vertices);
+    var found = 0u;
+    for (var round = 0u; round < 2u; round++) {
+        if round == 1u {
+            chunks[lane] = found;
+            workgroupBarrier();
+            if lane == 0u {
+                var sum = 0u;
+                for (var t = 0u; t < 64u; t++) {
+                    let c = chunks[t];
+                    chunks[t] = sum;
+                    sum += c;
+                }
+                count_u = sum;
+            }
+            workgroupBarrier();
+            found = chunks[lane];
+        }
+        var at = 0u;
+        for (var s = 0u; s < g; s++) {
+            let b = members[s];
+            let record = records[params.bodies + 2u * b];
+            let first = bitcast<u32>(record.x);
+            let count = bitcast<u32>(record.y);
+            let begin = max(lo, at);
+            let finish = min(hi, at + count);
+            for (var k = begin; k < finish; k++) {
+                let v = first + k - at;
+                let x = positions[v].xyz;
+                var mask = 0u;
+                for (var o = 0u; o < params.obstacles.count; o++) {
+                    if obstacle_distance(params.obstacles.items[o], x).d < params.offset + reach {
+                        mask |= 1u << o;
+                    }
+                }
+                if mask != 0u {
+                    if round == 1u {
+                        rigid[list + 2u * found] = v;
+                        rigid[list + 2u * found + 1u] = (s << 8u) | mask;
+                    }
+                    found += 1u;
+                }
+            }
+            at += count;
+        }
+        if round == 0u {
+            workgroupBarrier();
+        }
+    }
+    let candidates = workgroupUniformLoad(&count_u);
+    storageBarrier();
+    // Which slots pairs join, and whether there is anything but inertia at all.
+    var items = 0u;
+    for (var k = lane; k < stored_pairs(); k += 64u) {
+        let it = coupling(k, root);
+        if it.valid {
+            items += 1u;
+            let a = it.sides[0].slot;
+            let c = it.sides[1].slot;
+            if a != NONE && c != NONE {
+                let bit = min(a, c) * MAX_GROUP_BODIES + max(a, c);
+                atomicOr(&joined[bit / 32u], 1u << (bit % 32u));
+            }
+        }
+    }
+    red[lane * WIDTH] = f32(items);
+    reduce(lane, 1u);
+    if lane == 0u {
+        flag = u32(red[0] > 0.0 || candidates > 0u);
+    }
+    if workgroupUniformLoad(&flag) == 0u {
+        // Free flight: each body's quadratic alone.
+        if lane < g {
+            let b = members[lane];
+            let t = vec_at(b, RB_FORCE) / word(b, RB_STIFF);
+            let theta = inverse3(inertia_of(b)) * vec_at(b, RB_TORQUE);
+            for (var r = 0u; r < 3u; r++) {
+                q[6u * lane + r] = t[r];
+                q[6u * lane + 3u + r] = theta[r];
+            }
+        }
+        workgroupBarrier();
+    } else {
+        for (var it = 0u; it < NEWTON_STEPS; it++) {
+            for (var k = lane; k < n; k += 64u) {
+                point[k] = q[k];
+            }
+            workgroupBarrier();
+            let e0 = energy(lane, root, g, list, candidates);
+            for (var i = 0u; i < g; i++) {
+                for (var j = i; j < g; j++) {
+                    let bit = i * MAX_GROUP_BODIES + j;
+                    if lane == 0u {
+                        flag = u32(i == j || (atomicLoad(&joined[bit / 32u]) & (1u << (bit % 32u))) != 0u);
+                    }
+                    if workgroupUniformLoad(&flag) == 1u {
+                        assemble_block(lane, root, i, j, list, candidates, base, n);
+                    } else {
+                        for (var k = lane; k < 36u; k += 64u) {
+                            set_matrix(base, n, 6u * i + k / 6u, 6u * j + k % 6u, 0.0);
+                            set_matrix(base, n, 6u * j + k % 6u, 6u * i + k / 6u, 0.0);
+                        }
+                    }
+                }
+            }
+            storageBarrier();
+            workgroupBarrier();
+            // Each body's inertia and drag.
+            if lane < g {
+                let b = members[lane];
+                let i = 6u * lane;
+                let stiff = word(b, RB_STIFF);
+                let jm = inertia_of(b);
+                let t = vec3<f32>(q[i], q[i + 1u], q[i + 2u]);
+                let theta = vec3<f32>(q[i + 3u], q[i + 4u], q[i + 5u]);
+                let gt = t * stiff - vec_at(b, RB_FORCE);
+                let gr = jm * theta - vec_at(b, RB_TORQUE);
+                for (var r = 0u; r < 3u; r++) {
+                    grad[i + r] += gt[r];
+                    grad[i + 3u + r] += gr[r];
+                    set_matrix(base, n, i + r, i + r, matrix(base, n, i + r, i + r) + stiff);
+                    for (var c = 0u; c < 3u; c++) {
+                        set_matrix(base, n, i + 3u + r, i + 3u + c, matrix(base, n, i + 3u + r, i + 3u + c) + jm[c][r]);
+                    }
+                }
+            }
+            storageBarrier();
+            workgroupBarrier();
+            if !factor(lane, base, n) {
+                break;
+            }
+            // L y = −g, then Lᵀ dq = y; the slope g·dq.
+            if lane == 0u {
+                for (var i = 0u; i < n; i++) {
+                    var s = -grad[i];
+                    for (var k = 0u; k < i; k++) {
+                        s -= matrix(base, n, i, k) * dq[k];
+                    }
+                    dq[i] = s / matrix(base, n, i, i);
+                }
+                for (var ii = 0u; ii < n; ii++) {
+                    let i = n - 1u - ii;
+                    var s = dq[i];
+                    for (var k = i + 1u; k < n; k++) {
+                        s -= matrix(base, n, k, i) * dq[k];
+                    }
+                    dq[i] = s / matrix(base, n, i, i);
+                }
+                var slope = 0.0;
+                var size = 0.0;
+                for (var i = 0u; i < n; i++) {
+                    slope += grad[i] * dq[i];
+                    size += dq[i] * dq[i];
+                }
+                flag = u32(slope < 0.0);
+                value = slope;
+                value2 = sqrt(size);
+            }
+            if workgroupUniformLoad(&flag) == 0u {
+                break;
+            }
+            let slope = workgroupUniformLoad(&value);
+            let size = workgroupUniformLoad(&value2);
+            var alpha = 1.0;
+            var accepted = false;
+            for (var ls = 0u; ls < LINE_SEARCH_STEPS; ls++) {
+                for (var k = lane; k < n; k += 64u) {
+                    point[k] = q[k] + alpha * dq[k];
+                }
+                workgroupBarrier();
+                if energy(lane, root, g, list, candidates) <= e0 + 1e-4 * alpha * slope {
+                    accepted = true;
+                    break;
+                }
+                alpha *= 0.5;
+            }
+            if !accepted {
+                break;
+            }
+            for (var k = lane; k < n; k += 64u) {
+                q[k] = point[k];
+            }
+            workgroupBarrier();
+            // Converged once the last step moves nothing by more than a nanometre.
+            if alpha * size < 1e-9 {
+                break;
+            }
+        }
+    }
+    // Apply: each body's motion, scaled back so that no vertex enters an obstacle.
+    for (var s = 0u; s < g; s++) {
+        let b = members[s];
+        let i = 6u * s;
+        let t = vec3<f32>(q[i], q[i + 1u], q[i + 2u]);
+        let theta = vec3<f32>(q[i + 3u], q[i + 4u], q[i + 5u]);
+        let center = vec_at(b, RB_CENTER);
+        let rot = rotation_of(theta);
+        let record = records[params.bodies + 2u * b];
+        let first = bitcast<u32>(record.x);
+        let end = first + bitcast<u32>(record.y);
+        var toi = 1.0;
+        for (var v = first + lane; v < end; v += 64u) {
+            let x = positions[v].xyz;
+            let moved = center + rot * (x - center) + t;
+            for (var k = 0u; k < params.obstacles.count; k++) {
+                let e = obstacle_entry(params.obstacles.items[k], x, moved);
+                if e != NO_ENTRY {
+                    toi = min(toi, e);
+                }
+            }
+        }
+        red[lane * WIDTH] = toi;
+        workgroupBarrier();
+        for (var stride = 32u; stride > 0u; stride >>= 1u) {
+            if lane < stride {
+                red[lane * WIDTH] = min(red[lane * WIDTH], red[(lane + stride) * WIDTH]);
+            }
+            workgroupBarrier();
+        }
+        if lane == 0u {
+            var scale = 1.0;
+            if red[0] < 1.0 {
+                scale = red[0] * (1.0 - 1e-4);
+            }
+            let finite = !(non_finite(vec4<f32>(t, 0.0)) || non_finite(vec4<f32>(theta, 0.0)));
+            let r = rigid_record(b);
+            rigid[r + RB_TRANSLATION] = bitcast<u32>(t.x * scale);
+            rigid[r + RB_TRANSLATION + 1u] = bitcast<u32>(t.y * scale);
+            rigid[r + RB_TRANSLATION + 2u] = bitcast<u32>(t.z * scale);
+            rigid[r + RB_ROTATION] = bitcast<u32>(theta.x * scale);
+            rigid[r + RB_ROTATION + 1u] = bitcast<u32>(theta.y * scale);
+            rigid[r + RB_ROTATION + 2u] = bitcast<u32>(theta.z * scale);
+            rigid[r + RB_MOVES] = u32(finite);
+        }
+        workgroupBarrier();
+    }
+}
+
+fn inverse3(m: mat3x3<f32>) -> mat3x3<f32> {
+    let a0 = cross(m[1], m[2]);
+    let a1 = cross(m[2], m[0]);
+    let a2 = cross(m[0], m[1]);
+    let det = dot(m[0], a0);
+    return transpose(mat3x3<f32>(a0, a1, a2)) * (1.0 / det);
+}

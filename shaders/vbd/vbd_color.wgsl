@@ -1,0 +1,317 @@
+// One VBD colour pass by gather, one invocation per vertex of the colour: the GPU twin of
+// update_vertex in src/solver/vbd_vertex.rs (tets: stable neo-Hookean and StVK; cloth: StVK
+// membranes and dihedral hinges; Rayleigh and linear damping, inertia with gravity, obstacle
+// contact and friction, body–body and self contact pairs with lagged friction, the surface
+// displacement bound and the obstacle path clamp). Vertices of one colour share no element, so
+// without surface contact each invocation writes its own position in place while the others
+// read only other colours. A contact pair can join two vertices of one colour; then the pass is
+// staged, as on the CPU: updates go to `updates` and a second dispatch (phase 1) commits them,
+// so such pairs update Jacobi-style and no invocation reads a position another one is writing.
+// Nothing is accumulated across invocations in floating point.
+// Host wrapper: src/gpu/<domain>/vbd_color.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
+// lib/contact_layout.wgsl, lib/contact.wgsl.
+
+struct Params {
+    // First entry of this colour in color_vertices (at the start of `index`), and its count.
+    first: u32,
+    count: u32,
+    // Where the tet adjacency's n + 1 row offsets, its entries and vertex_body start in `index`.
+    tet_offsets: u32,
+    tet_entries: u32,
+    vertex_body: u32,
+    // Where the body records, the triangles and the hinges start in `records` (in vec4s,
+    // after the materials).
+    bodies: u32,
+    tris: u32,
+    hinges: u32,
+    // Contact penalty: stiffness [N/m], or [N/m per kg] when stiffness_per_mass is 1.
+    stiffness_per_mass: u32,
+    stiffness: f32,
+    // Contact offset δ [m] and ε_v h [m].
+    offset: f32,
+    static_slip: f32,
+    // Where the triangle and hinge adjacencies (row offsets, entries) start in `index`.
+    tri_offsets: u32,
+    tri_entries: u32,
+    hinge_offsets: u32,
+    hinge_entries: u32,
+    // Where the per-body frozen flags start in `control`.
+    frozen: u32,
+    // 0: update the colour's vertices; 1: commit the staged updates to `positions`.
+    phase: u32,
+    // 1: write updates to `updates` (committed by phase 1) instead of in place.
+    staged: u32,
+    _pad0: u32,
+    // Surface contact: pairs and bounds in `contacts`.
+    bounds: SurfaceBounds,
+    obstacles: ObstacleSet,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read_write> positions: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> steps: array<VertexStep>;
+@group(0) @binding(3) var<storage, read> index: array<u32>;
+@group(0) @binding(4) var<storage, read> tets: array<Tet>;
+// src/gpu/pack.rs pack_records: MaterialRecord (model bits, μ, λ, damping; one vec4 each),
+// BodyRecord (two vec4), TriElement (three vec4: vertices, row-major D_m⁻¹, measure and
+// material), HingeElement (two vec4: vertices; rest angle, stiffness, damping).
+@group(0) @binding(5) var<storage, read> records: array<vec4<f32>>;
+// Per vertex: xyz its new position when the pass is staged, w the squared residual ‖f‖² of
+// its update, negative (sign bit, BOUNDED_BIT in lib/step.wgsl) when the displacement bound
+// held it.
+@group(0) @binding(6) var<storage, read_write> updates: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> control: array<atomic<u32>>;
+@group(0) @binding(8) var<storage, read> contacts: array<u32>;
+
+// Velocity of vertex i implied by the current iterate, v = c1 (x − x^n) + c0.
+fn velocity_estimate(i: u32) -> vec3<f32> {
+    let s = steps[i];
+    return (positions[i].xyz - s.start.xyz) * s.velocity.w + s.velocity.xyz;
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x >= params.count {
+        return;
+    }
+    let v = index[params.first + id.x];
+    if params.phase == 1u {
+        positions[v] = vec4<f32>(updates[v].xyz, 0.0);
+        return;
+    }
+    let x = positions[v].xyz;
+    let s = steps[v];
+    let c1 = s.velocity.w;
+    let body = index[params.vertex_body + v];
+    let body_record = records[params.bodies + 2u * body];
+    // Inertia with gravity, −m/w (x − y), written with displacements from x^n.
+    let dx = x - s.start.xyz;
+    let m_over_w = s.inertia.w;
+    let mass = m_over_w * s.predictor.w;
+    var f = (s.inertia.xyz - dx) * m_over_w;
+    var h = diag3(m_over_w);
+    // Linear drag −α m v.
+    let alpha = body_record.w;
+    if alpha > 0.0 {
+        let am = alpha * mass;
+        f -= (dx * c1 + s.velocity.xyz) * am;
+        h += diag3(am * c1);
+    }
+    // Obstacles: penalty beyond the offset, lagged friction.
+    var in_contact = false;
+    var k_c = params.stiffness;
+    if params.stiffness_per_mass == 1u {
+        k_c *= mass;
+    }
+    for (var k = 0u; k < params.obstacles.count; k++) {
+        let o = params.obstacles.items[k];
+        let sd = obstacle_distance(o, x);
+        // Friction scaled by the normal force lagged from x^n; obstacles are static, so the
+        // slip is the vertex's own displacement.
+        let lagged = k_c * max(params.offset - obstacle_distance(o, s.start.xyz).d, 0.0);
+        let touching = add_contact(&f, &h, sd.d, sd.n, 1.0, dx, 0.5 * (body_record.z + o.friction), lagged, k_c,
+                                   params.offset, params.static_slip);
+        in_contact = in_contact || touching;
+    }
+    for (var e = index[params.tet_offsets + v]; e < index[params.tet_offsets + v + 1u]; e++) {
+        let entry = index[params.tet_entries + e];
+        let t = tets[entry >> 2u];
+        let slot = entry & 3u;
+        let x0 = positions[t.vertices.x].xyz;
+        let ff = mat3x3<f32>(positions[t.vertices.y].xyz - x0, positions[t.vertices.z].xyz - x0,
+                             positions[t.vertices.w].xyz - x0) * t.dm_inv;
+        // Shape gradient of the slot: rows of D_m⁻¹, the first vertex minus their sum.
+        let rows = transpose(t.dm_inv);
+        var g = -(rows[0] + rows[1] + rows[2]);
+        if slot > 0u {
+            g = rows[slot - 1u];
+        }
+        let m = records[t.material];
+        let mu = m.y;
+        let lambda = m.z;
+        let damping = m.w;
+        // Ḟ of the current iterate, from the vertices' velocity estimates (damped tets only).
+        var f_dot = mat3x3<f32>();
+        if damping > 0.0 {
+            let v0 = velocity_estimate(t.vertices.x);
+            f_dot = mat3x3<f32>(velocity_estimate(t.vertices.y) - v0, velocity_estimate(t.vertices.z) - v0,
+                                velocity_estimate(t.vertices.w) - v0) * t.dm_inv;
+        }
+        var grad: vec3<f32>;
+        var hb: mat3x3<f32>;
+        var damp = vec3<f32>(0.0);
+        if bitcast<u32>(m.x) == MODEL_STABLE_NEO_HOOKEAN {
+            // src/material/stable_neo_hookean.rs vertex_terms.
+            let c1c = cross(ff[1], ff[2]);
+            let c2c = cross(ff[2], ff[0]);
+            let c3c = cross(ff[0], ff[1]);
+            let j = dot(ff[0], c1c);
+            let c = c1c * g.x + c2c * g.y + c3c * g.z;
+            grad = ((ff * g) * mu + c * (lambda * (j - (1.0 + mu / lambda)))) * t.volume;
+            hb = (diag3(mu * dot(g, g)) + outer3(c, c) * lambda) * t.volume;
+            if damping > 0.0 {
+                let rate = dot(c1c, f_dot[0]) + dot(c2c, f_dot[1]) + dot(c3c, f_dot[2]);
+                damp = ((f_dot * g) * mu + c * (lambda * rate)) * t.volume;
+            }
+        } else {
+            // src/material/stvk.rs vertex_gradient_hessian_psd and damping_term.
+            let ftf = transpose(ff) * ff;
+            let e_tr = 0.5 * (ftf[0].x + ftf[1].y + ftf[2].z - 3.0);
+            let sg = (ftf * g - g) * mu + g * (lambda * e_tr);
+            let u = ff * g;
+            grad = (ff * sg) * t.volume;
+            let psd = outer3(u, u) * (mu + lambda) + (ff * transpose(ff)) * (mu * dot(g, g));
+            hb = (diag3(abs(dot(g, sg))) + psd) * t.volume;
+            if damping > 0.0 {
+                let ftfd = transpose(ff) * f_dot;
+                let ed = (ftfd + transpose(ftfd)) * 0.5;
+                let dsg = (ed * g) * (2.0 * mu) + g * (lambda * (ed[0].x + ed[1].y + ed[2].z));
+                damp = (ff * dsg) * t.volume;
+            }
+        }
+        f -= grad;
+        h += hb;
+        if damping > 0.0 {
+            // Rayleigh: −k_d Σ_b K_ab v_b, and +k_d c1 K_aa through v_a = c1 Δx_a + c0.
+            f -= damp * damping;
+            h += hb * (damping * c1);
+        }
+    }
+    // Membranes: StVK in plane stress with 3×2 F (src/material/membrane.rs).
+    for (var e = index[params.tri_offsets + v]; e < index[params.tri_offsets + v + 1u]; e++) {
+        let entry = index[params.tri_entries + e];
+        let base = params.tris + 3u * (entry >> 2u);
+        let slot = entry & 3u;
+        let tv = bitcast<vec4<u32>>(records[base]);
+        let dm = records[base + 1u];
+        let rest = records[base + 2u];
+        let m = records[bitcast<u32>(rest.y)];
+        let mu = m.y;
+        let lambda = m.z;
+        let measure = rest.x;
+        let x0 = positions[tv.x].xyz;
+        let e1 = positions[tv.y].xyz - x0;
+        let e2 = positions[tv.z].xyz - x0;
+        let f0 = e1 * dm.x + e2 * dm.z;
+        let f1 = e1 * dm.y + e2 * dm.w;
+        var g = -vec2<f32>(dm.x + dm.z, dm.y + dm.w);
+        if slot == 1u {
+            g = dm.xy;
+        } else if slot == 2u {
+            g = dm.zw;
+        }
+        let e11 = 0.5 * (dot(f0, f0) - 1.0);
+        let e12 = 0.5 * dot(f0, f1);
+        let e22 = 0.5 * (dot(f1, f1) - 1.0);
+        let tr = lambda * (e11 + e22);
+        let s = vec3<f32>(2.0 * mu * e11 + tr, 2.0 * mu * e12, 2.0 * mu * e22 + tr);
+        let sg = vec2<f32>(s.x * g.x + s.y * g.y, s.y * g.x + s.z * g.y);
+        let u = f0 * g.x + f1 * g.y;
+        let hb = (diag3(abs(dot(g, sg))) + outer3(u, u) * (mu + lambda)
+            + (outer3(f0, f0) + outer3(f1, f1)) * (mu * dot(g, g))) * measure;
+        f -= (f0 * sg.x + f1 * sg.y) * measure;
+        h += hb;
+        if m.w > 0.0 {
+            let w0 = velocity_estimate(tv.x);
+            let d1 = velocity_estimate(tv.y) - w0;
+            let d2 = velocity_estimate(tv.z) - w0;
+            let fd0 = d1 * dm.x + d2 * dm.z;
+            let fd1 = d1 * dm.y + d2 * dm.w;
+            let r11 = dot(f0, fd0);
+            let r12 = 0.5 * (dot(f0, fd1) + dot(f1, fd0));
+            let r22 = dot(f1, fd1);
+            let rtr = lambda * (r11 + r22);
+            let ds = vec3<f32>(2.0 * mu * r11 + rtr, 2.0 * mu * r12, 2.0 * mu * r22 + rtr);
+            let dsg = vec2<f32>(ds.x * g.x + ds.y * g.y, ds.y * g.x + ds.z * g.y);
+            f -= (f0 * dsg.x + f1 * dsg.y) * (measure * m.w);
+            h += hb * (m.w * c1);
+        }
+    }
+    // Hinges: dihedral bending with the Gauss–Newton block (src/material/bending.rs vertex_terms).
+    for (var e = index[params.hinge_offsets + v]; e < index[params.hinge_offsets + v + 1u]; e++) {
+        let entry = index[params.hinge_entries + e];
+        let base = params.hinges + 2u * (entry >> 2u);
+        let slot = entry & 3u;
+        let hv = bitcast<vec4<u32>>(records[base]);
+        let hinge = records[base + 1u];
+        let x0 = positions[hv.x].xyz;
+        let x1 = positions[hv.y].xyz;
+        let x2 = positions[hv.z].xyz;
+        let x3 = positions[hv.w].xyz;
+        var grads = hinge_angle_gradient(x0, x1, x2, x3);
+        let ga = grads[slot];
+        let k = hinge.y;
+        let hb = outer3(ga, ga) * k;
+        f -= ga * (k * hinge_angle_offset(x0, x1, x2, x3, hinge.x));
+        h += hb;
+        if hinge.z > 0.0 {
+            let theta_dot = dot(grads[0], velocity_estimate(hv.x)) + dot(grads[1], velocity_estimate(hv.y))
+                + dot(grads[2], velocity_estimate(hv.z)) + dot(grads[3], velocity_estimate(hv.w));
+            f -= ga * (k * theta_dot * hinge.z);
+            h += hb * (hinge.z * c1);
+        }
+    }
+    // Body–body and self contact pairs this vertex belongs to: penalty along the lagged normal
+    // on the gap linearised at detection, friction against the pair's relative displacement.
+    if params.bounds.enabled != 0u {
+        let l = params.bounds.contact;
+        for (var e = contacts[l.offsets + v]; e < contacts[l.offsets + v + 1u]; e++) {
+            let entry = contacts[l.entries + e];
+            let p = load_pair(l, entry >> 2u);
+            if !(p.stiffness > 0.0) {
+                continue;
+            }
+            let pv = p.vertices;
+            let w = p.weights;
+            let x0 = positions[pv.x].xyz;
+            let x1 = positions[pv.y].xyz;
+            let x2 = positions[pv.z].xyz;
+            let x3 = positions[pv.w].xyz;
+            let gap = dot(p.normal, x0 * w.x + x1 * w.y + x2 * w.z + x3 * w.w);
+            let slip = (x0 - steps[pv.x].start.xyz) * w.x + (x1 - steps[pv.y].start.xyz) * w.y
+                + (x2 - steps[pv.z].start.xyz) * w.z + (x3 - steps[pv.w].start.xyz) * w.w;
+            let touching = add_contact(&f, &h, gap, p.normal, w[entry & 3u], slip, p.friction, p.friction_force,
+                                       p.stiffness, params.offset, params.static_slip);
+            in_contact = in_contact || touching;
+        }
+    }
+    let residual2 = dot(f, f);
+    if in_contact {
+        atomicOr(&control[params.frozen + body], FROZEN_CONTACT);
+    }
+    // Symmetric 3×3 solve through the adjugate, with src/math/sym3.rs's singularity guard.
+    let a0 = cross(h[1], h[2]);
+    let a1 = cross(h[2], h[0]);
+    let a2 = cross(h[0], h[1]);
+    let det = dot(h[0], a0);
+    let tr = (h[0].x + h[1].y + h[2].z) * (1.0 / 3.0);
+    var target_x = x;
+    if abs(det) > 1e-6 * abs(tr * tr * tr) {
+        target_x = x + vec3<f32>(dot(a0, f), dot(a1, f), dot(a2, f)) * (1.0 / det);
+    }
+    // Within the displacement bound since the last detection (no surface can be crossed), then
+    // exact CCD against the static obstacles: the step may end on a surface, never inside.
+    // The residual's sign bit says the bound held the vertex (the safety check's clamp lock).
+    var w = residual2;
+    if params.bounds.enabled != 0u {
+        let within = limit_move(params.bounds.contact, params.bounds.min_separation, v, target_x);
+        if any(within != target_x) {
+            atomicStore(&control[CONTROL_BOUND_HIT], 1u);
+            // Only a vertex with a bound or a pair counts as held (a surface vertex, as the CPU
+            // counts them): for the others the move differs from the goal by rounding alone.
+            let l = params.bounds.contact;
+            if vertex_clamp(l, v).w < UNBOUNDED || contacts[l.offsets + v] < contacts[l.offsets + v + 1u] {
+                w = bitcast<f32>(bitcast<u32>(residual2) | BOUNDED_BIT);
+            }
+        }
+        target_x = within;
+    }
+    let p = limit_step(params.obstacles, x, target_x);
+    if params.staged == 1u {
+        updates[v] = vec4<f32>(p, w);
+    } else {
+        positions[v] = vec4<f32>(p, 0.0);
+        updates[v] = vec4<f32>(0.0, 0.0, 0.0, w);
+    }
+}

@@ -1,0 +1,10 @@
+//! The VBD fast path's kernels (twins of `solver::vbd`): the initial guess (`vbd_inertia`,
+//! `vbd_advance`), the colour passes (`vbd_color`), Chebyshev acceleration and its divergence
+//! guard (`vbd_divergence`, `vbd_chebyshev`) and the velocity update (`vbd_finish`).
+
+pub mod vbd_advance;
+pub mod vbd_chebyshev;
+pub mod vbd_color;
+pub mod vbd_divergence;
+pub mod vbd_finish;
+pub mod vbd_inertia;
