@@ -46,6 +46,7 @@ mod static_solve;
 use std::time::Instant;
 
 use pliant::prelude::*;
+use pliant::rapier::RapierCoupling;
 use pliant::rapier::rapier3d::prelude::{
     ColliderBuilder, ColliderSet, PhysicsWorld, RigidBodySet, SoftBodyBuilder as RapierSoftBuilder, SoftBodyCellModel,
     SoftBodyMaterial, SoftBodySolver,
@@ -91,15 +92,24 @@ struct Row {
 /// difference does not matter.)
 #[allow(clippy::large_enum_variant)]
 enum Sim {
-    Pliant { world: Box<World>, body: SoftBodyHandle, bodies: RigidBodySet, colliders: ColliderSet },
-    Rapier { physics: Box<PhysicsWorld>, body: pliant::rapier::rapier3d::prelude::SoftBodyHandle },
+    Pliant {
+        world: Box<World>,
+        coupling: RapierCoupling,
+        body: SoftBodyHandle,
+        bodies: RigidBodySet,
+        colliders: ColliderSet,
+    },
+    Rapier {
+        physics: Box<PhysicsWorld>,
+        body: pliant::rapier::rapier3d::prelude::SoftBodyHandle,
+    },
 }
 
 impl Sim {
     fn step(&mut self) {
         match self {
-            Sim::Pliant { world, bodies, colliders, .. } => {
-                world.step_with_rapier(bodies, colliders, &());
+            Sim::Pliant { world, coupling, bodies, colliders, .. } => {
+                coupling.step(world, bodies, colliders, &());
             }
             Sim::Rapier { physics, .. } => physics.step(),
         }
@@ -186,6 +196,7 @@ fn cantilever(engine: Engine, cells: [u32; 3]) -> Result<(Sim, u32), Box<dyn std
             Ok((
                 Sim::Pliant {
                     world: Box::new(world),
+                    coupling: RapierCoupling::default(),
                     body,
                     bodies: RigidBodySet::new(),
                     colliders: ColliderSet::new(),
@@ -251,7 +262,16 @@ fn drop_cube(
             colliders.insert(ground);
             let iterations = world.config().iterations;
             world.sync();
-            Ok((Sim::Pliant { world: Box::new(world), body, bodies: RigidBodySet::new(), colliders }, iterations))
+            Ok((
+                Sim::Pliant {
+                    world: Box::new(world),
+                    coupling: RapierCoupling::default(),
+                    body,
+                    bodies: RigidBodySet::new(),
+                    colliders,
+                },
+                iterations,
+            ))
         }
         _ => {
             let mut physics = Box::new(PhysicsWorld::new());
@@ -291,7 +311,13 @@ fn projectile(engine: Engine) -> Result<(Sim, u32, f32), Box<dyn std::error::Err
             let iterations = world.config().iterations;
             world.sync();
             Ok((
-                Sim::Pliant { world: Box::new(world), body, bodies: RigidBodySet::new(), colliders },
+                Sim::Pliant {
+                    world: Box::new(world),
+                    coupling: RapierCoupling::default(),
+                    body,
+                    bodies: RigidBodySet::new(),
+                    colliders,
+                },
                 iterations,
                 wall_x + 0.01,
             ))

@@ -18,6 +18,7 @@
 //! tipped over by 3 s.)
 
 use pliant::prelude::*;
+use pliant::rapier::RapierCoupling;
 use pliant::rapier::rapier3d::prelude::{ColliderBuilder, PhysicsWorld, RigidBodyBuilder};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,6 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Mattress: 0.8 × 0.1 × 0.8 m foam, E = 2e5 Pa, lying on the ground.
     let mut world = World::new(StepConfig { dt, ..StepConfig::default() })?;
+    let mut coupling = RapierCoupling::default();
     let mesh = TetMesh::box_mesh(Vec3::new(0.8, 0.1, 0.8), [16, 3, 16], TetSplit::Six)?;
     let mattress = world.bodies.insert(
         SoftBodyBuilder::tetrahedral(mesh)
@@ -59,12 +61,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let weight_dt = box_mass * 9.81 * dt;
     let frames = (3.0 / dt).round() as u32;
     for frame in 1..=frames {
-        world.step_with_physics_world(&mut physics, &());
+        coupling.step_with_physics_world(&mut world, &mut physics, &());
         physics.step();
         if frame % (frames / 12) == 0 {
             let b = &physics.bodies[box_body];
             let bottom = b.translation().y - 0.1;
-            let j = world.rapier.collider_impulse(box_collider);
+            let j = coupling.collider_impulse(box_collider);
             println!(
                 "{:>6.2} {:>10.4} {:>12.4} {:>14.2} {:>16.3}",
                 frame as f32 * dt,

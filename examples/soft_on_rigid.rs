@@ -11,6 +11,7 @@
 //! rest). At the end: the exact intersection check.
 
 use pliant::prelude::*;
+use pliant::rapier::RapierCoupling;
 use pliant::rapier::rapier3d::prelude::{ColliderBuilder, PhysicsWorld, RigidBodyBuilder};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -26,6 +27,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let mut world = World::new(StepConfig { dt, ..StepConfig::default() })?;
+
+    let mut coupling = RapierCoupling::default();
     let mesh = TetMesh::box_mesh(Vec3::splat(0.15), [6, 6, 6], TetSplit::Six)?;
     let cube = world.bodies.insert(
         SoftBodyBuilder::tetrahedral(mesh)
@@ -48,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let weight_dt = mass * 9.81 * dt;
     let frames = 180;
     for frame in 1..=frames {
-        let report = world.step_with_physics_world(&mut physics, &());
+        let report = coupling.step_with_physics_world(&mut world, &mut physics, &());
         physics.step();
         if report.nan_detected {
             println!("frame {frame}: non-finite state rolled back");
@@ -57,7 +60,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let ys = world.body_positions(cube).unwrap_or(&[]);
             let cy = ys.iter().map(|p| p.y).sum::<f32>() / ys.len().max(1) as f32;
             let b = &physics.bodies[box_body];
-            let j = world.rapier.collider_impulse(box_collider);
+            let j = coupling.collider_impulse(box_collider);
             println!(
                 "{:>6.2} {:>12.4} {:>10.4} {:>12.4} {:>16.3}",
                 frame as f32 * dt,

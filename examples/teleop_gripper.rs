@@ -12,6 +12,7 @@
 //! exact intersection check.
 
 use pliant::prelude::*;
+use pliant::rapier::RapierCoupling;
 use pliant::rapier::rapier3d::prelude::{ColliderBuilder, PhysicsWorld, Pose, RigidBodyBuilder};
 
 /// Jaw plan: close (0–0.5 s), lift 0.3 m (–1.5 s), hold (–3.5 s), open (–3.75 s), wait (–4.5 s).
@@ -45,6 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The object: a 6 cm soft cube (E = 5e4 Pa, ν = 0.45, ρ = 1100: 0.24 kg).
     let edge = 0.06;
     let mut world = World::new(StepConfig { dt, ..StepConfig::default() })?;
+    let mut coupling = RapierCoupling::default();
     let mesh = TetMesh::box_mesh(Vec3::splat(edge), [6, 6, 6], TetSplit::Six)?;
     let cube = world.bodies.insert(
         SoftBodyBuilder::tetrahedral(mesh)
@@ -96,7 +98,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 0.0,
             )));
         }
-        world.step_with_physics_world(&mut physics, &());
+        coupling.step_with_physics_world(&mut world, &mut physics, &());
         physics.step();
         let offset = com_y(&world) - y;
         if phase(t) == "hold" {
@@ -107,7 +109,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             y_release = y;
         }
         if frame % 15 == 0 {
-            let squeeze = world.rapier.collider_impulse(jaws[1].1).x / dt;
+            let squeeze = coupling.collider_impulse(jaws[1].1).x / dt;
             let slip = hold_start.map_or(0.0, |s| (s - offset) * 1e3);
             println!("{:>6.2} {:>9} {:>10.4} {:>11.4} {:>10.2} {:>11.2}", t, phase(t), y, com_y(&world), slip, squeeze);
         }

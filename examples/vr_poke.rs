@@ -12,6 +12,7 @@
 //! flat-punch estimate, and the exact intersection check.
 
 use pliant::prelude::*;
+use pliant::rapier::RapierCoupling;
 use pliant::rapier::rapier3d::prelude::{ColliderBuilder, PhysicsWorld, Pose, RigidBodyBuilder};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,6 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Pad: 0.2 × 0.06 × 0.2 m, E = 1e5 Pa, ν = 0.45, bottom layer fixed.
     let mut world = World::new(StepConfig { dt, ..StepConfig::default() })?;
+    let mut coupling = RapierCoupling::default();
     let (young, poisson) = (1e5f64, 0.45f64);
     let mesh = TetMesh::box_mesh(Vec3::new(0.2, top, 0.2), [20, 6, 20], TetSplit::Six)?;
     let bottom: Vec<u32> =
@@ -70,9 +72,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for frame in 1..=frames {
         let t = frame as f32 * dt;
         physics.bodies[finger].set_next_kinematic_position(Pose::from_translation(centre(tip_at(t))));
-        world.step_with_physics_world(&mut physics, &());
+        coupling.step_with_physics_world(&mut world, &mut physics, &());
         physics.step();
-        let force = world.rapier.collider_impulse(finger_collider).y / dt;
+        let force = coupling.collider_impulse(finger_collider).y / dt;
         peak = peak.max(force);
         if (t_press + 0.05..t_hold).contains(&t) {
             held.push(force);

@@ -9,13 +9,6 @@ use glam::{Mat3A, Vec3A, Vec4};
 
 use crate::mesh::Csr;
 
-/// [`MaterialRecord::model`]: stable neo-Hookean tets.
-pub const MODEL_STABLE_NEO_HOOKEAN: u32 = 0;
-/// [`MaterialRecord::model`]: StVK tets.
-pub const MODEL_STVK: u32 = 1;
-/// [`MaterialRecord::model`]: StVK membrane triangles (cloth).
-pub const MODEL_MEMBRANE_STVK: u32 = 2;
-
 /// Vertex flag: position prescribed (pinned or kinematic); not solved.
 pub const VERTEX_KINEMATIC: u32 = 1;
 /// Vertex flag: no valid acceleration history (first step, after a rollback or a user edit);
@@ -31,7 +24,7 @@ pub const FROZEN_DIVERGED: u32 = 2;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct MaterialRecord {
-    /// `MODEL_*`.
+    /// `material::MODEL_*`.
     pub model: u32,
     /// μ \[Pa\].
     pub mu: f32,

@@ -5,6 +5,7 @@
 use std::sync::mpsc::channel;
 
 use pliant::prelude::*;
+use pliant::rapier::RapierCoupling;
 use pliant::rapier::rapier3d::parry::shape::TriMeshFlags;
 use pliant::rapier::rapier3d::parry::utils::Array2;
 use pliant::rapier::rapier3d::prelude::{
@@ -117,12 +118,13 @@ fn every_collider_shape_stops_a_falling_soft_cube() {
         let mut colliders = ColliderSet::new();
         let handle = colliders.insert(collider);
         let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+        let mut coupling = RapierCoupling::default();
         let offset = world.config().contact_offset;
         // The heightfield's top varies by 3 cm; start above its highest point.
         let c = world.bodies.insert(cube(0.1, Vec3::new(0.0, top + 0.05 + 0.15, 0.0)));
         let mut deepest = f32::INFINITY;
         for frame in 0..90 {
-            let report = world.step_with_rapier(&mut bodies, &colliders, &());
+            let report = coupling.step(&mut world, &mut bodies, &colliders, &());
             assert!(!report.nan_detected, "{name}: NaN at frame {frame}");
             let shape = colliders[handle].shape();
             let pose = *colliders[handle].position();
@@ -158,6 +160,8 @@ fn coupling_conserves_linear_momentum() {
     let params = IntegrationParameters { dt: DT, ..IntegrationParameters::default() };
 
     let mut world = World::new(config(Vec3::ZERO)).unwrap();
+
+    let mut coupling = RapierCoupling::default();
     let c = world.bodies.insert(cube(0.1, Vec3::ZERO));
     world.sync();
     world.set_body_velocity(c, Vec3::new(2.0, 0.0, 0.0)).unwrap();
@@ -167,7 +171,7 @@ fn coupling_conserves_linear_momentum() {
     };
     let before = total(&world, &bodies);
     for _ in 0..60 {
-        world.step_with_rapier(&mut bodies, &colliders, &());
+        coupling.step(&mut world, &mut bodies, &colliders, &());
         physics.step(
             Vec3::ZERO,
             &params,
@@ -199,6 +203,7 @@ fn attachments_grasp_and_release_at_run_time() {
     let colliders = ColliderSet::new();
     let hand = bodies.insert(RigidBodyBuilder::kinematic_position_based().translation(Vec3::new(0.0, 0.55, 0.0)));
     let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+    let mut coupling = RapierCoupling::default();
     let c = world.bodies.insert(cube(0.1, Vec3::new(0.0, 0.5, 0.0)));
     world.sync();
     let top: Vec<u32> = (0..world.body_positions(c).unwrap().len() as u32)
@@ -208,7 +213,7 @@ fn attachments_grasp_and_release_at_run_time() {
     // A pin of the user's before the attachment's, removed mid-lift below: the attachment must
     // still find its own pin.
     world.bodies.get_mut(c).unwrap().add_pin(Pin::fixed(vec![0]).released_at(0.0)).unwrap();
-    let grip = world.attach_to_rigid_body(c, &top, hand, &bodies).unwrap();
+    let grip = coupling.attach_to_rigid_body(&mut world, c, &top, hand, &bodies).unwrap();
     let mut y_hand = 0.55;
     for frame in 0..30 {
         if frame == 10 {
@@ -217,20 +222,20 @@ fn attachments_grasp_and_release_at_run_time() {
         // Lift at 0.6 m/s.
         y_hand += 0.6 * DT;
         bodies[hand].set_next_kinematic_position(Pose::from_translation(Vec3::new(0.0, y_hand, 0.0)));
-        world.step_with_rapier(&mut bodies, &colliders, &());
+        coupling.step(&mut world, &mut bodies, &colliders, &());
         bodies[hand].set_position(Pose::from_translation(Vec3::new(0.0, y_hand, 0.0)), false);
     }
     let lifted = com(&world, c).0.y;
     assert!((lifted - (y_hand - 0.05)).abs() < 0.01, "held cube at {lifted}, hand at {y_hand}");
     // The attachment's reaction carries the cube's weight (m g dt per frame, upwards on the cube).
     let (_, _, m) = com(&world, c);
-    let on_hand = world.rapier.attachment_impulses()[0].impulse;
+    let on_hand = coupling.attachment_impulses()[0].impulse;
     assert!((on_hand.y + m * 9.81 * DT).abs() < 0.1 * m * 9.81 * DT, "reaction {on_hand} for weight {}", m * 9.81);
 
-    world.detach(grip).unwrap();
-    assert!(world.detach(grip).is_err(), "detaching twice must fail");
+    coupling.detach(&mut world, grip).unwrap();
+    assert!(coupling.detach(&mut world, grip).is_err(), "detaching twice must fail");
     for _ in 0..20 {
-        world.step_with_rapier(&mut bodies, &colliders, &());
+        coupling.step(&mut world, &mut bodies, &colliders, &());
     }
     let fallen = com(&world, c).0.y;
     assert!(fallen < lifted - 0.15, "released cube did not fall: {lifted} → {fallen}");
@@ -239,19 +244,19 @@ fn attachments_grasp_and_release_at_run_time() {
     bodies[hand].set_position(Pose::from_translation(Vec3::new(0.0, fallen + 0.05, 0.0)), false);
     bodies[hand].set_next_kinematic_position(Pose::from_translation(Vec3::new(0.0, fallen + 0.05, 0.0)));
     let pins_before = world.bodies[c].pins().len();
-    let _again = world.attach_to_rigid_body(c, &top, hand, &bodies).unwrap();
+    let _again = coupling.attach_to_rigid_body(&mut world, c, &top, hand, &bodies).unwrap();
     assert_eq!(world.bodies[c].pins().len(), pins_before, "the released pin is reused");
     for _ in 0..20 {
-        world.step_with_rapier(&mut bodies, &colliders, &());
+        coupling.step(&mut world, &mut bodies, &colliders, &());
     }
     let (x, p, m) = com(&world, c);
     assert!((p / m).length() < 0.05 && (x.y - fallen).abs() < 0.02, "regrasped cube at {} moving {}", x.y, p / m);
-    assert_eq!(world.attachments().len(), 1);
+    assert_eq!(coupling.attachments().len(), 1);
     // A released slot reused for a vertex another attachment holds is rejected, as a new pin is.
-    let other = world.attach_to_targets(c, &[0, 1]).unwrap();
-    world.detach(other).unwrap();
-    assert!(world.attach_to_targets(c, &top[..1]).is_err(), "vertex {} is held twice", top[0]);
-    assert!(world.attach_to_targets(c, &[999]).is_err(), "vertex 999 does not exist");
+    let other = coupling.attach_to_targets(&mut world, c, &[0, 1]).unwrap();
+    coupling.detach(&mut world, other).unwrap();
+    assert!(coupling.attach_to_targets(&mut world, c, &top[..1]).is_err(), "vertex {} is held twice", top[0]);
+    assert!(coupling.attach_to_targets(&mut world, c, &[999]).is_err(), "vertex 999 does not exist");
 }
 
 /// A cube that lands, is thrown up and lands again: Started, Stopped, Started, each once.
@@ -264,6 +269,7 @@ fn contact_events_fire_once_per_begin_and_end() {
     // A collider without the flag is touched too, and must stay silent.
     colliders.insert(ColliderBuilder::cuboid(1.0, 0.1, 1.0).translation(Vec3::new(0.0, 0.0, 2.5)).build());
     let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+    let mut coupling = RapierCoupling::default();
     let c = world.bodies.insert(cube(0.1, Vec3::new(0.0, 0.2, 0.0)));
     let (tx, rx) = channel();
     let (ftx, _frx) = channel();
@@ -272,13 +278,13 @@ fn contact_events_fire_once_per_begin_and_end() {
         if frame == 60 {
             world.set_body_velocity(c, Vec3::new(0.0, 2.0, 0.0)).unwrap();
         }
-        world.step_with_rapier(&mut bodies, &colliders, &events);
+        coupling.step(&mut world, &mut bodies, &colliders, &events);
     }
     let got: Vec<SoftCollisionEvent> = rx.try_iter().collect();
     let kinds: Vec<bool> = got.iter().map(|e| e.started()).collect();
     assert_eq!(kinds, vec![true, false, true], "{got:?}");
     assert!(got.iter().all(|e| e.collider() == floor && e.body() == c));
-    assert!(world.rapier.touching(c, floor));
+    assert!(coupling.touching(c, floor));
 }
 
 /// Two kinematic jaws squeeze a soft cube on a table, lift it 0.3 m by friction alone, hold it
@@ -299,6 +305,7 @@ fn gripper_run(cells: u32) {
     colliders.insert(ColliderBuilder::cuboid(0.5, 0.05, 0.5).translation(Vec3::new(0.0, -0.05, 0.0)).build());
     let edge = 0.06;
     let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+    let mut coupling = RapierCoupling::default();
     let mesh = TetMesh::box_mesh(Vec3::splat(edge), [cells; 3], TetSplit::Six).unwrap();
     let c = world.bodies.insert(
         SoftBodyBuilder::tetrahedral(mesh)
@@ -337,7 +344,7 @@ fn gripper_run(cells: u32) {
         for (k, side) in [-1.0f32, 1.0].into_iter().enumerate() {
             bodies[jaws[k]].set_next_kinematic_position(Pose::from_translation(Vec3::new(side * gap, y, 0.0)));
         }
-        let report = world.step_with_rapier(&mut bodies, &colliders, &());
+        let report = coupling.step(&mut world, &mut bodies, &colliders, &());
         assert!(!report.nan_detected);
         for &j in &jaws {
             let next = *bodies[j].next_position();
@@ -392,13 +399,14 @@ fn collision_groups_and_sensors_are_respected() {
     let floor =
         colliders.insert(ColliderBuilder::cuboid(1.0, 0.05, 1.0).translation(Vec3::new(0.0, -0.6, 0.0)).build());
     let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+    let mut coupling = RapierCoupling::default();
     let c = world.bodies.insert(cube(0.1, Vec3::new(0.0, 0.5, 0.0)));
-    world.rapier.set_collision_groups(c, soft_groups);
+    coupling.set_collision_groups(c, soft_groups);
     let (tx, rx) = channel();
     let (ftx, _frx) = channel();
     let events = SoftChannelEventCollector::new(tx, ftx);
     for _ in 0..120 {
-        world.step_with_rapier(&mut bodies, &colliders, &events);
+        coupling.step(&mut world, &mut bodies, &colliders, &events);
     }
     let y = com(&world, c).0.y;
     assert!((y - (-0.55 + 0.05 + 0.001)).abs() < 0.01, "the cube should rest on the last floor, at {y}");
@@ -412,7 +420,7 @@ fn collision_groups_and_sensors_are_respected() {
             .any(|e| matches!(e, SoftCollisionEvent::Started { collider, sensor: true, .. } if *collider == sensor))
     );
     assert_eq!((started(no_force), stopped(no_force)), (1, 1), "solver-groups floor: {got:?}");
-    assert!(world.rapier.touching(c, floor));
+    assert!(coupling.touching(c, floor));
     assert!(world.find_intersections().is_empty());
 }
 
@@ -431,6 +439,7 @@ fn heavy_rigid_box_rests_on_a_soft_mattress() {
         ColliderBuilder::cuboid(0.1, 0.1, 0.1).mass(mass).friction(0.6),
     );
     let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+    let mut coupling = RapierCoupling::default();
     let mesh = TetMesh::box_mesh(Vec3::new(0.6, 0.08, 0.6), [12, 2, 12], TetSplit::Six).unwrap();
     let mattress = world.bodies.insert(
         SoftBodyBuilder::tetrahedral(mesh)
@@ -442,12 +451,12 @@ fn heavy_rigid_box_rests_on_a_soft_mattress() {
     );
     let (mut lowest, mut ratios, mut speeds) = (f32::INFINITY, Vec::new(), Vec::new());
     for frame in 0..150 {
-        world.step_with_physics_world(&mut physics, &());
+        coupling.step_with_physics_world(&mut world, &mut physics, &());
         physics.step();
         let b = &physics.bodies[box_body];
         lowest = lowest.min(b.translation().y - 0.1);
         if frame >= 120 {
-            ratios.push(world.rapier.collider_impulse(box_collider).y / (mass * 9.81 * DT));
+            ratios.push(coupling.collider_impulse(box_collider).y / (mass * 9.81 * DT));
             let v = b.linvel();
             speeds.push(((v - Vec3::Y * v.y).length(), b.angvel().length()));
         }
@@ -489,11 +498,12 @@ fn rods_and_ridges_between_vertices_hold_a_coarse_cube() {
         let mut colliders = ColliderSet::new();
         let handles: Vec<_> = parts.into_iter().map(|c| colliders.insert(c)).collect();
         let mut world = World::new(config(Vec3::new(0.0, -9.81, 0.0))).unwrap();
+        let mut coupling = RapierCoupling::default();
         let offset = world.config().contact_offset;
         let c = world.bodies.insert(cube_of_cells(0.2, 2, Vec3::new(0.0, 0.15, 0.0)));
         let mut deepest = f32::INFINITY;
         for frame in 0..120 {
-            let report = world.step_with_rapier(&mut bodies, &colliders, &());
+            let report = coupling.step(&mut world, &mut bodies, &colliders, &());
             assert!(!report.nan_detected, "{name}: NaN at frame {frame}");
             let st = world.state();
             for &[a, b] in &st.surface_edges {

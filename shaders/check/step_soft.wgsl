@@ -1,5 +1,5 @@
 // The safety check's soft flags on the device (ALGORITHMS §8), beside step_check's hard tests:
-// the residual rule (src/runtime/safety.rs residual_verdict, the CPU's ResidualGrowth) and the
+// the residual rule (src/solver/check/mod.rs residual_verdict, the CPU's ResidualGrowth) and the
 // energy test (src/runtime/fallback.rs, EnergyGain) on the energies step_energy summed.
 // A body whose sweeps ended with much more force than its first sweep left (no progress), or
 // whose island's energy grew with nothing doing work on it, raises a soft flag; three in the
@@ -12,7 +12,7 @@
 //   1  per vertex, at the end (surface contact only): a contact pair joins its bodies' islands,
 //      and between bodies whose tet shear moduli differ more than `contrast` times, or whose
 //      mean vertex masses differ more than `mass_contrast` times, makes growth count as a
-//      stall for both (src/runtime/safety.rs read_contacts; bodies alike never stall);
+//      stall for both (src/solver/check/mod.rs read_contacts; bodies alike never stall);
 //   2  one workgroup per body: its own verdict, a clamp lock or a stalled residual (a
 //      diverged one gives its bits at once);
 //   3  one workgroup per island (its lowest body): the island's soft flag, as the CPU takes it
@@ -266,7 +266,7 @@ fn beyond(a: f32, b: f32, ratio: f32) -> bool {
 }
 
 // Bodies' constants (mass, shear modulus, surface vertices, mean vertex mass): stiffness or
-// vertex-mass contrast (src/runtime/safety.rs contrasting).
+// vertex-mass contrast (src/solver/check/mod.rs contrasting).
 fn contrasting(a: vec4<f32>, b: vec4<f32>) -> bool {
     return beyond(a.y, b.y, params.contrast) || beyond(a.w, b.w, params.mass_contrast);
 }
@@ -332,7 +332,7 @@ fn main(
     let c = constants[b];
     let weight = max(c.x * params.gravity, 1e-3);
     // The force a stall is measured against: the heaviest weight among the body and those it
-    // touches (src/runtime/safety.rs residual_verdict's `carried`).
+    // touches (src/solver/check/mod.rs residual_verdict's `carried`).
     let carried = max(weight, bitcast<f32>(atomicLoad(&soft[SOFT_WORDS * b + 2u])));
     // Cloth, and bodies touching a contrasting one, flag on growth; others only diverge.
     let strict = c.y == 0.0 || (word & STRICT) != 0u;

@@ -1,5 +1,5 @@
 // Exact distances between surface primitives and additive CCD on the GPU: the twins of
-// src/collision/distance.rs (point_triangle, edge_edge) and src/collision/ccd.rs (the ACCD
+// src/math/distance.rs (point_triangle, edge_edge) and src/collision/ccd.rs (the ACCD
 // march). Not a kernel: host wrappers prepend this file (src/gpu/<domain>/mod.rs compose).
 //
 // Both pair kinds minimise ‖r‖², r = Σ w_k x_k, over a convex parameter domain: the interior
@@ -9,7 +9,7 @@
 
 const PAIR_POINT_TRIANGLE: u32 = 0u;
 const PAIR_EDGE_EDGE: u32 = 1u;
-// src/collision/distance.rs WELL_CONDITIONED.
+// src/math/distance.rs WELL_CONDITIONED.
 const WELL_CONDITIONED: f32 = 1e-4;
 // Returned by the CCD march when the motion is certified to stay apart.
 const NO_TOI: f32 = 3.0e38;
@@ -49,7 +49,7 @@ fn unit3(v: vec3<f32>) -> Unit {
     return Unit(true, m * l, s / l);
 }
 
-// A unit normal for touching primitives (src/collision/distance.rs fallback_normal).
+// A unit normal for touching primitives (src/math/distance.rs fallback_normal).
 fn fallback_normal(n: vec3<f32>, ea: vec3<f32>, eb: vec3<f32>) -> vec3<f32> {
     let un = unit3(n);
     if un.ok {

@@ -1,6 +1,6 @@
 //! Additive continuous collision detection (ACCD, Li et al. 2021; ALGORITHMS §7.2): a
 //! conservative time of impact for a point–triangle or edge–edge pair under linear vertex
-//! motion, built only from the exact distance of [`super::distance`].
+//! motion, built only from the exact distance of [`crate::math::distance`].
 //!
 //! Why it is conservative: after removing the common translation (which cannot change a
 //! distance), the closest points of the pair approach each other at most at speed
@@ -10,7 +10,7 @@
 //! the whole advance. Repeating that walks forward until the gap falls below the fraction `s` of
 //! the initial one; the time reached before that last step is returned.
 
-use super::distance::{edge_edge, point_triangle};
+use crate::math::distance::{edge_edge, point_triangle};
 use crate::math::{Real, Vector3, lit};
 
 /// Settings of additive CCD.
@@ -113,7 +113,7 @@ fn additive<R: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collision::distance;
+    use crate::math::distance;
     use glam::{DQuat, DVec3, Vec3A};
 
     use crate::test_rng::Rng;

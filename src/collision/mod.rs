@@ -5,7 +5,7 @@
 pub mod bvh;
 pub mod ccd;
 mod contact;
-pub mod distance;
+
 pub mod intersection;
 mod obstacle;
 mod posed;

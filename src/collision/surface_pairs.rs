@@ -6,7 +6,7 @@ use bytemuck::{Pod, Zeroable};
 use glam::{Vec3A, Vec4};
 
 use super::bvh::{Aabb, Bvh};
-use super::distance::{Closest, edge_edge, point_triangle};
+use crate::math::distance::{Closest, edge_edge, point_triangle};
 use crate::state::SimState;
 
 /// [`ContactPair::kind`]: vertex `vertices[0]` against triangle `vertices[1..4]`.

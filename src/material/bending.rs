@@ -182,7 +182,7 @@ pub fn damping_term<R: Real>(x: &[R::V3; 4], v: &[R::V3; 4], a: usize, k: R) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::material::fd;
+    use crate::math::fd;
     use glam::{DVec3, Vec2};
 
     fn hinge() -> [DVec3; 4] {

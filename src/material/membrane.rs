@@ -220,7 +220,7 @@ pub fn damping_term<R: Real>(f: &[R::V3; 2], f_dot: &[R::V3; 2], g_a: [R; 2], me
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::material::fd;
+    use crate::math::fd;
     use glam::DVec3;
 
     const MU: f64 = 7.7e5 * 5e-4;

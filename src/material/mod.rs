@@ -10,8 +10,13 @@ pub mod stable_neo_hookean;
 pub mod stvk;
 pub mod tet;
 
-#[cfg(test)]
-pub(crate) mod fd;
+/// Material model id of stable neo-Hookean tets, as the packed state's material records and the
+/// GPU kernels store it.
+pub(crate) const MODEL_STABLE_NEO_HOOKEAN: u32 = 0;
+/// Material model id of StVK tets.
+pub(crate) const MODEL_STVK: u32 = 1;
+/// Material model id of StVK membrane triangles (cloth).
+pub(crate) const MODEL_MEMBRANE_STVK: u32 = 2;
 
 /// An invalid material parameter.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -145,11 +150,12 @@ impl SolidMaterial {
         }
     }
 
-    /// The model's id in [`crate::state::MaterialRecord::model`].
+    /// The model's id in the packed state's material records ([`MODEL_STABLE_NEO_HOOKEAN`],
+    /// [`MODEL_STVK`]).
     pub(crate) fn model_id(&self) -> u32 {
         match self {
-            Self::StableNeoHookean(_) => crate::state::MODEL_STABLE_NEO_HOOKEAN,
-            Self::StVK(_) => crate::state::MODEL_STVK,
+            Self::StableNeoHookean(_) => MODEL_STABLE_NEO_HOOKEAN,
+            Self::StVK(_) => MODEL_STVK,
         }
     }
 }

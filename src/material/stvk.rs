@@ -121,7 +121,7 @@ pub fn damping_term<R: Real>(f: &R::M3, f_dot: &R::M3, g_a: R::V3, volume: R, mu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::material::fd;
+    use crate::math::fd;
     use glam::DVec3;
 
     const MU: f64 = 2.0e5;

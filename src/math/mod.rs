@@ -1,8 +1,13 @@
 //! Maths shared by every solver: scalar-generic vectors ([`Real`]), symmetric 3×3 solves,
-//! PSD projection and small dense SPD solves.
+//! PSD projection, small dense SPD solves, and closest points between points, triangles and
+//! edges with the derivatives of their squared distance ([`distance`]), which meshes,
+//! collision and the solvers share.
 
 mod atan;
 mod dense;
+pub mod distance;
+#[cfg(test)]
+pub(crate) mod fd;
 mod real;
 mod sym3;
 

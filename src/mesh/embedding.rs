@@ -12,7 +12,7 @@
 use glam::{DMat3, DVec3, IVec3, Vec3, Vec4};
 
 use super::{MeshError, TetMesh, validate};
-use crate::collision::distance::point_triangle;
+use crate::math::distance::point_triangle;
 
 /// How far below zero a barycentric weight may be (relative) and still count as inside: points
 /// on a shared face or edge, up to rounding.

@@ -16,7 +16,7 @@ use glam::{DVec3, IVec3, Vec3};
 
 use super::embedding::closest_in_tet;
 use super::surface::extract_boundary;
-use crate::collision::distance::point_triangle;
+use crate::math::distance::point_triangle;
 
 /// The least volume a tet keeps while its vertices are moved, as a share of its lattice
 /// volume: a fifth keeps the tets of a conformed body within a factor of a few of the

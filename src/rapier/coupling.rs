@@ -22,7 +22,7 @@ use super::events::{SoftCollisionEvent, SoftContactForceEvent, SoftEventHandler}
 use super::shape::ColliderGeometry;
 use crate::body::SoftBodyHandle;
 use crate::collision::{Obstacle, ObstacleShape, PosedShape, RigidPose};
-use crate::runtime::SubstepContext;
+use crate::runtime::{FrameMotion, SubstepContext};
 use crate::solver::carrier::CarrierBody;
 use crate::state::VERTEX_KINEMATIC;
 
@@ -114,7 +114,7 @@ pub struct RapierCoupling {
     /// rapier's solver substeps per step; `None`: rapier's default.
     substeps: Option<usize>,
     /// Bodies on joints this frame (rapier holds them; never carriers). Filled by
-    /// `World::step_with_physics_world`, which sees the joint sets.
+    /// `RapierCoupling::step_with_physics_world`, which sees the joint sets.
     pub(super) jointed: Vec<RigidBodyHandle>,
 }
 
@@ -134,7 +134,7 @@ impl RapierCoupling {
     /// rapier's solver substeps per step (`IntegrationParameters::num_solver_iterations`):
     /// dynamic bodies' end poses are predicted the way rapier will integrate them. Set it when
     /// your integration parameters differ from rapier's default;
-    /// [`World::step_with_physics_world`](crate::runtime::World::step_with_physics_world) reads
+    /// [`RapierCoupling::step_with_physics_world`] reads
     /// it from the world. Pliant takes rapier's gravity to be its own `StepConfig::gravity`.
     pub fn set_rapier_substeps(&mut self, substeps: usize) {
         self.substeps = Some(substeps);
@@ -351,9 +351,9 @@ pub(super) fn build_frame(
     bodies: &RigidBodySet,
     colliders: &ColliderSet,
     params: FrameParams,
-    obstacles: &mut Vec<Obstacle>,
-    carriers: &mut Vec<CarrierBody>,
+    motion: &mut FrameMotion,
 ) -> Frame {
+    let FrameMotion { obstacles, carriers } = motion;
     let FrameParams { dt, gravity, margin, carriers: carriers_allowed, soft_box } = params;
     let mut frame = Frame { dt, ..Frame::default() };
     let substeps = coupling.rapier_substeps_or_default();

@@ -5,11 +5,10 @@
 use glam::{DVec3, Vec3, Vec4};
 
 use crate::body::{BodySet, BodyShape, SoftBody, SoftBodyHandle};
-use crate::material::{bending, membrane::TriRest, tet::TetRest};
+use crate::material::{MODEL_MEMBRANE_STVK, bending, membrane::TriRest, tet::TetRest};
 use crate::mesh::{Csr, vertex_element_csr};
 use crate::state::{
-    BodyRecord, HingeElement, MODEL_MEMBRANE_STVK, MaterialRecord, SimState, TetElement, TriElement, VERTEX_KINEMATIC,
-    VERTEX_NO_HISTORY,
+    BodyRecord, HingeElement, MaterialRecord, SimState, TetElement, TriElement, VERTEX_KINEMATIC, VERTEX_NO_HISTORY,
 };
 
 /// Where a body lives in the packed state.

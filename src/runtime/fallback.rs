@@ -10,15 +10,18 @@ use glam::{DVec3, Vec3A, Vec4};
 use super::assemble::BodySlot;
 use super::budget::BudgetPlanner;
 use super::config::{FallbackPolicy, StepConfig};
-use super::energy::body_energies;
 use super::islands::islands;
 use super::report::{IslandReport, StepPath, StepReport};
-use super::safety::{BodyVerdict, CheckInput, CheckScratch, FallbackReason, MAX_SPEED, check_bodies};
 use super::transaction::Snapshot;
 use crate::body::SoftBodyHandle;
 use crate::collision::Obstacle;
 use crate::solver::VbdScratch;
 use crate::solver::al::{AlInput, AlScratch, AlSettings, al_step};
+use crate::solver::check::energy::body_energies;
+use crate::solver::check::{
+    BodyVerdict, CheckInput, CheckScratch, ENERGY_FLOOR, ENERGY_GAIN, FallbackReason, MAX_SPEED, SOFT_LIMIT,
+    SOFT_WINDOW, check_bodies,
+};
 use crate::solver::union_find::UnionFind;
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
@@ -28,13 +31,6 @@ pub const HOLD_FRAMES: u32 = 10;
 const RETRY_WINDOW: u64 = 30;
 /// Longest hold \[frames\].
 pub const MAX_HOLD_FRAMES: u32 = 120;
-/// Energy gain, as a share of the island's energy scale, that raises a soft flag.
-pub(crate) const ENERGY_GAIN: f64 = 0.05;
-/// Energy gain \[J\] below which no step is suspect, whatever its island's scale.
-pub(crate) const ENERGY_FLOOR: f64 = 1e-3;
-/// Soft flags within the last [`SOFT_WINDOW`] substeps that send an island to the fallback.
-pub(crate) const SOFT_LIMIT: u32 = 3;
-pub(crate) const SOFT_WINDOW: u32 = 5;
 
 /// A body's fallback history.
 #[derive(Clone, Copy, Debug, Default)]

@@ -1,7 +1,8 @@
 //! What a step reports.
 
 use crate::body::SoftBodyHandle;
-use crate::runtime::FallbackReason;
+pub use crate::solver::check::FallbackReason;
+pub use crate::solver::check::energy::Energies;
 
 /// Which solver produced an island's step.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -56,27 +57,6 @@ pub struct IslandReport {
     pub min_distance: Option<f64>,
     /// Fraction of the step the fallback travelled (1 on the fast path and when converged).
     pub travelled: f64,
-}
-
-/// Energies of the whole world at the end of a step \[J\].
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct Energies {
-    /// `½ Σ m |v|²`.
-    pub kinetic: f64,
-    /// Elastic energy Ψ (membrane and bending included).
-    pub elastic: f64,
-    /// Gravitational potential `−Σ m g·x` (zero at the origin).
-    pub gravitational: f64,
-    /// Contact penalty energy.
-    pub contact: f64,
-}
-
-impl Energies {
-    /// Sum of all terms.
-    pub fn total(&self) -> f64 {
-        self.kinetic + self.elastic + self.gravitational + self.contact
-    }
 }
 
 /// What happened in one `World::step`.

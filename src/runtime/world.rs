@@ -14,12 +14,13 @@ use crate::collision::{ContactModel, ContactStiffness, Obstacle, ObstacleShape, 
 use crate::error::PliantError;
 use crate::runtime::assemble::{BodySlot, assemble, rebuild_color_lists};
 use crate::runtime::config::{Backend, ConfigError, StepConfig};
-use crate::runtime::energy;
 use crate::runtime::events::PliantEvent;
 use crate::runtime::fallback::{Settle, SubstepInfo, settle_substep};
+use crate::runtime::hooks::{FrameMotion, StepHooks, SubstepContext};
 use crate::runtime::kinematics::{reset_anchors, update_pin_flags, write_targets};
 use crate::runtime::report::StepReport;
 use crate::runtime::transaction::Snapshot;
+use crate::solver::check::energy;
 use crate::solver::{VbdScratch, VbdSettings, vbd_step};
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
@@ -107,15 +108,12 @@ pub struct World {
     momentum: crate::solver::momentum::MomentumScratch,
     /// The safety check's and fallback's state (hysteresis, active set, budget planner).
     fallback: crate::runtime::fallback::FallbackRuntime,
-    /// Obstacles moving during the coming frame, at its start and end poses (rapier colliders);
-    /// each substep takes its share of the motion. Set by a coupling before the step.
-    pub(crate) moving_obstacles: Vec<Obstacle>,
-    /// Dynamic rigid bodies that carry some of `moving_obstacles` (their `carrier` index): the
-    /// step solves their response to the soft contacts (see `solver/carrier.rs`).
-    pub(crate) carrier_bodies: Vec<crate::solver::carrier::CarrierBody>,
-    /// The rapier bridge: attachments, collision groups, contact state.
-    #[cfg(feature = "rapier")]
-    pub rapier: crate::rapier::RapierCoupling,
+    /// What moves during the coming frame besides the soft bodies: obstacles at their start and
+    /// end poses (rapier colliders), each substep taking its share of the motion, and the
+    /// dynamic rigid bodies that carry some of them (their `carrier` index), whose response to
+    /// the soft contacts the step solves (see `solver/carrier.rs`). Set by a hook before the
+    /// step ([`StepHooks::before_step`]).
+    pub(crate) motion: FrameMotion,
     /// The GPU backend's device and state.
     #[cfg(feature = "gpu")]
     gpu: gpu::GpuRuntime,
@@ -142,10 +140,7 @@ impl World {
             pin_marks: Vec::new(),
             momentum: Default::default(),
             fallback: Default::default(),
-            moving_obstacles: Vec::new(),
-            carrier_bodies: Vec::new(),
-            #[cfg(feature = "rapier")]
-            rapier: crate::rapier::RapierCoupling::default(),
+            motion: FrameMotion::default(),
             #[cfg(feature = "gpu")]
             gpu: gpu::GpuRuntime::default(),
         };
@@ -289,10 +284,10 @@ impl World {
     /// The static obstacles followed by the moving ones of the last frame (rapier colliders, at
     /// that frame's end poses); [`Intersection::InsideObstacle`] indexes this list.
     pub fn all_obstacles(&self) -> Cow<'_, [Obstacle]> {
-        if self.moving_obstacles.is_empty() {
+        if self.motion.obstacles.is_empty() {
             Cow::Borrowed(&self.obstacles)
         } else {
-            Cow::Owned(self.obstacles.iter().chain(&self.moving_obstacles).cloned().collect())
+            Cow::Owned(self.obstacles.iter().chain(&self.motion.obstacles).cloned().collect())
         }
     }
 
@@ -446,19 +441,36 @@ impl World {
     /// waiting for it; see [`StepReport`] for what such a report holds and
     /// [`World::latest_positions`] for the newest finished frame.
     pub fn step(&mut self) -> StepReport {
-        self.moving_obstacles.clear();
-        self.carrier_bodies.clear();
-        self.step_coupled(None)
+        self.motion.clear();
+        self.step_frame(None)
     }
 
-    /// [`World::step`] with the moving obstacles in `self.moving_obstacles` and, after every
-    /// substep, `hook` (the rapier bridge reads contact and pin impulses there). A coupled step
-    /// runs on the CPU.
-    pub(crate) fn step_coupled(&mut self, mut hook: Option<&mut dyn FnMut(&mut SubstepContext<'_>)>) -> StepReport {
+    /// [`World::step`] with `hooks` called at its named points: before the frame (the frame's
+    /// moving obstacles), after every substep and after the frame (see [`StepHooks`]; the
+    /// rapier coupling is one). A hooked step runs on the CPU.
+    pub fn step_with_hooks(&mut self, hooks: &mut dyn StepHooks) -> StepReport {
+        self.sync();
+        let mut motion = std::mem::take(&mut self.motion);
+        motion.clear();
+        hooks.before_step(self, &mut motion);
+        self.motion = motion;
+        let mut report = self.step_frame(Some(&mut *hooks));
+        hooks.after_step(self, &mut report);
+        report
+    }
+
+    /// The moving obstacles of the last frame, where the step left them (empty unless a hook
+    /// set some).
+    pub fn moving_obstacles(&self) -> &[Obstacle] {
+        &self.motion.obstacles
+    }
+
+    /// One frame, with `hooks` after every substep when given.
+    fn step_frame(&mut self, mut hooks: Option<&mut dyn StepHooks>) -> StepReport {
         let wall = Instant::now();
         self.sync();
         #[cfg(feature = "gpu")]
-        if let Some(report) = self.try_step_gpu(wall, hook.is_some()) {
+        if let Some(report) = self.try_step_gpu(wall, hooks.is_some()) {
             return report;
         }
         let c = &self.config;
@@ -485,7 +497,8 @@ impl World {
         // Carried obstacles: the rest of the frame's motion, re-based after each substep on the
         // pose the substep solved.
         let mut remaining: Vec<Option<PosedShape>> = self
-            .moving_obstacles
+            .motion
+            .obstacles
             .iter()
             .map(|o| match &o.shape {
                 ObstacleShape::Posed(p) if p.carrier.is_some() => Some(p.clone()),
@@ -508,13 +521,13 @@ impl World {
                 &mut self.scratch.targets,
             );
             self.snapshot.save(&self.state);
-            let obstacles: Cow<'_, [Obstacle]> = if self.moving_obstacles.is_empty() {
+            let obstacles: Cow<'_, [Obstacle]> = if self.motion.obstacles.is_empty() {
                 Cow::Borrowed(&self.obstacles)
             } else {
                 let n = c.substeps as f32;
                 let (s0, s1) = (substep as f32 / n, (substep + 1) as f32 / n);
                 let left = (c.substeps - substep) as f32;
-                let moving = self.moving_obstacles.iter().zip(&remaining).map(|(o, r)| match (&o.shape, r) {
+                let moving = self.motion.obstacles.iter().zip(&remaining).map(|(o, r)| match (&o.shape, r) {
                     (_, Some(r)) => Obstacle { shape: ObstacleShape::Posed(r.between(0.0, 1.0 / left)), ..o.clone() },
                     (ObstacleShape::Posed(p), None) if c.substeps > 1 => {
                         Obstacle { shape: ObstacleShape::Posed(p.between(s0, s1)), ..o.clone() }
@@ -525,7 +538,7 @@ impl World {
             };
             let n = c.substeps as f32;
             self.scratch.carriers.clear();
-            self.scratch.carriers.extend(self.carrier_bodies.iter().map(|b| b.at((substep + 1) as f32 / n, h)));
+            self.scratch.carriers.extend(self.motion.carriers.iter().map(|b| b.at((substep + 1) as f32 / n, h)));
             let fast_start = Instant::now();
             let stats = vbd_step(&mut self.state, &mut self.scratch, &obstacles, h, &settings);
             let fast_ms = fast_start.elapsed().as_secs_f64() * 1e3;
@@ -572,7 +585,7 @@ impl World {
             }
             self.time = t0 + h as f64;
             report.pin_lag = pin_lag(&self.state, &self.scratch.targets);
-            if let Some(hook) = hook.as_mut() {
+            if let Some(hooks) = hooks.as_deref_mut() {
                 // Momentum goes between soft and rigid bodies: the sweeps' own drift must not.
                 self.momentum.skip.clear();
                 self.momentum.skip.extend(self.slots.iter().map(|s| report.rolled_back.contains(&s.handle)));
@@ -584,7 +597,7 @@ impl World {
                     h,
                     &mut self.momentum,
                 );
-                hook(&mut SubstepContext {
+                hooks.after_substep(&mut SubstepContext {
                     state: &mut self.state,
                     scratch: &mut self.scratch,
                     obstacles: &obstacles,
@@ -597,7 +610,7 @@ impl World {
             }
         }
         // The frame's carried obstacles end where the last substep put them.
-        for (o, r) in self.moving_obstacles.iter_mut().zip(&remaining) {
+        for (o, r) in self.motion.obstacles.iter_mut().zip(&remaining) {
             if let (ObstacleShape::Posed(p), Some(r)) = (&mut o.shape, r) {
                 *p = p.with_end(r.start);
             }
@@ -689,29 +702,6 @@ impl World {
         } else if !self.config.measure_state {
             self.measure(report);
         }
-    }
-}
-
-/// What a coupling sees after each CPU substep: the state just stepped and the solver scratch
-/// that can tell the impulses obstacles and pins gave each vertex.
-pub(crate) struct SubstepContext<'a> {
-    pub state: &'a mut SimState,
-    pub scratch: &'a mut VbdScratch,
-    /// This substep's obstacles: the static ones, then the moving ones from `moving_start`.
-    pub obstacles: &'a [Obstacle],
-    pub moving_start: usize,
-    pub contact: ContactModel,
-    /// Substep length \[s\].
-    pub h: f32,
-    pub slots: &'a [BodySlot],
-    /// Bodies whose substep was rolled back (non-finite state) so far in this frame.
-    pub rolled_back: &'a [SoftBodyHandle],
-}
-
-impl SubstepContext<'_> {
-    /// The impulses \[N·s\] obstacles and pins gave `vertices` over this substep.
-    pub fn impulses(&mut self, vertices: &[u32], out: &mut Vec<Vec3A>) {
-        self.scratch.environment_impulses(self.state, self.contact, self.h, vertices, out);
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod al;
 pub(crate) mod carrier;
 pub mod chebyshev;
+pub(crate) mod check;
 pub mod init;
 pub mod integrator;
 pub(crate) mod linear;

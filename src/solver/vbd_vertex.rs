@@ -8,10 +8,11 @@ use super::parallel::{PhaseCell, SharedSlice};
 use super::vbd_contact::{SurfaceContactScratch, limit_move, relative_displacement};
 use super::vbd_edges::{add_edge_terms, limit_edge_move};
 use crate::collision::{ContactModel, ContactParams, ContactPoint, Obstacle, add_contact, limit_step};
+use crate::material::MODEL_STABLE_NEO_HOOKEAN;
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
 use crate::math::solve_sym3;
 use crate::mesh::unpack_entry;
-use crate::state::{MODEL_STABLE_NEO_HOOKEAN, SimState};
+use crate::state::SimState;
 
 /// Read-only per-step inputs of the vertex update.
 #[derive(Clone, Copy)]

@@ -91,6 +91,7 @@ impl AlPairs {
 
 #[cfg(test)]
 mod tests {
+    use crate::gpu::al::fixture::GpuPairs;
     use glam::{DVec3, Vec4};
 
     use super::*;

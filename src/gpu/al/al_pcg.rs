@@ -407,6 +407,7 @@ impl AlPcg {
 
 #[cfg(test)]
 mod tests {
+    use crate::gpu::al::fixture::GpuPairs;
     use glam::{DMat3, DVec3, Vec4};
 
     use super::*;

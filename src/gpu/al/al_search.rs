@@ -260,6 +260,7 @@ impl AlSearch {
 
 #[cfg(test)]
 mod tests {
+    use crate::gpu::al::fixture::GpuPairs;
     use glam::{DMat3, DVec3, Vec4};
 
     use super::*;

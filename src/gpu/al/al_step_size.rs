@@ -161,6 +161,7 @@ impl AlStepSize {
 
 #[cfg(test)]
 mod tests {
+    use crate::gpu::al::fixture::GpuPairs;
     use glam::Vec4;
 
     use super::*;

@@ -283,3 +283,37 @@ impl Device {
         assert_eq!(ctx.error(), None);
     }
 }
+
+/// The CPU's active set as the GPU's AL kernels read it (their tests' bridge from the oracle).
+pub(crate) trait GpuPairs {
+    /// Every pair as an [`AlPair`] record.
+    fn gpu_pairs(&self) -> Vec<AlPair>;
+}
+
+impl GpuPairs for ActiveSet {
+    fn gpu_pairs(&self) -> Vec<AlPair> {
+        use crate::gpu::al::al_pcg::NO_VERTEX;
+        let f3 = |v: DVec3| v.as_vec3().to_array();
+        self.list
+            .iter()
+            .map(|c| {
+                let moving = c.key.moving_vertices().len();
+                AlPair {
+                    vertices: std::array::from_fn(|k| if k < moving { c.key.vertices[k] } else { NO_VERTEX }),
+                    gradient: c.grad.map(f3),
+                    base: c.base.map(f3),
+                    weights: c.weights.map(|w| w as f32),
+                    frame: f3(c.frame),
+                    distance: c.distance as f32,
+                    lambda: c.lambda as f32,
+                    gamma: c.gamma as f32,
+                    friction: c.friction as f32,
+                    normal_force: c.normal_force as f32,
+                    // The GPU's kinds are the CPU's.
+                    kind: c.key.kind,
+                    obstacle: if c.key.kind == PAIR_OBSTACLE { c.key.vertices[1] } else { 0 },
+                }
+            })
+            .collect()
+    }
+}

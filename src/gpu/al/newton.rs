@@ -160,6 +160,7 @@ impl AlNewton {
 
 #[cfg(test)]
 mod tests {
+    use crate::gpu::al::fixture::GpuPairs;
     use glam::{DVec3, Vec4};
 
     use super::*;

@@ -1,4 +1,4 @@
-//! The safety check on the GPU (the twin of `solver::safety`): hard tests (`step_check`), the
+//! The safety check on the GPU (the twin of `solver::check`): hard tests (`step_check`), the
 //! energy test (`step_energy`), the residual rule, island and clamp-lock flags (`step_soft`) and
 //! the rollback of non-finite or unsafe substeps (`step_guard`).
 

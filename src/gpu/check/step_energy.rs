@@ -166,7 +166,7 @@ mod tests {
     use crate::gpu::pack::{pack_index, pack_records};
     use crate::gpu::test_support;
     use crate::prelude::*;
-    use crate::runtime::energy::body_energies;
+    use crate::solver::check::energy::body_energies;
     use crate::test_rng::Rng;
 
     /// A stable neo-Hookean cube, a StVK cube and a bending cloth, deformed and moving at

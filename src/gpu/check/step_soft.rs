@@ -1,5 +1,5 @@
 //! Host side of `shaders/check/step_soft.wgsl`: the safety check's soft flags on the device, the
-//! residual rule (the CPU's `runtime::safety::residual_verdict`) and the energy test over
+//! residual rule (the CPU's `solver::check::residual_verdict`) and the energy test over
 //! islands (on [`crate::gpu::check::step_energy`]'s sums), so a GPU step whose sweeps stall (a stiff block
 //! on a soft sheet, stacked cloth), diverge or make energy from nothing (a stiff clamped beam)
 //! is redone by the fallback as on the CPU.
@@ -7,10 +7,10 @@
 use crate::gpu::GpuContext;
 use crate::gpu::contact::layout::ContactLayout;
 use crate::gpu::kernel::{Bound, ComputeKernel, WORKGROUP};
-use crate::runtime::fallback::{ENERGY_FLOOR, ENERGY_GAIN, SOFT_LIMIT, SOFT_WINDOW};
-use crate::runtime::safety::{
+use crate::solver::check::{
     CLAMP_LOCK_SHARE, DIVERGED_WEIGHTS, MASS_CONTRAST, RESIDUAL_WEIGHT_SHARE, STIFFNESS_CONTRAST,
 };
+use crate::solver::check::{ENERGY_FLOOR, ENERGY_GAIN, SOFT_LIMIT, SOFT_WINDOW};
 use crate::state::SimState;
 use bytemuck::{Pod, Zeroable};
 
@@ -177,7 +177,7 @@ pub fn body_constants(st: &SimState) -> Vec<[f32; 4]> {
         out[b][1] = out[b][1].max(st.materials[t.material as usize].mu);
     }
     for (b, c) in out.iter_mut().enumerate() {
-        c[3] = crate::runtime::safety::mean_vertex_mass(st, b) as f32;
+        c[3] = crate::solver::check::mean_vertex_mass(st, b) as f32;
     }
     out
 }
@@ -188,7 +188,7 @@ mod tests {
     use crate::gpu::buffers::{output, read_blocking, storage};
     use crate::gpu::check::step_energy::{DRIVEN, ENERGY_WORDS};
     use crate::gpu::test_support;
-    use crate::runtime::safety::{ResidualVerdict, contrasting, residual_verdict};
+    use crate::solver::check::{ResidualVerdict, contrasting, residual_verdict};
     use crate::state::BodyRecord;
     use crate::test_rng::Rng;
 

@@ -11,10 +11,10 @@ use std::collections::HashMap;
 
 use glam::{DMat3, DVec3, Vec3A};
 
-use crate::collision::distance::{edge_edge, point_triangle};
 use crate::collision::surface_pairs::PAIR_POINT_TRIANGLE;
 use crate::collision::swept::{PAIR_OBSTACLE, PairKey};
 use crate::collision::{Obstacle, friction_f0, friction_f1_over_u};
+use crate::math::distance::{edge_edge, point_triangle};
 use crate::state::SimState;
 
 use crate::solver::al::problem::NO_DOF;
@@ -35,17 +35,17 @@ pub(crate) struct Constraint {
     /// Distance at the safe iterate \[m\].
     pub distance: f64,
     /// `∂d/∂x_k` at the safe iterate.
-    grad: [DVec3; 4],
+    pub grad: [DVec3; 4],
     /// Positions of the safe iterate.
-    base: [DVec3; 4],
+    pub base: [DVec3; 4],
     /// Coulomb coefficient.
-    friction: f64,
+    pub friction: f64,
     /// Lagged normal force Λ \[N\].
-    normal_force: f64,
+    pub normal_force: f64,
     /// Lagged friction frame: the normal whose tangent plane friction acts in.
-    frame: DVec3,
+    pub frame: DVec3,
     /// Closest-point weights when the pair joined (`P − Q = Σ w_k x_k`).
-    weights: [f64; 4],
+    pub weights: [f64; 4],
 }
 
 fn positions(key: &PairKey, x: &[DVec3]) -> [DVec3; 4] {
@@ -266,36 +266,6 @@ impl ActiveSet {
     pub fn retain_vertices(&mut self, keep: impl Fn(u32) -> bool) {
         self.list.retain(|c| c.key.moving_vertices().iter().all(|&v| keep(v)));
         self.prune();
-    }
-}
-
-#[cfg(all(test, feature = "gpu"))]
-impl ActiveSet {
-    /// The set as the GPU's AL kernels read it (their tests' bridge from this oracle).
-    pub(crate) fn gpu_pairs(&self) -> Vec<crate::gpu::al::al_pcg::AlPair> {
-        use crate::gpu::al::al_pcg::{AlPair, NO_VERTEX};
-        let f3 = |v: DVec3| v.as_vec3().to_array();
-        self.list
-            .iter()
-            .map(|c| {
-                let moving = c.key.moving_vertices().len();
-                AlPair {
-                    vertices: std::array::from_fn(|k| if k < moving { c.key.vertices[k] } else { NO_VERTEX }),
-                    gradient: c.grad.map(f3),
-                    base: c.base.map(f3),
-                    weights: c.weights.map(|w| w as f32),
-                    frame: f3(c.frame),
-                    distance: c.distance as f32,
-                    lambda: c.lambda as f32,
-                    gamma: c.gamma as f32,
-                    friction: c.friction as f32,
-                    normal_force: c.normal_force as f32,
-                    // The GPU's kinds are the CPU's.
-                    kind: c.key.kind,
-                    obstacle: if c.key.kind == PAIR_OBSTACLE { c.key.vertices[1] } else { 0 },
-                }
-            })
-            .collect()
     }
 }
 

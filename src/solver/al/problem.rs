@@ -8,11 +8,12 @@
 
 use glam::{DMat3, DVec3};
 
+use crate::material::MODEL_STABLE_NEO_HOOKEAN;
 use crate::material::tet::TetRest;
 use crate::material::{bending, membrane, stable_neo_hookean, stvk};
 use crate::math::project_psd;
 use crate::solver::linear::BlockCsr;
-use crate::state::{MODEL_STABLE_NEO_HOOKEAN, SimState, TetElement, TriElement};
+use crate::state::{SimState, TetElement, TriElement};
 
 /// No unknown: the vertex is held at its given position.
 pub(crate) const NO_DOF: u32 = u32::MAX;

@@ -7,10 +7,10 @@ use glam::{DMat3, DVec3};
 
 use crate::collision::Obstacle;
 use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
-use crate::collision::distance::{edge_edge, point_triangle};
 use crate::collision::surface_pairs::PAIR_POINT_TRIANGLE;
 use crate::collision::swept::{PAIR_OBSTACLE, PairKey, SweptPairs, obstacle_toi, pair_motion};
 use crate::material::tet::cofactor;
+use crate::math::distance::{edge_edge, point_triangle};
 use crate::state::SimState;
 
 /// Minimum separation the fallback keeps between primitives \[m\]: ten times below the fast

@@ -1,4 +1,4 @@
-//! What a finished step leaves for the safety check (`runtime/safety.rs`): which vertices
+//! What a finished step leaves for the safety check (`solver/check/mod.rs`): which vertices
 //! ended held by their displacement bound, each body's force residual at the first and last
 //! sweep, and the kinematic targets the step used.
 

@@ -62,7 +62,7 @@ impl World {
         let c = &self.config;
         c.gpu_fallback
             && c.fallback != FallbackPolicy::Never
-            && !self.obstacles.iter().chain(&self.moving_obstacles).any(|o| o.moves())
+            && !self.obstacles.iter().chain(&self.motion.obstacles).any(|o| o.moves())
     }
 
     /// The GPU fallback's settings for substeps of length `h`, or `None` where it does not

@@ -599,7 +599,7 @@ mod tests {
 
     #[test]
     fn derivatives_match_finite_differences_in_every_region() {
-        let deform = |x, seed| crate::material::fd::deform(place(x), 0.05, seed);
+        let deform = |x, seed| crate::math::fd::deform(place(x), 0.05, seed);
         for (x, free, _) in triangle_regions() {
             // The jitter must not move the closest point into another region.
             let same = (0..4)

@@ -1,4 +1,4 @@
-//! Finite-difference checks for element energies (tests only): central differences of the
+//! Finite-difference checks for energies and distances (tests only): central differences of the
 //! energy against the gradient and of the gradient against the Hessian, in f64, relative error
 //! below 1e-4 (the bar; we see 1e-7 typically).
 

@@ -2,6 +2,8 @@
 //! body, whether the step's result may be kept. Hard failures send the body's island to the
 //! fallback at once; soft ones count towards it (three in five frames).
 
+pub mod energy;
+
 use glam::{DVec3, Vec3A, Vec4};
 
 use crate::collision::Obstacle;
@@ -85,6 +87,14 @@ pub const STIFFNESS_CONTRAST: f64 = 1e3;
 /// the mesh too: two alike cubes meshed 2³ and 20³ cells apart differ 343× and count as
 /// contrasting (their sweeps are then held to the stricter rule, not exempted).
 pub const MASS_CONTRAST: f64 = 1e2;
+/// Energy gain, as a share of the island's energy scale, that raises a soft flag.
+pub(crate) const ENERGY_GAIN: f64 = 0.05;
+/// Energy gain \[J\] below which no step is suspect, whatever its island's scale.
+pub(crate) const ENERGY_FLOOR: f64 = 1e-3;
+/// Soft flags within the last [`SOFT_WINDOW`] substeps that send an island to the fallback.
+pub(crate) const SOFT_LIMIT: u32 = 3;
+/// Substeps over which soft flags are counted.
+pub(crate) const SOFT_WINDOW: u32 = 5;
 /// Share of an island's surface vertices that may end clamped.
 pub const CLAMP_LOCK_SHARE: f32 = 0.2;
 

@@ -2,10 +2,31 @@
 
 use glam::{Vec3A, Vec4};
 
-use super::report::Energies;
 use crate::collision::{ContactModel, Obstacle};
+use crate::material::MODEL_STABLE_NEO_HOOKEAN;
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
-use crate::state::{MODEL_STABLE_NEO_HOOKEAN, SimState};
+use crate::state::SimState;
+
+/// Energies of the whole world at the end of a step \[J\].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Energies {
+    /// `½ Σ m |v|²`.
+    pub kinetic: f64,
+    /// Elastic energy Ψ (membrane and bending included).
+    pub elastic: f64,
+    /// Gravitational potential `−Σ m g·x` (zero at the origin).
+    pub gravitational: f64,
+    /// Contact penalty energy.
+    pub contact: f64,
+}
+
+impl Energies {
+    /// Sum of all terms.
+    pub fn total(&self) -> f64 {
+        self.kinetic + self.elastic + self.gravitational + self.contact
+    }
+}
 
 #[inline]
 fn p(st: &SimState, i: u32) -> Vec3A {
