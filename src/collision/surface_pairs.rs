@@ -297,6 +297,13 @@ pub fn primitive_box<const K: usize>(x: &[Vec4], y: Option<&[Vec4]>, p: [u32; K]
     b.inflate(r)
 }
 
+/// Search radius r_v of a vertex of body `b` \[m\]: a quarter of the body's mean surface edge
+/// (so a flat sheet finds no self pairs between non-adjacent primitives) and at least twice the
+/// contact offset (so resting contact is always found).
+pub(crate) fn search_radius(st: &SimState, b: u32, offset: f32) -> f32 {
+    (0.25 * st.bodies[b as usize].surface_edge_length).max(2.0 * offset)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,7 +58,7 @@ use crate::gpu::vbd::vbd_divergence::{VbdDivergence, VbdDivergenceBuffers};
 use crate::gpu::vbd::vbd_finish::{VbdFinish, VbdFinishBuffers};
 use crate::gpu::vbd::vbd_inertia::{GpuVertexStep, VbdInertia, VbdInertiaBuffers, VbdInertiaParams};
 use crate::gpu::{GpuContext, GpuError};
-use crate::solver::chebyshev::ChebyshevSchedule;
+use crate::solver::vbd::chebyshev::ChebyshevSchedule;
 use crate::solver::{Initialization, Integrator, SurfaceContactSettings};
 use crate::state::{SimState, VERTEX_KINEMATIC};
 

@@ -23,7 +23,7 @@ use super::shape::ColliderGeometry;
 use crate::body::SoftBodyHandle;
 use crate::collision::{Obstacle, ObstacleShape, PosedShape, RigidPose};
 use crate::runtime::{FrameMotion, SubstepContext};
-use crate::solver::carrier::CarrierBody;
+use crate::solver::vbd::carrier::CarrierBody;
 use crate::state::VERTEX_KINEMATIC;
 
 /// A (soft body, collider) pair as an ordered key (collider handles are not `Ord`), so events
@@ -479,7 +479,7 @@ impl Accumulator {
                 }
                 // The vertex's edge contacts (`vbd_edges`) share by their penalty depth too,
                 // weighted by the vertex's part of the edge point.
-                let edges = ctx.scratch.obstacle_edges();
+                let edges = ctx.fast.obstacle_edges();
                 for (j, w, scale, p, d, n) in edges.near(v, ctx.obstacles, &st.positions, reach) {
                     let Some(k) = j.checked_sub(ctx.moving_start) else { continue };
                     if first {
@@ -584,10 +584,10 @@ pub(super) fn carrier_follow(
             // Nothing reached it: the prediction stands, and rapier integrates it alone.
             continue;
         }
-        let change = crate::solver::carrier::pose_change(&p.end, &s.end);
+        let change = crate::solver::vbd::carrier::pose_change(&p.end, &s.end);
         let moved = change.rotation * c.center_end + change.translation - c.center_end;
-        let turn = crate::solver::carrier::rotation_vector(change.rotation);
-        let inertia = crate::solver::carrier::inertia_of(c.inv_inertia).as_mat3();
+        let turn = crate::solver::vbd::carrier::rotation_vector(change.rotation);
+        let inertia = crate::solver::vbd::carrier::inertia_of(c.inv_inertia).as_mat3();
         out.push((body, moved * (c.mass / frame.dt), inertia * (turn / frame.dt)));
     }
     out

@@ -1,9 +1,10 @@
 //! Step configuration: time step, iteration count and solver settings, with units and the
 //! reason for each default.
 
-use glam::Vec3;
+use glam::{Vec3, Vec3A};
 
-use crate::solver::{Initialization, Integrator};
+use crate::collision::{ContactModel, ContactStiffness};
+use crate::solver::{Initialization, Integrator, VbdSettings};
 
 /// An invalid configuration value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -253,6 +254,34 @@ impl StepConfig {
     /// Substep length `h = dt / substeps` \[s\].
     pub fn substep_dt(&self) -> f32 {
         self.dt / self.substeps as f32
+    }
+
+    /// The contact model of a substep of length `h`.
+    pub(crate) fn contact_model(&self, h: f32) -> ContactModel {
+        ContactModel {
+            stiffness: self.contact_stiffness.map_or_else(
+                || ContactStiffness::default_for(self.gravity.length(), self.contact_offset),
+                ContactStiffness::Absolute,
+            ),
+            offset: self.contact_offset,
+            static_slip: self.friction_eps_v * h,
+        }
+    }
+
+    /// The fast path's settings, with `iterations` sweeps per substep (the frame's plan) on
+    /// `threads` workers: derived once per frame, read by both backends.
+    pub(crate) fn vbd_settings(&self, iterations: u32, threads: usize) -> VbdSettings {
+        VbdSettings {
+            iterations,
+            chebyshev_rho: self.chebyshev_rho,
+            initialization: self.initialization,
+            integrator: self.integrator,
+            gravity: Vec3A::from(self.gravity),
+            contact: self.contact_model(self.substep_dt()),
+            threads,
+            rigid_correction: self.rigid_correction,
+            surface_contact: self.surface_settings(),
+        }
     }
 
     /// The solver's surface-contact settings for this configuration.

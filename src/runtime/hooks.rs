@@ -18,8 +18,8 @@ use super::assemble::BodySlot;
 use super::report::StepReport;
 use crate::body::SoftBodyHandle;
 use crate::collision::{ContactModel, Obstacle};
-use crate::solver::VbdScratch;
-use crate::solver::carrier::CarrierBody;
+use crate::solver::fast_path::FastResult;
+use crate::solver::vbd::carrier::CarrierBody;
 use crate::state::SimState;
 
 /// Code run at named points of [`World::step_with_hooks`]. Every method has an empty default.
@@ -74,7 +74,8 @@ impl FrameMotion {
 /// obstacles and pins gave each vertex.
 pub struct SubstepContext<'a> {
     pub(crate) state: &'a mut SimState,
-    pub(crate) scratch: &'a mut VbdScratch,
+    /// What the fast path left (the impulses are read back from its terms).
+    pub(crate) fast: &'a mut dyn FastResult,
     /// This substep's obstacles: the static ones, then the moving ones from `moving_start`.
     pub(crate) obstacles: &'a [Obstacle],
     pub(crate) moving_start: usize,
@@ -105,6 +106,6 @@ impl SubstepContext<'_> {
     /// The impulses \[N·s\] obstacles and pins gave `vertices` (indices into the packed
     /// state) over this substep, into `out`.
     pub(crate) fn impulses(&mut self, vertices: &[u32], out: &mut Vec<Vec3A>) {
-        self.scratch.environment_impulses(self.state, self.contact, self.h, vertices, out);
+        self.fast.environment_impulses(self.state, self.contact, self.h, vertices, out);
     }
 }

@@ -1,27 +1,28 @@
 //! `World`: the bodies, obstacles and configuration, and `step()`.
 
 use std::borrow::Cow;
-use std::time::Instant;
 
 #[cfg(feature = "gpu")]
 mod gpu;
+mod step;
 
 use glam::{Vec3, Vec3A, Vec4};
 
 use crate::body::{BodySet, PinMotion, SoftBodyHandle};
+use crate::collision::Obstacle;
 use crate::collision::surface_check::find_triangle_intersections;
-use crate::collision::{ContactModel, ContactStiffness, Obstacle, ObstacleShape, PosedShape};
 use crate::error::PliantError;
 use crate::runtime::assemble::{BodySlot, assemble, rebuild_color_lists};
 use crate::runtime::config::{Backend, ConfigError, StepConfig};
 use crate::runtime::events::PliantEvent;
-use crate::runtime::fallback::{Settle, SubstepInfo, settle_substep};
-use crate::runtime::hooks::{FrameMotion, StepHooks, SubstepContext};
-use crate::runtime::kinematics::{reset_anchors, update_pin_flags, write_targets};
+use crate::runtime::hooks::FrameMotion;
+use crate::runtime::kinematics::{reset_anchors, update_pin_flags};
 use crate::runtime::report::StepReport;
 use crate::runtime::transaction::Snapshot;
+use crate::solver::Vbd;
 use crate::solver::check::energy;
-use crate::solver::{VbdScratch, VbdSettings, vbd_step};
+use crate::solver::fast_path::FastResult;
+use crate::solver::vbd::carrier::Carrier;
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
 /// A crossing found by [`World::find_intersections`]. Triangles are given by their vertex
@@ -64,17 +65,6 @@ pub enum Intersection {
     },
 }
 
-/// Re-bases each carried obstacle's remaining frame motion (`remaining`, per moving obstacle)
-/// on the end pose its substep solved (`moved`) instead of the one it predicted (`predicted`).
-fn rebase_carried(remaining: &mut [Option<PosedShape>], predicted: &[Obstacle], moved: &[Obstacle]) {
-    for ((r, p), m) in remaining.iter_mut().zip(predicted).zip(moved) {
-        if let (Some(r), ObstacleShape::Posed(p), ObstacleShape::Posed(m)) = (r, &p.shape, &m.shape) {
-            let change = crate::solver::carrier::pose_change(&p.end, &m.end);
-            *r = r.with_poses(m.end, crate::solver::carrier::compose(&change, &r.end));
-        }
-    }
-}
-
 /// A simulation world: soft bodies, analytic obstacles and the step configuration.
 ///
 /// ```
@@ -100,8 +90,15 @@ pub struct World {
     slots: Vec<BodySlot>,
     /// `(set id, topology version)` the packed state was built from.
     built_version: Option<(u64, u64)>,
-    scratch: VbdScratch,
-    snapshot: Snapshot,
+    /// The fast path.
+    pub(crate) vbd: Vbd,
+    /// End-of-substep targets of kinematic vertices, one per vertex (others unread).
+    pub(crate) targets: Vec<Vec4>,
+    /// The substep's carriers (dynamic rigid bodies solved with the soft ones).
+    pub(crate) carriers: Vec<Carrier>,
+    /// The substep's obstacles (a buffer kept between substeps).
+    pub(crate) substep_obstacles: Vec<Obstacle>,
+    pub(crate) snapshot: Snapshot,
     events: Vec<PliantEvent>,
     /// Scratch for `update_pin_flags`.
     pin_marks: Vec<bool>,
@@ -134,7 +131,10 @@ impl World {
             state: SimState::default(),
             slots: Vec::new(),
             built_version: None,
-            scratch: VbdScratch::default(),
+            vbd: Vbd::default(),
+            targets: Vec::new(),
+            carriers: Vec::new(),
+            substep_obstacles: Vec::new(),
             snapshot: Snapshot::default(),
             events: Vec::new(),
             pin_marks: Vec::new(),
@@ -229,7 +229,7 @@ impl World {
         self.slots = slots;
         update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, self.time, &mut self.pin_marks);
         rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
-        self.scratch.topology_changed();
+        self.vbd.topology_changed();
         self.fallback.al.clear();
         self.built_version = Some(version);
     }
@@ -278,7 +278,7 @@ impl World {
     /// keeps its pairs on the device (their count and closest distance come back in
     /// `StepReport`); this then holds those of the last CPU step, if any.
     pub fn contact_pairs(&self) -> &[crate::collision::surface_pairs::ContactPair] {
-        self.scratch.contact_pairs()
+        self.vbd.contact_pairs()
     }
 
     /// The static obstacles followed by the moving ones of the last frame (rapier colliders, at
@@ -422,217 +422,18 @@ impl World {
         }
     }
 
-    /// The contact model for substep `h`.
-    pub(crate) fn contact_model(&self, h: f32) -> ContactModel {
-        let c = &self.config;
-        ContactModel {
-            stiffness: c.contact_stiffness.map_or_else(
-                || ContactStiffness::default_for(c.gravity.length(), c.contact_offset),
-                ContactStiffness::Absolute,
-            ),
-            offset: c.contact_offset,
-            static_slip: c.friction_eps_v * h,
-        }
-    }
-
-    /// Advances the world by one frame (`config.dt`, in `config.substeps` substeps).
-    ///
-    /// On the GPU backend the step is recorded and submitted and `step()` returns without
-    /// waiting for it; see [`StepReport`] for what such a report holds and
-    /// [`World::latest_positions`] for the newest finished frame.
-    pub fn step(&mut self) -> StepReport {
-        self.motion.clear();
-        self.step_frame(None)
-    }
-
-    /// [`World::step`] with `hooks` called at its named points: before the frame (the frame's
-    /// moving obstacles), after every substep and after the frame (see [`StepHooks`]; the
-    /// rapier coupling is one). A hooked step runs on the CPU.
-    pub fn step_with_hooks(&mut self, hooks: &mut dyn StepHooks) -> StepReport {
-        self.sync();
-        let mut motion = std::mem::take(&mut self.motion);
-        motion.clear();
-        hooks.before_step(self, &mut motion);
-        self.motion = motion;
-        let mut report = self.step_frame(Some(&mut *hooks));
-        hooks.after_step(self, &mut report);
-        report
-    }
-
     /// The moving obstacles of the last frame, where the step left them (empty unless a hook
     /// set some).
     pub fn moving_obstacles(&self) -> &[Obstacle] {
         &self.motion.obstacles
     }
 
-    /// One frame, with `hooks` after every substep when given.
-    fn step_frame(&mut self, mut hooks: Option<&mut dyn StepHooks>) -> StepReport {
-        let wall = Instant::now();
-        self.sync();
-        #[cfg(feature = "gpu")]
-        if let Some(report) = self.try_step_gpu(wall, hooks.is_some()) {
-            return report;
-        }
-        let c = &self.config;
-        let h = c.substep_dt();
-        let threads = c.resolved_threads(self.state.color_vertices.len());
-        let contact = self.contact_model(h);
-        let iterations = self.fallback.planner.iterations(c.budget_ms, c.substeps, c.iterations);
-        // Fallbacks stop at the end of the frame's budget with their current iterate.
-        let deadline = c.budget_ms.map(|b| wall + std::time::Duration::from_secs_f64(b * 1e-3));
-        let mut fast_and_check_ms = 0.0;
-        let settings = VbdSettings {
-            iterations,
-            chebyshev_rho: c.chebyshev_rho,
-            initialization: c.initialization,
-            integrator: c.integrator,
-            gravity: Vec3A::from(c.gravity),
-            contact,
-            threads,
-            rigid_correction: c.rigid_correction,
-            surface_contact: c.surface_settings(),
-        };
-        let mut report =
-            StepReport { backend: Backend::Cpu, substeps: c.substeps, iterations, threads, ..StepReport::default() };
-        // Carried obstacles: the rest of the frame's motion, re-based after each substep on the
-        // pose the substep solved.
-        let mut remaining: Vec<Option<PosedShape>> = self
-            .motion
-            .obstacles
-            .iter()
-            .map(|o| match &o.shape {
-                ObstacleShape::Posed(p) if p.carrier.is_some() => Some(p.clone()),
-                _ => None,
-            })
-            .collect();
-        for substep in 0..c.substeps {
-            let t0 = self.time;
-            if update_pin_flags(&mut self.state, &mut self.bodies, &self.slots, t0, &mut self.pin_marks) {
-                rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
-            }
-            self.scratch.resize(self.state.vertex_count(), self.state.color_vertices.len(), self.state.tets.len());
-            write_targets(
-                &self.bodies,
-                &self.slots,
-                &self.state,
-                t0,
-                h as f64,
-                c.substeps - substep,
-                &mut self.scratch.targets,
-            );
-            self.snapshot.save(&self.state);
-            let obstacles: Cow<'_, [Obstacle]> = if self.motion.obstacles.is_empty() {
-                Cow::Borrowed(&self.obstacles)
-            } else {
-                let n = c.substeps as f32;
-                let (s0, s1) = (substep as f32 / n, (substep + 1) as f32 / n);
-                let left = (c.substeps - substep) as f32;
-                let moving = self.motion.obstacles.iter().zip(&remaining).map(|(o, r)| match (&o.shape, r) {
-                    (_, Some(r)) => Obstacle { shape: ObstacleShape::Posed(r.between(0.0, 1.0 / left)), ..o.clone() },
-                    (ObstacleShape::Posed(p), None) if c.substeps > 1 => {
-                        Obstacle { shape: ObstacleShape::Posed(p.between(s0, s1)), ..o.clone() }
-                    }
-                    _ => o.clone(),
-                });
-                Cow::Owned(self.obstacles.iter().cloned().chain(moving).collect())
-            };
-            let n = c.substeps as f32;
-            self.scratch.carriers.clear();
-            self.scratch.carriers.extend(self.motion.carriers.iter().map(|b| b.at((substep + 1) as f32 / n, h)));
-            let fast_start = Instant::now();
-            let stats = vbd_step(&mut self.state, &mut self.scratch, &obstacles, h, &settings);
-            let fast_ms = fast_start.elapsed().as_secs_f64() * 1e3;
-            let fixed = self.obstacles.len();
-            let obstacles = if self.scratch.moved_obstacles.len() == obstacles.len() {
-                let moved = std::mem::take(&mut self.scratch.moved_obstacles);
-                rebase_carried(&mut remaining, &obstacles[fixed..], &moved[fixed..]);
-                Cow::Owned(moved)
-            } else {
-                // Nothing solved a carrier: the substep went as predicted.
-                rebase_carried(&mut remaining, &obstacles[fixed..], &obstacles[fixed..]);
-                obstacles
-            };
-            report.residual = stats.residual;
-            report.contact_vertices = stats.contact_vertices;
-            report.contact_pairs = stats.contact_pairs;
-            report.min_pair_distance = stats.min_pair_distance.is_finite().then_some(stats.min_pair_distance);
-            let info = SubstepInfo { h, substep, iterations, fast_ms, residual: stats.residual, deadline, contact };
-            let settle = Settle {
-                state: &mut self.state,
-                snapshot: &self.snapshot,
-                scratch: &self.scratch,
-                runtime: &mut self.fallback,
-                slots: &self.slots,
-                config: &self.config,
-                frame: self.frame + 1,
-            };
-            fast_and_check_ms += fast_ms + settle_substep(settle, &obstacles, &info, &mut report);
-            for s in &self.slots {
-                if let Some((i, field)) = energy::first_non_finite(&self.state, s.range()) {
-                    self.snapshot.restore_at_rest(&mut self.state, s.range());
-                    report.nan_detected = true;
-                    if !report.rolled_back.contains(&s.handle) {
-                        report.rolled_back.push(s.handle);
-                    }
-                    self.events.push(PliantEvent::NonFiniteState {
-                        body: s.handle,
-                        name: self.bodies[s.handle].name().to_owned(),
-                        time: t0,
-                        vertex: (i - s.vertex_start as usize) as u32,
-                        field,
-                    });
-                }
-            }
-            self.time = t0 + h as f64;
-            report.pin_lag = pin_lag(&self.state, &self.scratch.targets);
-            if let Some(hooks) = hooks.as_deref_mut() {
-                // Momentum goes between soft and rigid bodies: the sweeps' own drift must not.
-                self.momentum.skip.clear();
-                self.momentum.skip.extend(self.slots.iter().map(|s| report.rolled_back.contains(&s.handle)));
-                crate::solver::momentum::remove_momentum_residual(
-                    &mut self.state,
-                    &mut self.scratch,
-                    &obstacles,
-                    contact,
-                    h,
-                    &mut self.momentum,
-                );
-                hooks.after_substep(&mut SubstepContext {
-                    state: &mut self.state,
-                    scratch: &mut self.scratch,
-                    obstacles: &obstacles,
-                    moving_start: self.obstacles.len(),
-                    contact,
-                    h,
-                    slots: &self.slots,
-                    rolled_back: &report.rolled_back,
-                });
-            }
-        }
-        // The frame's carried obstacles end where the last substep put them.
-        for (o, r) in self.motion.obstacles.iter_mut().zip(&remaining) {
-            if let (ObstacleShape::Posed(p), Some(r)) = (&mut o.shape, r) {
-                *p = p.with_end(r.start);
-            }
-        }
-        self.fallback.planner.observe(fast_and_check_ms, self.config.substeps, iterations);
-        self.frame += 1;
-        report.frame = self.frame;
-        report.state_frame = self.frame;
-        report.time = self.time;
-        if self.config.measure_state {
-            self.measure(&mut report);
-        }
-        report.wall_ms = wall.elapsed().as_secs_f64() * 1e3;
-        report.game_thread_ms = report.wall_ms;
-        report
-    }
-
     /// A box around every vertex and where it can get within `dt` (twice its speed's travel,
     /// plus 5 cm): `(min, max)` \[m\]; empty (min > max) without vertices.
     pub(crate) fn reach_box(&self, dt: f32) -> (Vec3, Vec3) {
         let st = &self.state;
-        let (lo, hi) = crate::solver::carrier::reach_box(&st.positions, &st.velocities, 0..st.vertex_count(), dt, 0.05);
+        let (lo, hi) =
+            crate::solver::vbd::carrier::reach_box(&st.positions, &st.velocities, 0..st.vertex_count(), dt, 0.05);
         (lo.into(), hi.into())
     }
 
@@ -667,17 +468,17 @@ impl World {
         }
     }
 
-    /// The packed state and the solver's scratch, for tests of solver internals.
+    /// The packed state and the fast path, for tests of solver internals.
     #[cfg(test)]
-    pub(crate) fn state_and_scratch(&mut self) -> (&mut SimState, &mut VbdScratch) {
-        (&mut self.state, &mut self.scratch)
+    pub(crate) fn state_and_fast_path(&mut self) -> (&mut SimState, &mut Vbd) {
+        (&mut self.state, &mut self.vbd)
     }
 
     /// Fills the report's measures of the host state: energies, largest speed, obstacle
     /// distance.
     fn measure(&self, report: &mut StepReport) {
         let gravity = Vec3A::from(self.config.gravity);
-        let contact = self.contact_model(self.config.substep_dt());
+        let contact = self.config.contact_model(self.config.substep_dt());
         let obstacles = self.all_obstacles();
         report.energy = energy::energies(&self.state, gravity, &obstacles, &contact);
         report.max_speed = energy::max_speed(&self.state.velocities);
@@ -703,15 +504,4 @@ impl World {
             self.measure(report);
         }
     }
-}
-
-/// Largest distance of a kinematic vertex from its end-of-step target \[m\].
-fn pin_lag(st: &SimState, targets: &[Vec4]) -> f32 {
-    st.positions
-        .iter()
-        .zip(&st.flags)
-        .zip(targets)
-        .filter(|((_, f), _)| **f & VERTEX_KINEMATIC != 0)
-        .map(|((x, _), t)| (Vec3A::from_vec4(*x) - Vec3A::from_vec4(*t)).length())
-        .fold(0.0, f32::max)
 }

@@ -1,24 +1,20 @@
-//! Solvers. Today: Vertex Block Descent on the CPU (the reference the GPU path will be tested
-//! against), its integrators, initialisation and Chebyshev acceleration.
+//! Solvers: the fast path (Vertex Block Descent, [`vbd`]), the safety check on its result
+//! ([`check`]) and the augmented-Lagrangian fallback ([`al`]), with what they share: time
+//! integration, the initial guess, sparse linear algebra and the worker threads.
 
 pub mod al;
-pub(crate) mod carrier;
-pub mod chebyshev;
 pub(crate) mod check;
+pub(crate) mod fast_path;
 pub mod init;
 pub mod integrator;
 pub(crate) mod linear;
 pub(crate) mod momentum;
 pub(crate) mod parallel;
-pub(crate) mod rigid_correction;
-mod rigid_energy;
 pub(crate) mod union_find;
 pub mod vbd;
-pub(crate) mod vbd_contact;
-pub(crate) mod vbd_edges;
-pub(crate) mod vbd_vertex;
 
+pub use fast_path::FastStats;
 pub use init::Initialization;
 pub use integrator::Integrator;
-pub use vbd::{VbdScratch, VbdSettings, VbdStats, vbd_step};
-pub use vbd_contact::{BOUND_FRACTION, SurfaceContactSettings};
+pub use vbd::contact::{BOUND_FRACTION, SurfaceContactSettings};
+pub use vbd::{Vbd, VbdSettings};

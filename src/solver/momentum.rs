@@ -8,8 +8,8 @@
 
 use glam::Vec3A;
 
-use super::VbdScratch;
 use crate::collision::{ContactModel, Obstacle};
+use crate::solver::fast_path::FastResult;
 use crate::state::{SimState, VERTEX_KINEMATIC};
 
 /// Reusable buffers of [`remove_momentum_residual`].
@@ -32,7 +32,7 @@ pub(crate) struct MomentumScratch {
 /// contacts keep their impulse: that is the momentum the environment really exchanged.
 pub(crate) fn remove_momentum_residual(
     state: &mut SimState,
-    scratch: &mut VbdScratch,
+    fast: &mut dyn FastResult,
     obstacles: &[Obstacle],
     contact: ContactModel,
     h: f32,
@@ -51,12 +51,12 @@ pub(crate) fn remove_momentum_residual(
         }
         buf.masses[b as usize] += state.masses[i];
         let x = Vec3A::from_vec4(state.positions[i]);
-        let by_edge = scratch.obstacle_edges().near(i, obstacles, &state.positions, reach).next().is_some();
+        let by_edge = fast.obstacle_edges().near(i, obstacles, &state.positions, reach).next().is_some();
         buf.held.push(by_edge || obstacles.iter().any(|o| o.applies_to(b) && o.signed_distance(x).0 < reach));
     }
     buf.residuals.clear();
     buf.residuals.resize(state.bodies.len(), Vec3A::ZERO);
-    scratch.free_residual_impulses(state, contact, h, &buf.held, &mut buf.residuals);
+    fast.free_residual_impulses(state, contact, h, &buf.held, &mut buf.residuals);
     for (i, (&flag, &b)) in state.flags.iter().zip(&state.vertex_body).enumerate() {
         let (residual, mass) = (buf.residuals[b as usize], buf.masses[b as usize]);
         if flag & VERTEX_KINEMATIC == 0 && !buf.skip[b as usize] && mass > 0.0 {
@@ -70,6 +70,7 @@ pub(crate) fn remove_momentum_residual(
 mod tests {
     use super::*;
     use crate::prelude::*;
+    use crate::solver::fast_path::FastResult;
 
     /// The cheap per-body sum (element forces of the held vertices, inertia and pairs of the
     /// free ones) equals the direct sum of the free vertices' unbalanced forces.
@@ -96,8 +97,8 @@ mod tests {
         }
         let obstacles = world.obstacles.clone();
         let h = world.config().dt;
-        let contact = world.contact_model(h);
-        let (state, scratch) = world.state_and_scratch();
+        let contact = world.config().contact_model(h);
+        let (state, vbd) = world.state_and_fast_path();
         let held: Vec<bool> = state
             .positions
             .iter()
@@ -106,13 +107,13 @@ mod tests {
         assert!(held.iter().any(|&h| h) && !held.iter().all(|&h| h), "the scene must hold some vertices");
         let free: Vec<u32> = (0..held.len() as u32).filter(|&v| !held[v as usize]).collect();
         let mut impulses = Vec::new();
-        scratch.environment_impulses(state, contact, h, &free, &mut impulses);
+        vbd.environment_impulses(state, contact, h, &free, &mut impulses);
         let mut direct = vec![Vec3A::ZERO; state.bodies.len()];
         for (&v, j) in free.iter().zip(&impulses) {
             direct[state.vertex_body[v as usize] as usize] += *j;
         }
         let mut fast = vec![Vec3A::ZERO; state.bodies.len()];
-        scratch.free_residual_impulses(state, contact, h, &held, &mut fast);
+        vbd.free_residual_impulses(state, contact, h, &held, &mut fast);
         // Scale: the largest single impulse; the sums cancel most of it.
         let scale = impulses.iter().map(|j| j.length()).fold(0.0f32, f32::max);
         assert!(direct.iter().any(|d| d.length() > 1e-3 * scale), "residuals too small to test: {direct:?}");

@@ -1,15 +1,19 @@
-//! Worker threads for the CPU solver: one crossbeam scope per solve, a spinning barrier between
-//! phases (per color), and a shared slice for the disjoint writes the coloring guarantees.
+//! Worker threads for the CPU solver: a pool of threads kept between parallel phases, a
+//! spinning barrier between the steps of a phase (per color), and a shared slice for the
+//! disjoint writes the coloring guarantees.
 //!
 //! Work is split into fixed contiguous ranges and every per-vertex computation reads the same
 //! inputs whatever thread runs it, so results are bit-identical for any thread count.
 
+use std::any::Any;
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam::utils::Backoff;
+use parking_lot::Mutex;
 
 /// A sense-counting barrier that spins (then yields) instead of sleeping: a VBD step crosses
 /// it ~30 times per iteration, and a futex wake-up (~5–10 µs) would cost more than a color of a
@@ -65,36 +69,176 @@ pub fn chunk(len: usize, threads: usize, t: usize) -> Range<usize> {
     (len * t / threads)..(len * (t + 1) / threads)
 }
 
-/// Runs `work(thread_index, barrier)` on `threads` threads (the caller is thread 0) and waits.
+/// The work of one parallel phase: run by every thread with its index and the phase's barrier.
+type Work<'a> = dyn Fn(usize, &SpinBarrier) + Sync + 'a;
+
+/// A phase handed to the workers: the caller's closure and barrier, by address. `run` does not
+/// return before every worker it woke is done with them, which is what makes the erased
+/// lifetime sound.
+#[derive(Clone, Copy)]
+struct Job {
+    work: *const Work<'static>,
+    barrier: *const SpinBarrier,
+    threads: usize,
+}
+
+// SAFETY: the pointees are `Sync` and outlive every use (see `Job`).
+unsafe impl Send for Job {}
+
+/// What the caller and the workers share.
+#[derive(Default)]
+struct PoolShared {
+    /// Bumped for each phase handed out.
+    epoch: AtomicU64,
+    job: Mutex<Option<Job>>,
+    /// Workers of the current phase not finished yet.
+    pending: AtomicUsize,
+    /// The first panic of a worker in the current phase, re-raised by the caller.
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+    shutdown: AtomicBool,
+}
+
+/// Worker threads kept between parallel phases (one step runs several: predict, detect, solve,
+/// finish): starting scoped threads for each costs about 40 µs on a 2-core machine, a tenth of
+/// a small cube's whole step, where waking a waiting worker costs well under one. Between
+/// phases a worker spins briefly, then parks until the next phase unparks it. The caller's
+/// thread is thread 0 of every phase; a pool of one thread starts none.
+#[derive(Default)]
+pub struct WorkerPool {
+    shared: Arc<PoolShared>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// A copy of a pool is a new pool: threads are not shared.
+impl Clone for WorkerPool {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for WorkerPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerPool").field("workers", &self.workers.len()).finish()
+    }
+}
+
+impl WorkerPool {
+    /// Runs `work(thread_index, barrier)` on `threads` threads (the caller is thread 0) and
+    /// waits for all of them. A panic in any thread is re-raised here once every thread has
+    /// stopped.
+    pub fn run<F>(&mut self, threads: usize, work: F)
+    where
+        F: Fn(usize, &SpinBarrier) + Sync,
+    {
+        let threads = threads.max(1);
+        let barrier = SpinBarrier::new(threads);
+        if threads == 1 {
+            work(0, &barrier);
+            return;
+        }
+        self.start_workers(threads - 1);
+        let erased: &Work<'_> = &work;
+        // SAFETY: only the lifetime is erased; `run` waits below until every woken worker has
+        // finished with `work` and `barrier`.
+        let erased: *const Work<'static> = unsafe { std::mem::transmute(erased as *const Work<'_>) };
+        *self.shared.job.lock() = Some(Job { work: erased, barrier: &barrier, threads });
+        self.shared.pending.store(threads - 1, Ordering::Release);
+        self.shared.epoch.fetch_add(1, Ordering::AcqRel);
+        for w in &self.workers[..threads - 1] {
+            w.thread().unpark();
+        }
+        let own = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0, &barrier)));
+        if own.is_err() {
+            barrier.poison();
+        }
+        let backoff = Backoff::new();
+        while self.shared.pending.load(Ordering::Acquire) != 0 {
+            backoff.snooze();
+        }
+        *self.shared.job.lock() = None;
+        let theirs = self.shared.panic.lock().take();
+        match (own, theirs) {
+            (Err(payload), _) | (Ok(()), Some(payload)) => std::panic::resume_unwind(payload),
+            (Ok(()), None) => {}
+        }
+    }
+
+    /// Starts workers until there are `count`.
+    fn start_workers(&mut self, count: usize) {
+        while self.workers.len() < count {
+            let shared = self.shared.clone();
+            let index = self.workers.len() + 1;
+            let seen = shared.epoch.load(Ordering::Acquire);
+            let spawned = std::thread::Builder::new()
+                .name(format!("pliant-worker-{index}"))
+                .spawn(move || worker_loop(&shared, index, seen));
+            match spawned {
+                Ok(handle) => self.workers.push(handle),
+                // Without a thread of its own the phase cannot have this many: the caller's
+                // thread count comes from the machine, so this is a resource failure.
+                Err(e) => panic!("pliant: cannot start a solver worker thread: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for WorkerPool {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::Release);
+        for w in &self.workers {
+            w.thread().unpark();
+        }
+        for w in self.workers.drain(..) {
+            // A worker only ends by returning; a panic in a phase was caught and handed over.
+            let _ = w.join();
+        }
+    }
+}
+
+/// A worker: waits for a phase, runs its part when its index is below the phase's thread
+/// count, reports done, and waits again.
+fn worker_loop(shared: &PoolShared, index: usize, mut seen: u64) {
+    loop {
+        let backoff = Backoff::new();
+        loop {
+            if shared.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+            let epoch = shared.epoch.load(Ordering::Acquire);
+            if epoch != seen {
+                seen = epoch;
+                break;
+            }
+            if backoff.is_completed() {
+                // Unparked by the next phase (or a token left by an unpark since the check).
+                std::thread::park();
+            } else {
+                backoff.snooze();
+            }
+        }
+        let Some(job) = *shared.job.lock() else { continue };
+        if index >= job.threads {
+            continue;
+        }
+        // SAFETY: the caller of `run` keeps `work` and `barrier` alive until `pending` is 0,
+        // which this worker's decrement below is part of.
+        let (work, barrier) = unsafe { (&*job.work, &*job.barrier) };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(index, barrier)));
+        if let Err(payload) = r {
+            barrier.poison();
+            shared.panic.lock().get_or_insert(payload);
+        }
+        shared.pending.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Runs `work` on `threads` threads of a pool made for the call (tests and one-off helpers).
+#[cfg(test)]
 pub fn run_workers<F>(threads: usize, work: F)
 where
     F: Fn(usize, &SpinBarrier) + Sync,
 {
-    let threads = threads.max(1);
-    let barrier = SpinBarrier::new(threads);
-    if threads == 1 {
-        work(0, &barrier);
-        return;
-    }
-    // A panic in a worker propagates through the scope: we re-raise it rather than continue
-    // with half-updated state.
-    let guarded = |t: usize| {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(t, &barrier)));
-        if let Err(payload) = r {
-            barrier.poison();
-            std::panic::resume_unwind(payload);
-        }
-    };
-    let result = crossbeam::scope(|s| {
-        for t in 1..threads {
-            let guarded = &guarded;
-            s.spawn(move |_| guarded(t));
-        }
-        guarded(0);
-    });
-    if let Err(payload) = result {
-        std::panic::resume_unwind(payload);
-    }
+    WorkerPool::default().run(threads, work);
 }
 
 /// A slice shared between workers that write disjoint elements.
@@ -211,6 +355,45 @@ mod tests {
                 assert_eq!(total, len);
             }
         }
+    }
+
+    /// One pool runs many phases, with any thread count, and re-raises a worker's panic after
+    /// every thread has stopped (and keeps working after it).
+    #[test]
+    fn a_pool_runs_phases_and_reraises_panics() {
+        let mut pool = WorkerPool::default();
+        for threads in [2, 3, 1, 4, 2] {
+            let mut data = vec![0usize; 1000];
+            let shared = SharedSlice::new(&mut data);
+            for round in 0..20 {
+                pool.run(threads, |t, barrier| {
+                    for i in chunk(1000, threads, t) {
+                        // SAFETY: each thread writes only its chunk.
+                        unsafe { shared.set(i, shared.get(i) + round) };
+                    }
+                    barrier.wait();
+                });
+            }
+            // SAFETY: no phase is running.
+            assert!(unsafe { shared.as_slice() }.iter().all(|&v| v == 190), "{threads} threads");
+        }
+        for panicking in [0, 1] {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pool.run(3, |t, barrier| {
+                    if t == panicking {
+                        panic!("worker {t} fails");
+                    }
+                    barrier.wait();
+                })
+            }));
+            assert!(r.is_err(), "thread {panicking}'s panic is re-raised");
+        }
+        let count = AtomicUsize::new(0);
+        pool.run(3, |_, barrier| {
+            count.fetch_add(1, Ordering::Relaxed);
+            barrier.wait();
+        });
+        assert_eq!(count.into_inner(), 3);
     }
 
     #[test]

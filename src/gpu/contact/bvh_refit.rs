@@ -211,7 +211,11 @@ mod tests {
                         } else {
                             st.surface_edges[p as usize][0]
                         };
-                        crate::solver::vbd_contact::search_radius(&st, st.vertex_body[first as usize], model.offset)
+                        crate::collision::surface_pairs::search_radius(
+                            &st,
+                            st.vertex_body[first as usize],
+                            model.offset,
+                        )
                     };
                     let start = (boxes != RefitBoxes::SearchRadius).then_some(&starts[..]);
                     if t.arity == 3 {

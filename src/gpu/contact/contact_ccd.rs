@@ -111,7 +111,7 @@ mod tests {
     use crate::gpu::vbd::vbd_inertia::GpuVertexStep;
     use crate::prelude::*;
     use crate::solver::SurfaceContactSettings;
-    use crate::solver::vbd_contact::advance_once;
+    use crate::solver::vbd::contact::advance_once;
     use crate::test_rng::Rng;
 
     /// Five boxes whose initial guesses move them: one falls onto a resting one and drags the box

@@ -12,7 +12,7 @@ use crate::gpu::contact::layout::ContactLayout;
 use crate::gpu::contact::scan::Scan;
 use crate::gpu::contact::surface::GpuSurface;
 use crate::gpu::kernel::{Bound, ComputeKernel};
-use crate::solver::vbd_contact::PAIR_STIFFNESS_FACTOR;
+use crate::solver::vbd::contact::PAIR_STIFFNESS_FACTOR;
 
 /// WGSL source.
 pub const SHADER: &str =
@@ -127,7 +127,7 @@ pub(crate) mod tests {
     use crate::mesh::unpack_entry;
     use crate::prelude::*;
     use crate::solver::SurfaceContactSettings;
-    use crate::solver::vbd_contact::detect_once;
+    use crate::solver::vbd::contact::detect_once;
     use crate::state::SimState;
     use crate::test_rng::Rng;
 

@@ -105,7 +105,7 @@ impl ContactLayout {
     pub(crate) fn pack_cpu(
         &self,
         words: usize,
-        scratch: &crate::solver::vbd_contact::SurfaceContactScratch,
+        scratch: &crate::solver::vbd::contact::SurfaceContactScratch,
         clamp: &[glam::Vec4],
     ) -> Vec<u32> {
         let mut out = vec![0u32; words];

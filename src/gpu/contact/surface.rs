@@ -6,8 +6,9 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::collision::ContactModel;
 use crate::collision::ccd::CcdParams;
+use crate::collision::surface_pairs::search_radius;
 use crate::gpu::pack::IndexLayout;
-use crate::solver::vbd_contact::{search_radius, store_limit};
+use crate::solver::vbd::contact::store_limit;
 use crate::state::SimState;
 
 /// The shaders' `Surface` uniform member.

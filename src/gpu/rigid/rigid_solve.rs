@@ -128,9 +128,9 @@ mod tests {
     use crate::gpu::vbd::vbd_inertia::GpuVertexStep;
     use crate::prelude::*;
     use crate::solver::parallel::{PhaseCell, SharedSlice};
-    use crate::solver::rigid_correction::correct_once;
-    use crate::solver::vbd_contact::detect_once;
-    use crate::solver::vbd_vertex::VertexInputs;
+    use crate::solver::vbd::contact::detect_once;
+    use crate::solver::vbd::rigid_correction::correct_once;
+    use crate::solver::vbd::vertex::VertexInputs;
     use crate::solver::{Initialization, Integrator, SurfaceContactSettings};
     use crate::state::VERTEX_KINEMATIC;
     use crate::test_rng::Rng;

@@ -169,8 +169,8 @@ mod tests {
     use crate::solver::Integrator;
     use crate::solver::SurfaceContactSettings;
     use crate::solver::parallel::{PhaseCell, SharedSlice};
-    use crate::solver::vbd_contact::detect_once;
-    use crate::solver::vbd_vertex::{VertexInputs, update_vertex};
+    use crate::solver::vbd::contact::detect_once;
+    use crate::solver::vbd::vertex::{VertexInputs, update_vertex};
     use crate::state::FROZEN_CONTACT;
     use crate::test_rng::Rng;
 

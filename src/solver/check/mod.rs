@@ -10,7 +10,7 @@ use crate::collision::Obstacle;
 use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
 use crate::collision::surface_pairs::PAIR_POINT_TRIANGLE;
 use crate::collision::swept::{SweptPairs, obstacle_crossed, orientation, pair_motion};
-use crate::solver::VbdScratch;
+use crate::solver::fast_path::FastResult;
 use crate::state::SimState;
 
 /// Why an island's fast-path step was not kept.
@@ -135,7 +135,7 @@ pub(crate) struct CheckInput<'a> {
     /// Positions `x^t` before it.
     pub start: &'a [Vec4],
     pub obstacles: &'a [Obstacle],
-    pub scratch: &'a VbdScratch,
+    pub fast: &'a dyn FastResult,
     /// `|g|` \[m/s²\].
     pub gravity: f32,
     /// The fast path bounded every surface vertex's motion by its contact pairs (VBD with
@@ -174,11 +174,11 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
     for &v in &st.surface_vertices {
         let b = st.vertex_body[v as usize] as usize;
         out[b].surface_vertices += 1;
-        if c.scratch.clamped(v as usize) {
+        if c.fast.clamped(v as usize) {
             out[b].clamped += 1;
         }
     }
-    c.scratch.body_residuals(st, residuals);
+    c.fast.body_residuals(st, residuals);
     vertex_mass.clear();
     vertex_mass.extend((0..st.bodies.len()).map(|b| mean_vertex_mass(st, b)));
     weight.clear();
@@ -187,7 +187,7 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
         weight[b as usize] += m as f64 * c.gravity as f64;
     }
     let bodies = BodyConstants { shear, vertex_mass, weight };
-    read_contacts(st, &bodies, c.scratch.contact_pairs(), strict, carried);
+    read_contacts(st, &bodies, c.fast.contact_pairs(), strict, carried);
     for (b, v) in out.iter_mut().enumerate() {
         if v.clamped as f32 > CLAMP_LOCK_SHARE * v.surface_vertices as f32 {
             v.soft = v.soft.or(Some(FallbackReason::ClampLock));

@@ -4,18 +4,18 @@
 
 use glam::{Vec3A, Vec4};
 
-use super::VbdScratch;
+use super::Vbd;
 use crate::collision::ContactModel;
 use crate::solver::parallel::{PhaseCell, SharedSlice};
-use crate::solver::vbd_vertex::{VertexInputs, residual_sum_part, unbalanced_force};
+use crate::solver::vbd::vertex::{VertexInputs, residual_sum_part, unbalanced_force};
 use crate::state::SimState;
 
-impl VbdScratch {
+impl Vbd {
     /// The impulses \[N·s\] that obstacles and pins gave `vertices` over the last step of
     /// length `h`, one per vertex into `out`: minus `h` times the vertex's force from
     /// everything else at its final position (see `vbd_vertex::unbalanced_force`). Exact for a
     /// solved step; with a fixed sweep count it carries the vertex's remaining residual.
-    pub(crate) fn environment_impulses(
+    pub(super) fn impulses_on(
         &mut self,
         state: &mut SimState,
         contact: ContactModel,
@@ -35,7 +35,7 @@ impl VbdScratch {
     /// Per body: minus `h` times the summed unbalanced force of its vertices that `held` (per
     /// vertex) does not mark, added into `out` (see `vbd_vertex::residual_sum_part`; the cost
     /// is that of the held vertices, not of the whole body).
-    pub(crate) fn free_residual_impulses(
+    pub(super) fn residual_impulses(
         &mut self,
         state: &mut SimState,
         contact: ContactModel,

@@ -24,7 +24,7 @@ use crate::runtime::events::PliantEvent;
 use crate::runtime::kinematics::{pin_set_changes, update_pin_flags, write_targets};
 use crate::runtime::report::StepReport;
 use crate::runtime::world::World;
-use crate::solver::vbd_contact::surface_contact_on;
+use crate::solver::vbd::contact::surface_contact_on;
 use crate::state::SimState;
 use crate::state::VERTEX_KINEMATIC;
 
@@ -389,7 +389,7 @@ impl World {
     fn step_gpu(&mut self, ctx: Arc<GpuContext>, wall: Instant) -> Result<Option<StepReport>, GpuError> {
         let c = self.config.clone();
         let h = c.substep_dt();
-        let contact = self.contact_model(h);
+        let contact = self.config.contact_model(h);
         let surface = c.surface_settings();
         let settings = GpuStepSettings {
             h,
@@ -479,7 +479,7 @@ impl World {
             }
             let targets = if has_pins {
                 let n = self.state.vertex_count();
-                self.scratch.targets.resize(n, Vec4::ZERO);
+                self.targets.resize(n, Vec4::ZERO);
                 write_targets(
                     &self.bodies,
                     &self.slots,
@@ -487,12 +487,12 @@ impl World {
                     t0,
                     h as f64,
                     c.substeps - substep,
-                    &mut self.scratch.targets,
+                    &mut self.targets,
                 );
                 // The host copy of a pinned vertex follows its target (scripted pins move from
                 // where they are).
                 for (i, (x, (&f, &t))) in
-                    self.state.positions.iter_mut().zip(self.state.flags.iter().zip(&self.scratch.targets)).enumerate()
+                    self.state.positions.iter_mut().zip(self.state.flags.iter().zip(&self.targets)).enumerate()
                 {
                     if f & VERTEX_KINEMATIC != 0 {
                         if (t - *x).truncate().length_squared() > 1e-14 {
@@ -501,7 +501,7 @@ impl World {
                         *x = t;
                     }
                 }
-                Some(&self.scratch.targets[..])
+                Some(&self.targets[..])
             } else {
                 None
             };

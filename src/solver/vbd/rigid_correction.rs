@@ -40,14 +40,14 @@
 
 use glam::{DMat3, DVec3, Mat3A, Vec3A, Vec4};
 
-use super::parallel::{SharedSlice, SpinBarrier, chunk};
-use super::rigid_energy::{BodyQuadratic, Candidate, Coupling, FIXED, Problem, Side, arm, outer};
-use super::union_find::UnionFind;
-use super::vbd_contact::relative_displacement;
-use super::vbd_vertex::VertexInputs;
 use crate::collision::surface_pairs::{ContactPair, pair_bodies};
 use crate::collision::{Obstacle, limit_step};
 use crate::math::cholesky_solve;
+use crate::solver::parallel::{SharedSlice, SpinBarrier, chunk};
+use crate::solver::union_find::UnionFind;
+use crate::solver::vbd::contact::relative_displacement;
+use crate::solver::vbd::rigid_energy::{BodyQuadratic, Candidate, Coupling, FIXED, Problem, Side, arm, outer};
+use crate::solver::vbd::vertex::VertexInputs;
 use crate::state::{SimState, VERTEX_KINEMATIC};
 
 /// Newton steps per correction. The correction only starts the sweeps off close to the
@@ -191,7 +191,7 @@ pub(crate) fn correct_once(inp: &VertexInputs<'_>, eligible: &[bool], positions:
     let motions = SharedSlice::new(&mut motions);
     let buf = RigidBuffers { motions: &motions, eligible, scratch: &scratch };
     let (pos, flags) = (SharedSlice::new(&mut positions[..n]), SharedSlice::new(&mut flags));
-    super::parallel::run_workers(1, |t, barrier| correct_rigid(t, 1, barrier, &pos, &flags, inp, &buf));
+    crate::solver::parallel::run_workers(1, |t, barrier| correct_rigid(t, 1, barrier, &pos, &flags, inp, &buf));
 }
 
 impl RigidScratch {

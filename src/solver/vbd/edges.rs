@@ -28,18 +28,16 @@
 //! Analytic obstacles (half-space, box, sphere) stay vertex-only: the GPU path solves them
 //! too, the same way, and has no posed obstacles.
 
-use glam::{Mat3A, Vec3A, Vec4};
+use glam::{Vec3A, Vec4};
 
-use super::parallel::SharedSlice;
-use super::vbd_contact::search_radius;
-use super::vbd_vertex::VertexInputs;
-use crate::collision::{ContactPoint, Obstacle, SegmentClosest, add_contact};
+use crate::collision::surface_pairs::search_radius;
+use crate::collision::{Obstacle, SegmentClosest};
 use crate::mesh::{Csr, unpack_entry};
 use crate::state::SimState;
 
 /// Distance \[m\] a limited edge keeps from the obstacle: far below any contact offset, far
 /// above f32 rounding at scene coordinates (the vertex path clamp's lift).
-const GAP: f32 = 1e-5;
+pub(crate) const GAP: f32 = 1e-5;
 /// Closest points nearer an end than this fraction of the edge belong to the end's vertex
 /// contact.
 const END_FRACTION: f32 = 0.02;
@@ -253,126 +251,6 @@ fn plane_fraction(c: &SegmentClosest, n_end: Vec3A, moves: [Vec3A; 2], carried: 
 /// `c` is the segment's closest point at the start pose.
 pub(crate) fn step_fraction(o: &Obstacle, c: &SegmentClosest, x: [Vec3A; 2], moves: [Vec3A; 2]) -> f32 {
     plane_fraction(c, o.carried_direction(c.normal), moves, x.map(|p| o.carried_displacement(p)))
-}
-
-#[inline(always)]
-fn load(pos: &SharedSlice<'_, Vec4>, i: u32) -> Vec3A {
-    // SAFETY: called during a color pass; the edge's other end belongs to another color and is
-    // not written in this phase.
-    Vec3A::from_vec4(unsafe { pos.get(i as usize) })
-}
-
-/// Adds the contact and friction terms of vertex `v`'s edge contacts to its Newton system;
-/// returns whether one acted.
-#[inline]
-pub(crate) fn add_edge_terms(
-    v: usize,
-    pos: &SharedSlice<'_, Vec4>,
-    inp: &VertexInputs<'_>,
-    edges: &EdgeContacts,
-    f: &mut Vec3A,
-    h: &mut Mat3A,
-) -> bool {
-    let st = inp.state;
-    let mut in_contact = false;
-    for &entry in edges.row(v) {
-        let (k, slot) = unpack_entry(entry);
-        let c = &edges.contacts[k as usize];
-        let Some(o) = inp.obstacles.get(c.obstacle as usize) else { continue };
-        let [a, b] = c.vertices;
-        let (xa, xb) = (load(pos, a), load(pos, b));
-        let p = xa + (xb - xa) * c.t;
-        let (distance, normal) = o.signed_distance(p);
-        let w = [1.0 - c.t, c.t];
-        let mass = w[0] * st.masses[a as usize] + w[1] * st.masses[b as usize] + o.load_mass();
-        let mut params = inp.contact.params(mass);
-        if distance >= params.offset {
-            continue;
-        }
-        params.stiffness *= c.scale;
-        let moved = |i: u32, x: Vec3A| x - Vec3A::from_vec4(inp.start[i as usize]);
-        let body = &st.bodies[st.vertex_body[v] as usize];
-        let point = ContactPoint::<f32> {
-            distance,
-            normal,
-            weight: w[slot as usize],
-            // Friction acts on the edge point's motion relative to the obstacle's surface.
-            relative_displacement: moved(a, xa) * w[0] + moved(b, xb) * w[1] - o.surface_displacement(p),
-            friction: 0.5 * (body.friction + o.friction),
-            friction_normal_force: params.stiffness * (params.offset - c.distance).max(0.0),
-            friction_normal: normal,
-        };
-        in_contact |= add_contact::<f32>(f, h, &point, &params);
-    }
-    in_contact
-}
-
-/// Limits vertex `v`'s move `x → target` so that none of its contact edges reaches a collider
-/// that holds still over the step (the other end of each edge holds still during the vertex's
-/// color pass). Against a moving collider the sweeps see only its end pose, so a plane there
-/// certifies nothing about the path, and it is wrong where the collider carries the surface:
-/// a lifting jaw's end pose has its rim above soft material that rises with it, and the plane
-/// under the rim kept that material (and the 6³ cube of the gripper test) on the floor. There
-/// the edge contact's force acts alone. Per edge, the vertex may approach the obstacle along the normal at the edge's closest point by at
-/// most the distance there less [`GAP`] (the separating plane of [`plane_fraction`]), and
-/// move along it or away freely. Violated half-spaces are projected onto, then the move is
-/// scaled towards `x` until all hold (as `vbd_contact::limit_move` does for pairs).
-#[inline]
-pub(crate) fn limit_edge_move(
-    v: usize,
-    x: Vec3A,
-    target: Vec3A,
-    pos: &SharedSlice<'_, Vec4>,
-    inp: &VertexInputs<'_>,
-    edges: &EdgeContacts,
-) -> Vec3A {
-    let row = edges.row(v);
-    if row.is_empty() || target == x {
-        return target;
-    }
-    // Each edge's half-space for this vertex's move: n·Δ ≥ −budget.
-    let mut planes = [(Vec3A::ZERO, 0.0f32); 8];
-    let mut count = 0;
-    for &entry in row {
-        if count == planes.len() {
-            break;
-        }
-        let (k, slot) = unpack_entry(entry);
-        let c = &edges.contacts[k as usize];
-        let Some(o) = inp.obstacles.get(c.obstacle as usize).filter(|o| !o.moves()) else { continue };
-        let other = load(pos, c.vertices[1 - slot as usize]);
-        let closest = if slot == 0 { o.segment_closest(x, other) } else { o.segment_closest(other, x) };
-        // An edge already inside (a collider pressed or moved into it between the vertices)
-        // is left to its contact force, as a vertex inside is: its nearest face need not be
-        // the way out, and holding it there would pin the body to the collider.
-        if closest.distance < 0.0 {
-            continue;
-        }
-        planes[count] = (closest.normal, (closest.distance - GAP).max(0.0));
-        count += 1;
-    }
-    let planes = &planes[..count];
-    let mut d = target - x;
-    // Alternating projections: a vertex where two edges meet a collider's rim has two nearly
-    // opposite planes, and one projection undoes a little of the other; a few rounds keep the
-    // sliding part of the move instead of scaling it all away.
-    for _ in 0..4 {
-        for &(n, budget) in planes {
-            let along = n.dot(d);
-            if along < -budget {
-                d += n * (-budget - along);
-            }
-        }
-    }
-    let mut scale = 1.0f32;
-    for &(n, budget) in planes {
-        let along = n.dot(d);
-        // What is left is rounding of the projections (well below the gap).
-        if along < -budget - 0.1 * GAP {
-            scale = scale.min(budget / -along);
-        }
-    }
-    x + d * scale
 }
 
 #[cfg(test)]

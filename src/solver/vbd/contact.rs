@@ -26,17 +26,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use glam::{Vec3A, Vec4};
 use parking_lot::Mutex;
 
-use super::parallel::{PhaseCell, SharedSlice, SpinBarrier, chunk};
-use super::union_find::UnionFind;
-use super::vbd_edges::EdgeContacts;
 use crate::collision::ContactModel;
 use crate::collision::bvh::Aabb;
 use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
 use crate::collision::surface_pairs::{
     ContactPair, PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE, SurfaceBroadphase, edge_edge_energy_scale, gather,
-    keep_closest_features, pair_bodies, primitive_box,
+    keep_closest_features, pair_bodies, primitive_box, search_radius,
 };
 use crate::mesh::{Csr, unpack_entry};
+use crate::solver::parallel::{PhaseCell, SharedSlice, SpinBarrier, chunk};
+use crate::solver::union_find::UnionFind;
+use crate::solver::vbd::edges::EdgeContacts;
 use crate::state::SimState;
 
 /// Fraction γ_p of the distance to the nearest primitive that a vertex may move between two
@@ -183,13 +183,6 @@ impl SurfaceContactScratch {
         self.body_scale.resize(st.bodies.len(), 1.0);
         self.found.0.resize_with(threads, Default::default);
     }
-}
-
-/// Search radius r_v of a vertex of body `b` \[m\]: a quarter of the body's mean surface edge
-/// (so a flat sheet finds no self pairs between non-adjacent primitives) and at least twice the
-/// contact offset (so resting contact is always found).
-pub(crate) fn search_radius(st: &SimState, b: u32, offset: f32) -> f32 {
-    (0.25 * st.bodies[b as usize].surface_edge_length).max(2.0 * offset)
 }
 
 /// Read-only inputs shared by the contact phases.
@@ -498,7 +491,7 @@ pub(crate) fn detect_once(
         let ctx = ContactContext { st, model, settings };
         let pos = SharedSlice::new(positions);
         let clamp_sh = SharedSlice::new(&mut clamp);
-        super::parallel::run_workers(1, |t, barrier| detect(t, 1, barrier, &ctx, &cell, &pos, &clamp_sh));
+        crate::solver::parallel::run_workers(1, |t, barrier| detect(t, 1, barrier, &ctx, &cell, &pos, &clamp_sh));
     }
     (cell.into_inner(), clamp)
 }
@@ -519,7 +512,7 @@ pub(crate) fn advance_once(
     {
         let ctx = ContactContext { st, model, settings };
         let pos = SharedSlice::new(guess);
-        super::parallel::run_workers(1, |t, barrier| advance_scale(t, 1, barrier, &ctx, &cell, start, &pos));
+        crate::solver::parallel::run_workers(1, |t, barrier| advance_scale(t, 1, barrier, &ctx, &cell, start, &pos));
     }
     cell.into_inner().body_scale
 }

@@ -4,14 +4,14 @@
 
 use glam::{Mat3A, Vec3A, Vec4};
 
-use super::parallel::{PhaseCell, SharedSlice};
-use super::vbd_contact::{SurfaceContactScratch, limit_move, relative_displacement};
-use super::vbd_edges::{add_edge_terms, limit_edge_move};
 use crate::collision::{ContactModel, ContactParams, ContactPoint, Obstacle, add_contact, limit_step};
 use crate::material::MODEL_STABLE_NEO_HOOKEAN;
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
 use crate::math::solve_sym3;
 use crate::mesh::unpack_entry;
+use crate::solver::parallel::{PhaseCell, SharedSlice};
+use crate::solver::vbd::contact::{SurfaceContactScratch, limit_move, relative_displacement};
+use crate::solver::vbd::edges::{EdgeContacts, GAP};
 use crate::state::SimState;
 
 /// Read-only per-step inputs of the vertex update.
@@ -241,7 +241,7 @@ pub(crate) struct ExternalTerms {
 
 /// Inertia, linear damping and (with `obstacles`) obstacle terms of vertex `v` at position `x`.
 /// Elastic and Rayleigh terms are invariant under rigid motions and left out here; the same
-/// terms, summed over whole bodies, make up [`super::rigid_correction`]'s coarse problem.
+/// terms, summed over whole bodies, make up [`crate::solver::vbd::rigid_correction`]'s coarse problem.
 #[inline]
 pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>, obstacles: bool) -> ExternalTerms {
     let st = inp.state;
@@ -301,4 +301,117 @@ fn velocity_estimate(pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>, i: u32
 fn add_damping(f: &mut Vec3A, h: &mut Mat3A, term: Vec3A, hb: Mat3A, damping: f32, c1: f32) {
     *f -= term * damping;
     *h += hb * (damping * c1);
+}
+
+/// Adds the contact and friction terms of vertex `v`'s edge contacts to its Newton system;
+/// returns whether one acted.
+#[inline]
+pub(crate) fn add_edge_terms(
+    v: usize,
+    pos: &SharedSlice<'_, Vec4>,
+    inp: &VertexInputs<'_>,
+    edges: &EdgeContacts,
+    f: &mut Vec3A,
+    h: &mut Mat3A,
+) -> bool {
+    let st = inp.state;
+    let mut in_contact = false;
+    for &entry in edges.row(v) {
+        let (k, slot) = unpack_entry(entry);
+        let c = &edges.contacts[k as usize];
+        let Some(o) = inp.obstacles.get(c.obstacle as usize) else { continue };
+        let [a, b] = c.vertices;
+        let (xa, xb) = (load(pos, a), load(pos, b));
+        let p = xa + (xb - xa) * c.t;
+        let (distance, normal) = o.signed_distance(p);
+        let w = [1.0 - c.t, c.t];
+        let mass = w[0] * st.masses[a as usize] + w[1] * st.masses[b as usize] + o.load_mass();
+        let mut params = inp.contact.params(mass);
+        if distance >= params.offset {
+            continue;
+        }
+        params.stiffness *= c.scale;
+        let moved = |i: u32, x: Vec3A| x - Vec3A::from_vec4(inp.start[i as usize]);
+        let body = &st.bodies[st.vertex_body[v] as usize];
+        let point = ContactPoint::<f32> {
+            distance,
+            normal,
+            weight: w[slot as usize],
+            // Friction acts on the edge point's motion relative to the obstacle's surface.
+            relative_displacement: moved(a, xa) * w[0] + moved(b, xb) * w[1] - o.surface_displacement(p),
+            friction: 0.5 * (body.friction + o.friction),
+            friction_normal_force: params.stiffness * (params.offset - c.distance).max(0.0),
+            friction_normal: normal,
+        };
+        in_contact |= add_contact::<f32>(f, h, &point, &params);
+    }
+    in_contact
+}
+
+/// Limits vertex `v`'s move `x → target` so that none of its contact edges reaches a collider
+/// that holds still over the step (the other end of each edge holds still during the vertex's
+/// color pass). Against a moving collider the sweeps see only its end pose, so a plane there
+/// certifies nothing about the path, and it is wrong where the collider carries the surface:
+/// a lifting jaw's end pose has its rim above soft material that rises with it, and the plane
+/// under the rim kept that material (and the 6³ cube of the gripper test) on the floor. There
+/// the edge contact's force acts alone. Per edge, the vertex may approach the obstacle along the normal at the edge's closest point by at
+/// most the distance there less [`GAP`] (the separating plane of [`plane_fraction`]), and
+/// move along it or away freely. Violated half-spaces are projected onto, then the move is
+/// scaled towards `x` until all hold (as `vbd_contact::limit_move` does for pairs).
+#[inline]
+pub(crate) fn limit_edge_move(
+    v: usize,
+    x: Vec3A,
+    target: Vec3A,
+    pos: &SharedSlice<'_, Vec4>,
+    inp: &VertexInputs<'_>,
+    edges: &EdgeContacts,
+) -> Vec3A {
+    let row = edges.row(v);
+    if row.is_empty() || target == x {
+        return target;
+    }
+    // Each edge's half-space for this vertex's move: n·Δ ≥ −budget.
+    let mut planes = [(Vec3A::ZERO, 0.0f32); 8];
+    let mut count = 0;
+    for &entry in row {
+        if count == planes.len() {
+            break;
+        }
+        let (k, slot) = unpack_entry(entry);
+        let c = &edges.contacts[k as usize];
+        let Some(o) = inp.obstacles.get(c.obstacle as usize).filter(|o| !o.moves()) else { continue };
+        let other = load(pos, c.vertices[1 - slot as usize]);
+        let closest = if slot == 0 { o.segment_closest(x, other) } else { o.segment_closest(other, x) };
+        // An edge already inside (a collider pressed or moved into it between the vertices)
+        // is left to its contact force, as a vertex inside is: its nearest face need not be
+        // the way out, and holding it there would pin the body to the collider.
+        if closest.distance < 0.0 {
+            continue;
+        }
+        planes[count] = (closest.normal, (closest.distance - GAP).max(0.0));
+        count += 1;
+    }
+    let planes = &planes[..count];
+    let mut d = target - x;
+    // Alternating projections: a vertex where two edges meet a collider's rim has two nearly
+    // opposite planes, and one projection undoes a little of the other; a few rounds keep the
+    // sliding part of the move instead of scaling it all away.
+    for _ in 0..4 {
+        for &(n, budget) in planes {
+            let along = n.dot(d);
+            if along < -budget {
+                d += n * (-budget - along);
+            }
+        }
+    }
+    let mut scale = 1.0f32;
+    for &(n, budget) in planes {
+        let along = n.dot(d);
+        // What is left is rounding of the projections (well below the gap).
+        if along < -budget - 0.1 * GAP {
+            scale = scale.min(budget / -along);
+        }
+    }
+    x + d * scale
 }

@@ -16,9 +16,9 @@
 
 use glam::{DMat3, DVec3, Mat3, Quat, Vec3, Vec3A, Vec4};
 
-use super::rigid_correction::{RigidMotion, RigidScratch};
-use super::rigid_energy::{BodyQuadratic, Candidate, Side};
 use crate::collision::{ContactModel, Obstacle, ObstacleShape, RigidPose};
+use crate::solver::vbd::rigid_correction::{RigidMotion, RigidScratch};
+use crate::solver::vbd::rigid_energy::{BodyQuadratic, Candidate, Side};
 use crate::state::SimState;
 
 /// A dynamic rigid body moving some obstacles during a step (their `carrier` index).

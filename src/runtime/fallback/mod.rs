@@ -1,0 +1,161 @@
+//! The end of a substep's transaction: the safety check on the fast path's result, island by
+//! island ([`check`]), and the augmented-Lagrangian redo of every island it rejects
+//! ([`redo`]), with hysteresis (an island that fell back stays on the fallback for a while).
+//! On the GPU backend the device checks each substep itself, and either redoes it there
+//! (`gpu::al::fallback`) or has the host redo it here (`runtime/world/gpu/check.rs`). The
+//! fallback's solver is `solver::al`.
+
+mod check;
+mod redo;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use glam::Vec4;
+
+pub(crate) use check::{Checked, check_substep};
+pub(crate) use redo::fall_back;
+
+use crate::body::SoftBodyHandle;
+use crate::runtime::assemble::BodySlot;
+use crate::runtime::budget::BudgetPlanner;
+use crate::runtime::config::StepConfig;
+use crate::runtime::report::{IslandReport, StepPath};
+use crate::runtime::transaction::Snapshot;
+use crate::solver::al::{AlScratch, AlSettings};
+use crate::solver::check::{BodyVerdict, CheckScratch, FallbackReason};
+use crate::solver::fast_path::FastResult;
+use crate::solver::union_find::UnionFind;
+use crate::state::SimState;
+
+/// Frames an island stays on the fallback after falling back.
+pub const HOLD_FRAMES: u32 = 10;
+/// A fallback within this many frames of the last hold's end doubles the hold.
+const RETRY_WINDOW: u64 = 30;
+/// Longest hold \[frames\].
+pub const MAX_HOLD_FRAMES: u32 = 120;
+
+/// A body's fallback history.
+#[derive(Clone, Copy, Debug, Default)]
+struct History {
+    /// The body stays on the fallback while the frame is below this.
+    hold_until: u64,
+    /// Length of the last hold.
+    hold: u32,
+    /// Soft flags of the last substeps, newest in bit 0.
+    soft: u32,
+    /// A failure found elsewhere (the GPU's check): the body's next step falls back for it.
+    forced: Option<FallbackReason>,
+}
+
+/// The fallback's state that lives across steps.
+#[derive(Debug, Default)]
+pub(crate) struct FallbackRuntime {
+    history: HashMap<SoftBodyHandle, History>,
+    pub al: AlScratch,
+    check: CheckScratch,
+    verdicts: Vec<BodyVerdict>,
+    uf: UnionFind,
+    energies_before: Vec<(f64, f64)>,
+    energies_after: Vec<(f64, f64)>,
+    pub planner: BudgetPlanner,
+}
+
+impl FallbackRuntime {
+    /// Sends `body`'s island to the fallback in the next step, for `reason` (a failure the
+    /// GPU's check found in a step now being redone), with the hold that follows.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    pub(crate) fn force(&mut self, body: SoftBodyHandle, reason: FallbackReason) {
+        self.history.entry(body).or_default().forced = Some(reason);
+    }
+
+    /// Whether `body` is to be stepped by the fallback in frame `frame`: forced, or held.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    pub(crate) fn holds(&self, body: SoftBodyHandle, frame: u64) -> bool {
+        self.history.get(&body).is_some_and(|h| h.forced.is_some() || h.hold_until > frame)
+    }
+}
+
+/// Margin around a body's swept box when islands are formed \[m\]: twice the contact offset
+/// and a millimetre (bodies that close may touch within the step).
+pub(crate) fn island_margin(config: &StepConfig) -> f32 {
+    2.0 * config.contact_offset + 1e-3
+}
+
+/// What the check and the fallback of a substep work on (disjoint borrows of the world).
+pub(crate) struct Settle<'a> {
+    pub state: &'a mut SimState,
+    pub snapshot: &'a Snapshot,
+    /// What the fast path left: contact pairs, clamped vertices, residuals.
+    pub fast: &'a dyn FastResult,
+    /// End-of-substep targets of kinematic vertices.
+    pub targets: &'a [Vec4],
+    pub runtime: &'a mut FallbackRuntime,
+    pub slots: &'a [BodySlot],
+    pub config: &'a StepConfig,
+    /// The frame being stepped (1 for the first).
+    pub frame: u64,
+}
+
+/// What the substep did so far.
+pub(crate) struct SubstepInfo {
+    pub h: f32,
+    pub substep: u32,
+    pub iterations: u32,
+    pub fast_ms: f64,
+    pub residual: f32,
+    pub deadline: Option<Instant>,
+    pub contact: crate::collision::ContactModel,
+}
+
+/// An island's report with the fast path's counts when it kept the fast step (a restored one
+/// travelled nothing).
+fn island(
+    bodies: Vec<SoftBodyHandle>,
+    info: &SubstepInfo,
+    path: StepPath,
+    reason: Option<FallbackReason>,
+) -> IslandReport {
+    // A kept fast step reports its sweeps; a restored one travelled nothing.
+    let fast = path == StepPath::Fast;
+    IslandReport {
+        bodies,
+        substep: info.substep,
+        path,
+        reason,
+        iterations: if fast { info.iterations } else { 0 },
+        residual: if fast { info.residual as f64 } else { 0.0 },
+        travelled: if fast { 1.0 } else { 0.0 },
+        ..IslandReport::default()
+    }
+}
+
+/// The augmented-Lagrangian settings of a substep of length `h` redoing the bodies `members`,
+/// whose vertices `solved` says have unknowns (both backends' fallback).
+pub(crate) fn fallback_settings(
+    state: &SimState,
+    config: &StepConfig,
+    h: f32,
+    members: &[u32],
+    solved: impl Fn(usize) -> bool,
+) -> AlSettings {
+    let gravity = config.gravity.length() as f64;
+    let mass: f64 = (0..state.vertex_count()).filter(|&i| solved(i)).map(|i| state.masses[i] as f64).sum();
+    let mut member = vec![false; state.bodies.len()];
+    members.iter().for_each(|&b| member[b as usize] = true);
+    let cloth_or_friction = members.iter().any(|&b| state.bodies[b as usize].friction > 0.0)
+        || state.tris.iter().any(|t| member[state.vertex_body[t.vertices[0] as usize] as usize]);
+    AlSettings {
+        offset: config.contact_offset as f64,
+        min_iterates: if cloth_or_friction { 6 } else { 2 },
+        static_slip: (config.friction_eps_v * h) as f64,
+        // A millionth of the island's weight (at least a micronewton).
+        force_tolerance: 1e-6 * (mass * gravity).max(1.0),
+        // Pushing a stack out to the offset lifts each of its bodies by at most the offset per
+        // interface below it: twice the island's weight times the offset per member bounds it
+        // (a weight of at least 1 N, as for the force tolerance, so contact pressed by pins or
+        // elastic preload without gravity is priced too).
+        violation_price_cap: 2.0 * config.contact_offset as f64 * members.len() as f64 * (mass * gravity).max(1.0),
+        ..AlSettings::default()
+    }
+}
