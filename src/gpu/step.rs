@@ -8,17 +8,23 @@
 //! (uploads, edits, snapshots, the carry-over to a repacked state) is in `step/transfer.rs`;
 //! what a scene may hold to step here, in `step/limits.rs`.
 //!
+//! A substep is recorded in the CPU step's phases (`step/record.rs`; the dispatches are bound
+//! once per set of settings, by phase, in `step/program.rs`):
+//!
 //! ```text
-//! per substep   [pin targets copied in] [step_energy: start] vbd_inertia → [rigid groups]
-//!               → vbd_advance ×3 → [rigid correction] → surface contact: [tree rebuild]
-//!               → initial advance → detection
-//!               → [re-detection (scheduled) → vbd_color ×colours → [step_soft: first sweep]
-//!                  → vbd_divergence → vbd_chebyshev] ×iterations
-//!               → vbd_finish → step_guard (non-finite test) → [step_energy: end → step_soft:
-//!               pairs, islands, verdict → step_check: tets, vertices] → step_guard (rollback,
-//!               count)
-//! per frame     copy positions, velocities, the guard's flags and the contact counters into
-//!               the readback ring
+//! begin      pin targets copied in; [the frame's start kept for a redo]
+//! check      [step_energy: the start's energies]
+//! predict    vbd_inertia → [rigid_groups] → vbd_advance ×3 → [rigid correction]
+//! detect     surface contact: [tree rebuild] → CCD-limited advance → detection
+//! solve      ([re-detection] → vbd_color ×colours → [step_soft: first sweep] →
+//!            [vbd_divergence → vbd_chebyshev]) ×iterations
+//! (finish)   vbd_finish: velocities
+//! check      step_guard: non-finite → [step_energy: end → step_soft: pairs, islands,
+//!            verdict → step_check: tets, vertices]
+//! fall back  [the device's AL redo (gpu::al::fallback), run when al_gate opens → step_guard]
+//! finish     step_guard: rollback, count
+//! per frame  copy positions, velocities, the guard's flags and the contact counters into the
+//!            readback ring
 //! ```
 //!
 //! Surface contact ([`crate::gpu::contact::program`]) decides on the GPU whether its CCD and its
@@ -30,36 +36,32 @@
 
 use std::sync::Arc;
 
-use glam::{Vec3A, Vec4};
+use glam::Vec4;
 
-use crate::collision::{ContactModel, Obstacle};
+use crate::collision::Obstacle;
 use crate::gpu::al::al_gate;
-use crate::gpu::al::fallback::{GpuFallback, GpuFallbackBuffers, GpuFallbackSettings, GpuFallbackSetup};
-use crate::gpu::buffers::{StateBuffers, output, storage};
+use crate::gpu::al::fallback::GpuFallbackSettings;
+use crate::gpu::buffers::{output, storage};
 use crate::gpu::check::step_check::{StepCheck, body_sizes};
 use crate::gpu::check::step_energy::{StepEnergy, energy_words};
-use crate::gpu::check::step_guard::{ROLLBACK_WORDS, StepGuard, StepGuardBuffers};
+use crate::gpu::check::step_guard::{ROLLBACK_WORDS, StepGuard};
 use crate::gpu::check::step_soft::{SOFT_WORDS, StepSoft, body_constants};
 use crate::gpu::contact::layout::{
-    CONTROL_ADVANCE_NEEDED, CONTROL_DETECTIONS, CONTROL_FRAME, CONTROL_HEADER, CONTROL_OVERFLOW_FRAME,
-    CONTROL_PAIRS_DROPPED, CONTROL_PAIRS_REQUESTED, SurfaceBounds, control_words,
+    CONTROL_OVERFLOW_FRAME, CONTROL_PAIRS_DROPPED, CONTROL_PAIRS_REQUESTED, control_words,
 };
-use crate::gpu::contact::program::{ContactProgram, ContactState, REBUILD_INTERVAL};
-use crate::gpu::kernel::Bound;
-use crate::gpu::obstacles::GpuObstacleSet;
+use crate::gpu::contact::program::ContactState;
 use crate::gpu::pack::{IndexLayout, RecordLayout, pack_index, pack_records};
 use crate::gpu::readback::ReadbackRing;
 use crate::gpu::rigid::program::RigidState;
 use crate::gpu::submit::Submitter;
-use crate::gpu::vbd::vbd_advance::{VbdAdvance, VbdAdvanceBuffers};
-use crate::gpu::vbd::vbd_chebyshev::{VbdChebyshev, VbdChebyshevBuffers};
-use crate::gpu::vbd::vbd_color::{VbdColor, VbdColorBuffers, VbdColorSetup};
-use crate::gpu::vbd::vbd_divergence::{VbdDivergence, VbdDivergenceBuffers};
-use crate::gpu::vbd::vbd_finish::{VbdFinish, VbdFinishBuffers};
-use crate::gpu::vbd::vbd_inertia::{GpuVertexStep, VbdInertia, VbdInertiaBuffers, VbdInertiaParams};
+use crate::gpu::vbd::vbd_advance::VbdAdvance;
+use crate::gpu::vbd::vbd_chebyshev::VbdChebyshev;
+use crate::gpu::vbd::vbd_color::VbdColor;
+use crate::gpu::vbd::vbd_divergence::VbdDivergence;
+use crate::gpu::vbd::vbd_finish::VbdFinish;
+use crate::gpu::vbd::vbd_inertia::{GpuVertexStep, VbdInertia};
 use crate::gpu::{GpuContext, GpuError};
-use crate::solver::vbd::chebyshev::ChebyshevSchedule;
-use crate::solver::{Initialization, Integrator, SurfaceContactSettings};
+use crate::solver::{SurfaceContactSettings, VbdSettings};
 use crate::state::{SimState, VERTEX_KINEMATIC};
 
 /// Staging buffers of the readback ring: one being written, one mapped, one spare.
@@ -68,36 +70,28 @@ const READBACK_SLOTS: usize = 3;
 mod checks;
 mod frames;
 mod limits;
+mod program;
+use program::Program;
+mod record;
 mod transfer;
 
 pub use frames::{FallbackCounts, FrameTail, GpuFrame};
 pub use limits::unsupported;
+use transfer::Snapshots;
 pub use transfer::{CarriedBody, EditedField};
-use transfer::{SNAPSHOTS, Snapshots};
 
-/// What a GPU step needs to know that the state does not hold.
+/// What a GPU step needs to know that the state does not hold: the fast path's settings (the
+/// CPU's [`VbdSettings`], derived from the same configuration) and the GPU's own.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GpuStepSettings {
     /// Substep length \[s\].
     pub h: f32,
-    /// Sweeps per substep.
-    pub iterations: u32,
-    /// Chebyshev ρ (`None`: off).
-    pub chebyshev_rho: Option<f32>,
-    /// Initial guess.
-    pub initialization: Initialization,
-    /// Time integrator.
-    pub integrator: Integrator,
-    /// Gravity \[m/s²\].
-    pub gravity: Vec3A,
-    /// Contact constants.
-    pub contact: ContactModel,
-    /// Body–body and self contact, when the scene has it.
-    pub surface_contact: Option<SurfaceContactSettings>,
+    /// The fast path's settings.
+    pub vbd: VbdSettings,
+    /// The scene has body–body or self contact to detect (`contact::surface_contact_on`).
+    pub surface_on: bool,
     /// Pairs the contact buffer holds at first (0: 16 per surface vertex).
     pub contact_pairs: u32,
-    /// The rigid correction of the initial guess (`solver/rigid_correction.rs`).
-    pub rigid_correction: bool,
     /// The safety check after each substep (`step_check`'s hard tests, `step_energy` and
     /// `step_soft`'s soft flags): once a body's step is unsafe every body is rolled back to the
     /// substep's start at rest, and the body's rollback is counted with the reason, for the host
@@ -107,9 +101,16 @@ pub struct GpuStepSettings {
     /// island margin, `2 δ + 1 mm`).
     pub island_margin: f32,
     /// Unsafe substeps redone on the device by the augmented-Lagrangian fallback
-    /// ([`crate::gpu::al::fallback`]), with the check on; `None`: the guard puts every body back at
-    /// rest and the host redoes the frame on the CPU.
+    /// ([`crate::gpu::al::fallback`]), with the check on; `None`: the guard puts every body back
+    /// at rest and the host redoes the frame on the CPU.
     pub fallback: Option<GpuFallbackSettings>,
+}
+
+impl GpuStepSettings {
+    /// Surface contact's settings, when the scene has surface contact.
+    pub fn surface_contact(&self) -> Option<SurfaceContactSettings> {
+        self.surface_on.then_some(self.vbd.surface_contact)
+    }
 }
 
 /// Which frame a recorded substep belongs to.
@@ -178,29 +179,6 @@ struct Kernels {
     check: StepCheck,
     soft: StepSoft,
     energy: StepEnergy,
-}
-
-/// Every dispatch of a substep, bound once for a set of settings and obstacles.
-struct Program {
-    settings: GpuStepSettings,
-    obstacles: GpuObstacleSet,
-    /// The start's energies (with the check), before anything moves.
-    energy_before: Vec<Bound>,
-    prepare: Vec<Bound>,
-    colors: Vec<Bound>,
-    /// The residual rule's sum after the first sweep (with the check).
-    first_sweep: Option<Bound>,
-    divergence: Option<Bound>,
-    /// One per sweep but the last (the step ends on a plain Gauss–Seidel sweep).
-    chebyshev: Vec<Bound>,
-    /// The velocities, the guard's flags and the check.
-    finish: Vec<Bound>,
-    /// The redo of an unsafe substep on the device, and the guard's flags again after it.
-    fallback: Option<(GpuFallback, Bound)>,
-    /// The guard's rollback and count.
-    settle: [Bound; 2],
-    /// Surface contact, and its sweeps between detections (0: once per step).
-    contact: Option<(ContactProgram, u32)>,
 }
 
 /// The GPU twin of [`crate::solver::vbd_step`] for one packed state.
@@ -397,360 +375,5 @@ impl GpuStepper {
     /// Frames handed to the GPU that it has not finished (as of the last poll).
     pub fn frames_in_flight(&self) -> usize {
         self.submitter.in_flight()
-    }
-
-    /// Binds every dispatch of a substep for `settings` and `obstacles` (again only when either
-    /// changed: a step then creates no GPU object).
-    fn program(&mut self, settings: &GpuStepSettings, obstacles: &GpuObstacleSet) -> &Program {
-        let stale = self.program.as_ref().is_none_or(|p| p.settings != *settings || p.obstacles != *obstacles);
-        if stale {
-            if settings.surface_contact.is_some() && self.contact.is_none() {
-                // Room for 16 pairs per surface vertex unless told otherwise (a vertex 5 mm over a
-                // face stores 6–8 pairs, as many again from its edges); a frame that finds more
-                // grows it.
-                let capacity = match settings.contact_pairs {
-                    0 => (16 * self.state.surface_vertices.len() as u32).max(4096),
-                    n => n,
-                };
-                self.contact = Some(ContactState::new(&self.ctx, &self.state, self.layout, self.records, capacity));
-                // Its trees exist once built.
-                self.since_build = 0;
-            }
-            let contact_before = self.program.as_ref().is_some_and(|p| p.contact.is_some());
-            if settings.surface_contact.is_some() && !contact_before {
-                // Pairs and bounds from before surface contact was off describe another state.
-                self.forget_contacts();
-            }
-            if settings.rigid_correction && self.rigid.is_none() {
-                self.rigid = Some(RigidState::new(&self.ctx, &self.state, self.layout, self.records));
-            }
-            self.program = Some(self.bind_program(settings, obstacles));
-        }
-        self.program.as_ref().unwrap_or_else(|| unreachable!("bound above"))
-    }
-
-    fn bind_program(&self, s: &GpuStepSettings, obstacles: &GpuObstacleSet) -> Program {
-        let (ctx, k, b, l) = (&*self.ctx, &self.kernels, &self.buffers, &self.layout);
-        let n = self.vertices;
-        let inertia = VbdInertiaParams::new(n as usize, s.h, s.gravity, s.integrator, s.initialization);
-        let mut prepare = vec![k.inertia.bind(
-            ctx,
-            &inertia,
-            &VbdInertiaBuffers {
-                positions: &b.positions,
-                velocities: &b.velocities,
-                accelerations: &b.accelerations,
-                masses: &b.masses,
-                flags: &b.flags,
-                targets: &b.targets,
-                steps: &b.steps,
-            },
-        )];
-        let advance = k.advance.bind(
-            ctx,
-            n,
-            self.bodies,
-            l.vertex_body,
-            obstacles,
-            &VbdAdvanceBuffers {
-                positions: &b.positions,
-                steps: &b.steps,
-                flags: &b.flags,
-                index: &b.index,
-                body_toi: &b.body_toi,
-                initial: &b.initial,
-                previous: &b.previous,
-                before_previous: &b.before_previous,
-            },
-        );
-        // Surface contact, and what the colour and Chebyshev passes bound their moves with.
-        let buffers = StateBuffers {
-            positions: &b.positions,
-            steps: &b.steps,
-            index: &b.index,
-            records: &b.records,
-            masses: &b.masses,
-            flags: &b.flags,
-            targets: &b.targets,
-            initial: &b.initial,
-            previous: &b.previous,
-            before_previous: &b.before_previous,
-            control: &b.control,
-        };
-        let contact_state = self.contact.as_ref().filter(|_| s.surface_contact.is_some());
-        let contact = contact_state
-            .zip(s.surface_contact.as_ref())
-            .map(|(state, settings)| (state.bind(ctx, &s.contact, settings, &buffers), settings.detection_interval));
-        let (bounds, contacts) = match (&contact, contact_state) {
-            (Some((p, _)), Some(state)) => (p.bounds, state.contacts()),
-            _ => (SurfaceBounds::off(), &b.no_contacts),
-        };
-        // The rigid correction: its groups before the obstacle advance (touching bodies start
-        // from x^n), its solve after it.
-        let rigid = self.rigid.as_ref().and_then(|r| r.as_ref()).filter(|_| s.rigid_correction).map(|state| {
-            let pairs = (contacts, contact_state.map(|c| c.layout()));
-            state.bind(ctx, &s.contact, s.initialization, obstacles, &buffers, pairs)
-        });
-        if let Some(r) = &rigid {
-            for (k, bound) in r.groups.iter().enumerate() {
-                match (r.pair_dispatch, contact_state) {
-                    (Some(at), Some(c)) if at == k => {
-                        prepare.extend(c.over_stored_pairs(ctx, &b.control, bound.clone()))
-                    }
-                    _ => prepare.push(bound.clone()),
-                }
-            }
-        }
-        prepare.extend(advance);
-        if let Some(r) = rigid {
-            prepare.extend(r.correct);
-        }
-        let frozen = CONTROL_HEADER as u32;
-        let setup = VbdColorSetup { layout: *l, records: self.records, contact: s.contact, bounds, obstacles };
-        let color_buffers = VbdColorBuffers {
-            positions: &b.positions,
-            steps: &b.steps,
-            index: &b.index,
-            tets: &b.tets,
-            records: &b.records,
-            updates: &b.updates,
-            control: &b.control,
-            frozen,
-            contacts,
-        };
-        let colors = self
-            .color_offsets
-            .windows(2)
-            .filter(|w| w[1] > w[0])
-            .flat_map(|w| k.color.bind(ctx, w[0], w[1] - w[0], &setup, &color_buffers))
-            .collect();
-        // Chebyshev needs a few sweeps to pay off (as on the CPU).
-        let rho = s.chebyshev_rho.filter(|_| s.iterations >= 4);
-        let (divergence, chebyshev) = match rho {
-            Some(rho) => {
-                let divergence = k.divergence.bind(
-                    ctx,
-                    self.bodies,
-                    self.records.bodies,
-                    &VbdDivergenceBuffers {
-                        records: &b.records,
-                        updates: &b.updates,
-                        smallest: &b.smallest,
-                        control: &b.control,
-                        frozen,
-                    },
-                );
-                let mut schedule = ChebyshevSchedule::new(rho);
-                let mix = VbdChebyshevBuffers {
-                    positions: &b.positions,
-                    previous: &b.previous,
-                    before_previous: &b.before_previous,
-                    index: &b.index,
-                    control: &b.control,
-                    frozen,
-                    contacts,
-                };
-                let sweeps = (0..s.iterations - 1)
-                    .map(|_| {
-                        let omega = schedule.next_omega();
-                        k.chebyshev.bind(ctx, omega, self.colored, l.vertex_body, &bounds, obstacles, &mix)
-                    })
-                    .collect();
-                (Some(divergence), sweeps)
-            }
-            None => (None, Vec::new()),
-        };
-        let mut finish = vec![k.finish.bind(
-            ctx,
-            n as usize,
-            &VbdFinishBuffers {
-                positions: &b.positions,
-                initial: &b.initial,
-                steps: &b.steps,
-                velocities: &b.velocities,
-                accelerations: &b.accelerations,
-                flags: &b.flags,
-            },
-        )];
-        let fallback_settings = s.fallback.filter(|_| s.check);
-        let [flag, roll_back, count] = k.guard.bind(
-            ctx,
-            n,
-            self.bodies,
-            l.vertex_body,
-            fallback_settings.is_some(),
-            &StepGuardBuffers {
-                positions: &b.positions,
-                velocities: &b.velocities,
-                accelerations: &b.accelerations,
-                flags: &b.flags,
-                steps: &b.steps,
-                index: &b.index,
-                bad: &b.bad,
-                rollbacks: &b.rollbacks,
-            },
-        );
-        finish.push(flag.clone());
-        let checks = s.check.then(|| self.bind_checks(s, obstacles, contact_state, contacts));
-        let (energy_before, first_sweep) = match checks {
-            Some(c) => {
-                finish.extend(c.end);
-                (c.start, Some(c.first_sweep))
-            }
-            None => (Vec::new(), None),
-        };
-        let fallback = fallback_settings.map(|f| {
-            let setup = GpuFallbackSetup {
-                st: &self.state,
-                index: l,
-                records: &self.records,
-                obstacles,
-                h: s.h,
-                integrator: s.integrator,
-                surface: contact_state.map(ContactState::al_surface_source),
-            };
-            let buffers = GpuFallbackBuffers {
-                positions: &b.positions,
-                velocities: &b.velocities,
-                accelerations: &b.accelerations,
-                flags: &b.flags,
-                steps: &b.steps,
-                index: &b.index,
-                tets: &b.tets,
-                records: &b.records,
-                bad: &b.bad,
-                gate: &b.gate,
-            };
-            (GpuFallback::bind(ctx, &setup, &f, &buffers), flag)
-        });
-        Program {
-            settings: *s,
-            obstacles: *obstacles,
-            energy_before,
-            prepare,
-            colors,
-            first_sweep,
-            divergence,
-            chebyshev,
-            finish,
-            fallback,
-            settle: [roll_back, count],
-            contact,
-        }
-    }
-
-    /// Records one substep of a frame (nothing is submitted yet). `targets` (end-of-substep
-    /// positions of kinematic vertices, one per vertex) is needed when the scene has pins;
-    /// `substeps` is the frame's substep count.
-    pub fn record_substep(
-        &mut self,
-        tag: FrameTag,
-        settings: &GpuStepSettings,
-        obstacles: &[Obstacle],
-        targets: Option<&[Vec4]>,
-        substeps: u32,
-    ) -> Result<(), GpuError> {
-        let packed = GpuObstacleSet::pack(obstacles)?;
-        self.program(settings, &packed);
-        if (settings.surface_contact.is_some() || settings.check) && self.snapshots.is_none() {
-            self.snapshots = Some(Snapshots::new(&self.ctx, self.vertices as usize));
-        }
-        let n_bytes = self.vertices as u64 * size_of::<Vec4>() as u64;
-        if targets.is_some() && self.frame_targets.as_ref().is_none_or(|(_, cap)| *cap < substeps) {
-            let buffer = output::<Vec4>(&self.ctx, "frame targets", self.vertices as usize * substeps as usize);
-            self.frame_targets = Some((buffer, substeps));
-        }
-        let Self {
-            ctx,
-            buffers: b,
-            program,
-            pending,
-            pending_substeps,
-            frame_targets,
-            submitter,
-            kinematic,
-            bodies,
-            since_build,
-            snapshots,
-            ..
-        } = self;
-        let p = program.as_ref().unwrap_or_else(|| unreachable!("bound above"));
-        let encoder = pending.get_or_insert_with(|| {
-            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("vbd frame") })
-        });
-        if let Some(snap) = snapshots.as_mut().filter(|_| *pending_substeps == 0) {
-            // Only a frame's start can be restored; a stepper made mid-frame keeps none of it.
-            let slot = (tag.frame % SNAPSHOTS as u64) as usize;
-            snap.frames[slot] = u64::MAX;
-            if tag.substep == 0 {
-                for (from, to) in
-                    [&b.positions, &b.velocities, &b.accelerations, &b.flags].into_iter().zip(&snap.slots[slot])
-                {
-                    encoder.copy_buffer_to_buffer(from, 0, to, 0, None);
-                }
-                snap.frames[slot] = tag.frame;
-            }
-        }
-        if let (Some(t), Some((all, _))) = (targets, frame_targets.as_ref())
-            && kinematic.end > kinematic.start
-        {
-            let vec4 = size_of::<Vec4>() as u64;
-            let (first, bytes) = (kinematic.start as u64 * vec4, kinematic.len() as u64 * vec4);
-            let at = *pending_substeps as u64 * n_bytes + first;
-            submitter.write(all, at, bytemuck::cast_slice(&t[kinematic.clone()]));
-            encoder.copy_buffer_to_buffer(all, at, &b.targets, first, bytes);
-        }
-        let word = |w: usize| (w * size_of::<u32>()) as u64;
-        if *pending_substeps == 0 {
-            // The frame's counters (detections, advances), and which frame runs.
-            encoder.clear_buffer(&b.control, word(CONTROL_DETECTIONS), Some(word(2)));
-            let id = (tag.id as u32).wrapping_add(1);
-            submitter.write(&b.control, word(CONTROL_FRAME), &id.to_ne_bytes());
-        }
-        encoder.clear_buffer(&b.control, word(CONTROL_ADVANCE_NEEDED), Some(word(1)));
-        encoder.clear_buffer(&b.control, word(CONTROL_HEADER), Some(word(*bodies as usize)));
-        encoder.clear_buffer(&b.smallest, 0, None);
-        encoder.clear_buffer(&b.bad, 0, None);
-        let rebuild = *since_build == 0;
-        *since_build = (*since_build + 1) % REBUILD_INTERVAL;
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("vbd substep"),
-                timestamp_writes: None,
-            });
-            // Surface contact after the initial guess: the trees (now and then), the advance, a
-            // detection; a scheduled re-detection every `interval` sweeps.
-            let (start, redetect, interval): (Vec<&Bound>, Vec<&Bound>, u32) = match &p.contact {
-                Some((c, interval)) => {
-                    let rebuild = c.rebuild.iter().filter(|_| rebuild);
-                    let start = rebuild.chain(&c.advance).chain([&c.detect]).chain(&c.detection).collect();
-                    (start, [&c.redetect].into_iter().chain(&c.detection).collect(), *interval)
-                }
-                None => (Vec::new(), Vec::new(), 0),
-            };
-            let sweeps = (0..settings.iterations as usize).flat_map(|sweep| {
-                let detect = interval > 0 && sweep > 0 && (sweep as u32).is_multiple_of(interval);
-                let redetect = redetect.iter().copied().filter(move |_| detect);
-                let first = p.first_sweep.as_ref().filter(move |_| sweep == 0);
-                redetect.chain(&p.colors).chain(first).chain(p.divergence.as_ref()).chain(p.chebyshev.get(sweep))
-            });
-            let mut last: Option<&Bound> = None;
-            for d in p.energy_before.iter().chain(&p.prepare).chain(start).chain(sweeps).chain(&p.finish) {
-                if last.is_some_and(|l| l.same_pipeline(d)) {
-                    d.record_same_pipeline(&mut pass);
-                } else {
-                    d.record(&mut pass);
-                }
-                last = Some(d);
-            }
-            if let Some((fallback, flag)) = &p.fallback {
-                fallback.record(&mut pass);
-                // A non-finite answer (absurd input) is put back at rest by the guard.
-                flag.record(&mut pass);
-            }
-            p.settle.iter().for_each(|d| d.record(&mut pass));
-        }
-        *pending_substeps += 1;
-        Ok(())
     }
 }

@@ -40,9 +40,9 @@ impl GpuStepper {
                 elements: [self.state.tets.len(), self.state.tris.len(), self.state.hinges.len()].map(|n| n as u32),
                 layout: l,
                 records: &self.records,
-                gravity: s.gravity,
+                gravity: s.vbd.gravity,
                 h: s.h,
-                contact: &s.contact,
+                contact: &s.vbd.contact,
                 obstacles,
             },
             &StepEnergyBuffers {
@@ -64,7 +64,7 @@ impl GpuStepper {
                 vertices: n,
                 body_records: self.records.bodies,
                 vertex_body: l.vertex_body,
-                gravity: s.gravity.length(),
+                gravity: s.vbd.gravity.length(),
                 contact: contact_state.map(|c| c.layout()),
                 // The GPU's obstacles are static: nothing but pins does work on a body.
                 energy_test: true,

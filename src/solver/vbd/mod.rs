@@ -84,8 +84,9 @@ impl BodyScratch {
     }
 }
 
-/// Solver settings for one VBD step.
-#[derive(Clone, Copy, Debug)]
+/// VBD's settings, derived once per frame from the step configuration
+/// (`StepConfig::vbd_settings`) and read by both backends.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VbdSettings {
     /// Sweeps over all colors.
     pub iterations: u32,
@@ -99,7 +100,7 @@ pub struct VbdSettings {
     pub gravity: Vec3A,
     /// Contact constants.
     pub contact: ContactModel,
-    /// Worker threads (1 = run on the caller).
+    /// Worker threads of the CPU backend (1 = run on the caller).
     pub threads: usize,
     /// Rigid correction of the initial guess, coupled through contact (`rigid_correction`).
     pub rigid_correction: bool,

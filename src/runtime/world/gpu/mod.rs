@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
-use glam::{Vec3A, Vec4};
+use glam::Vec4;
 
 use crate::body::SoftBodyHandle;
 use crate::gpu::step::{CarriedBody, EditedField, FrameTag, GpuStepSettings, GpuStepper, unsupported};
@@ -389,19 +389,13 @@ impl World {
     fn step_gpu(&mut self, ctx: Arc<GpuContext>, wall: Instant) -> Result<Option<StepReport>, GpuError> {
         let c = self.config.clone();
         let h = c.substep_dt();
-        let contact = self.config.contact_model(h);
-        let surface = c.surface_settings();
+        // The GPU's frame takes the configured sweeps (no budget planner) on the device.
+        let vbd = c.vbd_settings(c.iterations, 1);
         let settings = GpuStepSettings {
             h,
-            iterations: c.iterations,
-            chebyshev_rho: c.chebyshev_rho,
-            initialization: c.initialization,
-            integrator: c.integrator,
-            gravity: Vec3A::from(c.gravity),
-            contact,
-            surface_contact: surface_contact_on(&self.state, &surface).then_some(surface),
+            vbd,
+            surface_on: surface_contact_on(&self.state, &vbd.surface_contact),
             contact_pairs: c.gpu_contact_pairs,
-            rigid_correction: c.rigid_correction,
             check: c.fallback != FallbackPolicy::Never,
             island_margin: crate::runtime::fallback::island_margin(&c),
             fallback: self.gpu_fallback(h),
