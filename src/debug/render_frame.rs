@@ -173,29 +173,28 @@ impl Renderer {
         };
         let marker = 0.012 * radius;
         let meshes = mesh_vertices(scene, false, marker);
-        let marker_vertices = if contacts {
+        let markers = if contacts {
             mesh_vertices(&DrawScene { contacts: scene.contacts.clone(), ..DrawScene::default() }, true, marker)
         } else {
             Vec::new()
         };
         let grounds = ground_vertices(scene, center, 8.0 * radius, lo.y);
+        let targets = self.targets(width, height);
+        let mut encoder =
+            self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("render_frame") });
+        let vertices: [(&[u8], usize); 3] = [
+            (bytemuck::cast_slice(&grounds), grounds.len()),
+            (bytemuck::cast_slice(&meshes), meshes.len()),
+            (bytemuck::cast_slice(&markers), markers.len()),
+        ];
+        self.draw(&mut encoder, &targets, &uniform, vertices);
+        self.read_back(encoder, &targets, width, height)
+    }
 
+    /// The multisampled colour and depth targets of a `width` × `height` picture, its resolved
+    /// colour and a staging buffer to read it back through.
+    fn targets(&self, width: u32, height: u32) -> Targets {
         let device = &self.ctx.device;
-        let buffer = |label: &str, bytes: &[u8], usage: wgpu::BufferUsages| {
-            // A zero-sized vertex buffer is not allowed; an unused 16 bytes is.
-            let bytes = if bytes.is_empty() { &[0u8; 16][..] } else { bytes };
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytes, usage })
-        };
-        let view_buf = buffer("render_frame view", bytemuck::bytes_of(&uniform), wgpu::BufferUsages::UNIFORM);
-        let mesh_buf = buffer("render_frame meshes", bytemuck::cast_slice(&meshes), wgpu::BufferUsages::VERTEX);
-        let ground_buf = buffer("render_frame grounds", bytemuck::cast_slice(&grounds), wgpu::BufferUsages::VERTEX);
-        let marker_buf =
-            buffer("render_frame markers", bytemuck::cast_slice(&marker_vertices), wgpu::BufferUsages::VERTEX);
-        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("render_frame view"),
-            layout: &self.layout,
-            entries: &[wgpu::BindGroupEntry { binding: 0, resource: view_buf.as_entire_binding() }],
-        });
         let size = wgpu::Extent3d { width, height, depth_or_array_layers: 1 };
         let texture = |label: &str, format, samples, usage| {
             device.create_texture(&wgpu::TextureDescriptor {
@@ -217,71 +216,109 @@ impl Renderer {
             wgpu::TextureUsages::RENDER_ATTACHMENT | wgpu::TextureUsages::COPY_SRC,
         );
         let depth = texture("render_frame depth", DEPTH_FORMAT, SAMPLES, wgpu::TextureUsages::RENDER_ATTACHMENT);
-        let (msaa_view, resolved_view, depth_view) = (
-            msaa.create_view(&Default::default()),
-            resolved.create_view(&Default::default()),
-            depth.create_view(&Default::default()),
-        );
         // Rows of a texture copy are padded to 256 bytes.
-        let row = 4 * width;
-        let padded = row.div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
+        let padded = (4 * width).div_ceil(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT) * wgpu::COPY_BYTES_PER_ROW_ALIGNMENT;
         let staging = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("render_frame readback"),
             size: padded as u64 * height as u64,
             usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
             mapped_at_creation: false,
         });
-        let mut encoder =
-            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("render_frame") });
-        {
-            let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
-                label: Some("render_frame"),
-                color_attachments: &[Some(wgpu::RenderPassColorAttachment {
-                    view: &msaa_view,
-                    depth_slice: None,
-                    resolve_target: Some(&resolved_view),
-                    ops: wgpu::Operations { load: wgpu::LoadOp::Clear(BACKGROUND), store: wgpu::StoreOp::Discard },
-                })],
-                depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
-                    view: &depth_view,
-                    depth_ops: Some(wgpu::Operations { load: wgpu::LoadOp::Clear(1.0), store: wgpu::StoreOp::Discard }),
-                    stencil_ops: None,
-                }),
-                timestamp_writes: None,
-                occlusion_query_set: None,
-                multiview_mask: None,
-            });
-            pass.set_bind_group(0, &bind, &[]);
-            pass.set_pipeline(&self.ground);
-            pass.set_vertex_buffer(0, ground_buf.slice(..));
-            pass.draw(0..grounds.len() as u32, 0..1);
-            if !meshes.is_empty() {
-                pass.set_pipeline(&self.mesh);
-                pass.set_vertex_buffer(0, mesh_buf.slice(..));
-                pass.draw(0..meshes.len() as u32, 0..1);
-            }
-            if !marker_vertices.is_empty() {
-                pass.set_pipeline(&self.markers);
-                pass.set_vertex_buffer(0, marker_buf.slice(..));
-                pass.draw(0..marker_vertices.len() as u32, 0..1);
-            }
+        Targets {
+            msaa_view: msaa.create_view(&Default::default()),
+            resolved_view: resolved.create_view(&Default::default()),
+            depth_view: depth.create_view(&Default::default()),
+            resolved,
+            staging,
+            padded,
+            size,
         }
+    }
+
+    /// Records the render pass: the ground grids, the meshes, then the contact markers
+    /// (`vertices` in that order, as bytes and a vertex count each).
+    fn draw(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        targets: &Targets,
+        uniform: &ViewUniform,
+        vertices: [(&[u8], usize); 3],
+    ) {
+        let device = &self.ctx.device;
+        let buffer = |label: &str, bytes: &[u8], usage: wgpu::BufferUsages| {
+            // A zero-sized vertex buffer is not allowed; an unused 16 bytes is.
+            let bytes = if bytes.is_empty() { &[0u8; 16][..] } else { bytes };
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytes, usage })
+        };
+        let view_buf = buffer("render_frame view", bytemuck::bytes_of(uniform), wgpu::BufferUsages::UNIFORM);
+        let bind = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("render_frame view"),
+            layout: &self.layout,
+            entries: &[wgpu::BindGroupEntry { binding: 0, resource: view_buf.as_entire_binding() }],
+        });
+        let labels = ["render_frame grounds", "render_frame meshes", "render_frame markers"];
+        let buffers: Vec<wgpu::Buffer> = labels
+            .into_iter()
+            .zip(vertices)
+            .map(|(label, (bytes, _))| buffer(label, bytes, wgpu::BufferUsages::VERTEX))
+            .collect();
+        let mut pass = encoder.begin_render_pass(&wgpu::RenderPassDescriptor {
+            label: Some("render_frame"),
+            color_attachments: &[Some(wgpu::RenderPassColorAttachment {
+                view: &targets.msaa_view,
+                depth_slice: None,
+                resolve_target: Some(&targets.resolved_view),
+                ops: wgpu::Operations { load: wgpu::LoadOp::Clear(BACKGROUND), store: wgpu::StoreOp::Discard },
+            })],
+            depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+                view: &targets.depth_view,
+                depth_ops: Some(wgpu::Operations { load: wgpu::LoadOp::Clear(1.0), store: wgpu::StoreOp::Discard }),
+                stencil_ops: None,
+            }),
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        pass.set_bind_group(0, &bind, &[]);
+        // The grounds are always drawn (an empty draw of them draws nothing); meshes and
+        // markers only when there are any.
+        for (k, pipeline) in [&self.ground, &self.mesh, &self.markers].into_iter().enumerate() {
+            let count = vertices[k].1;
+            if k > 0 && count == 0 {
+                continue;
+            }
+            pass.set_pipeline(pipeline);
+            pass.set_vertex_buffer(0, buffers[k].slice(..));
+            pass.draw(0..count as u32, 0..1);
+        }
+    }
+
+    /// Submits `encoder` with the copy of the picture into the staging buffer, waits for it (a
+    /// tool's call, never a step's) and reads the picture back.
+    fn read_back(
+        &self,
+        mut encoder: wgpu::CommandEncoder,
+        targets: &Targets,
+        width: u32,
+        height: u32,
+    ) -> Result<Picture, RenderError> {
+        let (staging, padded) = (&targets.staging, targets.padded);
         encoder.copy_texture_to_buffer(
             wgpu::TexelCopyTextureInfo {
-                texture: &resolved,
+                texture: &targets.resolved,
                 mip_level: 0,
                 origin: wgpu::Origin3d::ZERO,
                 aspect: wgpu::TextureAspect::All,
             },
             wgpu::TexelCopyBufferInfo {
-                buffer: &staging,
+                buffer: staging,
                 layout: wgpu::TexelCopyBufferLayout {
                     offset: 0,
                     bytes_per_row: Some(padded),
                     rows_per_image: Some(height),
                 },
             },
-            size,
+            targets.size,
         );
         self.ctx.queue.submit([encoder.finish()]);
         let (tx, rx) = std::sync::mpsc::channel();
@@ -289,11 +326,12 @@ impl Renderer {
             let _ = tx.send(r);
         });
         let gpu = |e: &dyn std::fmt::Display| RenderError::Gpu(e.to_string());
-        device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| gpu(&e))?;
+        self.ctx.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| gpu(&e))?;
         rx.recv().map_err(|e| gpu(&e))?.map_err(|e| gpu(&e))?;
         if let Some(e) = self.ctx.error() {
             return Err(RenderError::Gpu(e));
         }
+        let row = 4 * width;
         let mapped = staging.slice(..).get_mapped_range().map_err(|e| gpu(&e))?;
         let mut rgba = Vec::with_capacity((row * height) as usize);
         for y in 0..height as usize {
@@ -304,4 +342,15 @@ impl Renderer {
         staging.unmap();
         Ok(Picture { width, height, rgba })
     }
+}
+/// Where a picture is drawn and read back from.
+struct Targets {
+    msaa_view: wgpu::TextureView,
+    resolved: wgpu::Texture,
+    resolved_view: wgpu::TextureView,
+    depth_view: wgpu::TextureView,
+    staging: wgpu::Buffer,
+    /// Bytes per row of the staging buffer (padded to the copy alignment).
+    padded: u32,
+    size: wgpu::Extent3d,
 }

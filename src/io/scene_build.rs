@@ -235,106 +235,13 @@ impl Scene {
         Ok(())
     }
 
-    fn build_body(
-        &self,
-        i: usize,
-        b: &BodySpec,
-        base: &Path,
-    ) -> Result<(crate::body::SoftBody, Vec<Vec3>, Option<EmbeddedMesh>), SceneError> {
-        let field = format!("bodies[{i}]");
-        let material = self.materials.get(&b.material).ok_or_else(|| {
-            SceneError::invalid(format!("{field}.material"), &b.material, "no material with this name")
-        })?;
-        let translation = finite3(format!("{field}.translation"), b.translation)?;
-        let rotation = euler(b.rotation_deg);
-        if !rotation.is_finite() {
-            return Err(SceneError::invalid(
-                format!("{field}.rotation_deg"),
-                format!("{:?}", b.rotation_deg),
-                "must be finite",
-            ));
-        }
-        let velocity = finite3(format!("{field}.velocity"), b.velocity)?;
-        enum Geometry {
-            Solid(TetMesh),
-            Cloth(TriMesh),
-        }
-        let mut render = None;
-        let geometry = match (&b.generator, &b.mesh) {
-            (Some(g), None) => {
-                let gf = format!("{field}.generator");
-                let v3 = |a: [f32; 3]| Vec3::from(a);
-                match g {
-                    GeneratorSpec::Box(p) => Geometry::Solid(
-                        TetMesh::box_mesh(v3(p.size), p.cells, p.split).map_err(|e| mesh_error(&gf, e))?,
-                    ),
-                    GeneratorSpec::Beam(p) => Geometry::Solid(
-                        TetMesh::beam(p.size[0], p.size[1], p.size[2], p.cells, p.split)
-                            .map_err(|e| mesh_error(&gf, e))?,
-                    ),
-                    GeneratorSpec::Sphere(p) => {
-                        Geometry::Solid(TetMesh::sphere(p.radius, p.cells, p.split).map_err(|e| mesh_error(&gf, e))?)
-                    }
-                    GeneratorSpec::Ellipsoid(p) => Geometry::Solid(
-                        TetMesh::ellipsoid(v3(p.radii), p.cells, p.split).map_err(|e| mesh_error(&gf, e))?,
-                    ),
-                    GeneratorSpec::ClothGrid(p) => Geometry::Cloth(
-                        TriMesh::cloth_grid(Vec2::from(p.size), p.cells).map_err(|e| mesh_error(&gf, e))?,
-                    ),
-                }
-            }
-            (None, Some(MeshFileSpec::Tetgen(spec))) => {
-                let node = base.join(&spec.path);
-                Geometry::Solid(tetgen::read_tetgen(&node).map_err(|e| match e {
-                    MeshError::Io { path, message } => {
-                        SceneError::MissingFile { field: format!("{field}.mesh.path"), path, message }
-                    }
-                    other => SceneError::invalid(format!("{field}.mesh.path"), node.display(), other.to_string()),
-                })?)
-            }
-            (None, Some(MeshFileSpec::Gltf(spec))) => {
-                // Embedded at rest in the file's frame; the embedding survives the body's rigid
-                // placement, which the render mesh then takes too.
-                let cloth = matches!(material, MaterialSpec::Cloth(_));
-                match gltf_geometry(&format!("{field}.mesh"), spec, base, cloth)? {
-                    GltfGeometry::Solid(tets, embedded) => {
-                        render = Some(embedded);
-                        Geometry::Solid(tets)
-                    }
-                    GltfGeometry::Cloth(mesh, embedded) => {
-                        render = Some(embedded);
-                        Geometry::Cloth(mesh)
-                    }
-                }
-            }
-            (Some(_), Some(_)) => {
-                return Err(SceneError::invalid(
-                    &field,
-                    "generator and mesh",
-                    "give exactly one of `generator` and `mesh`",
-                ));
-            }
-            (None, None) => return Err(SceneError::invalid(&field, "(none)", "give one of `generator` and `mesh`")),
-        };
-        if let Some(e) = render.as_mut() {
-            let e: &mut EmbeddedMesh = e;
-            for p in &mut e.mesh.positions {
-                *p = rotation * *p + translation;
-            }
-            if let Some(n) = &mut e.mesh.normals {
-                n.iter_mut().for_each(|n| *n = rotation * *n);
-            }
-        }
-        let rest_local: Vec<Vec3> = match &geometry {
-            Geometry::Solid(m) => m.positions().to_vec(),
-            Geometry::Cloth(m) => m.positions().to_vec(),
-        };
-        // Selections refer to rest positions in the world frame.
-        let rest: Vec<Vec3> = rest_local.iter().map(|p| rotation * *p + translation).collect();
+    /// Body `b`'s pins (`field` names it in errors), selected on its world-frame rest
+    /// positions `rest`.
+    fn body_pins(&self, field: &str, b: &BodySpec, rest: &[Vec3]) -> Result<Vec<Pin>, SceneError> {
         let mut pins = Vec::with_capacity(b.pins.len());
         for (k, p) in b.pins.iter().enumerate() {
             let pf = format!("{field}.pins[{k}]");
-            let vertices = select(&format!("{pf}.select"), &p.select, &rest)?;
+            let vertices = select(&format!("{pf}.select"), &p.select, rest)?;
             let mut pin = if p.target == "static" {
                 Pin::fixed(vertices)
             } else {
@@ -355,6 +262,46 @@ impl Scene {
             }
             pins.push(pin);
         }
+        Ok(pins)
+    }
+
+    fn build_body(
+        &self,
+        i: usize,
+        b: &BodySpec,
+        base: &Path,
+    ) -> Result<(crate::body::SoftBody, Vec<Vec3>, Option<EmbeddedMesh>), SceneError> {
+        let field = format!("bodies[{i}]");
+        let material = self.materials.get(&b.material).ok_or_else(|| {
+            SceneError::invalid(format!("{field}.material"), &b.material, "no material with this name")
+        })?;
+        let translation = finite3(format!("{field}.translation"), b.translation)?;
+        let rotation = euler(b.rotation_deg);
+        if !rotation.is_finite() {
+            return Err(SceneError::invalid(
+                format!("{field}.rotation_deg"),
+                format!("{:?}", b.rotation_deg),
+                "must be finite",
+            ));
+        }
+        let velocity = finite3(format!("{field}.velocity"), b.velocity)?;
+        let (geometry, mut render) = body_geometry(&field, b, base, material)?;
+        if let Some(e) = render.as_mut() {
+            let e: &mut EmbeddedMesh = e;
+            for p in &mut e.mesh.positions {
+                *p = rotation * *p + translation;
+            }
+            if let Some(n) = &mut e.mesh.normals {
+                n.iter_mut().for_each(|n| *n = rotation * *n);
+            }
+        }
+        let rest_local: Vec<Vec3> = match &geometry {
+            Geometry::Solid(m) => m.positions().to_vec(),
+            Geometry::Cloth(m) => m.positions().to_vec(),
+        };
+        // Selections refer to rest positions in the world frame.
+        let rest: Vec<Vec3> = rest_local.iter().map(|p| rotation * *p + translation).collect();
+        let pins = self.body_pins(&field, b, &rest)?;
         let body_err = |e: crate::body::BodyError| SceneError::invalid(&field, &b.name, e.to_string());
         // The settings both builders share.
         macro_rules! configured {
@@ -398,6 +345,75 @@ impl Scene {
         };
         Ok((body, rest, render))
     }
+}
+
+/// A body's solid or cloth geometry from its generator or mesh file (`field` names it in
+/// errors), and the render mesh embedded in it for a glTF body.
+fn body_geometry(
+    field: &str,
+    b: &BodySpec,
+    base: &Path,
+    material: &MaterialSpec,
+) -> Result<(Geometry, Option<EmbeddedMesh>), SceneError> {
+    let mut render = None;
+    let geometry = match (&b.generator, &b.mesh) {
+        (Some(g), None) => {
+            let gf = format!("{field}.generator");
+            let v3 = |a: [f32; 3]| Vec3::from(a);
+            match g {
+                GeneratorSpec::Box(p) => {
+                    Geometry::Solid(TetMesh::box_mesh(v3(p.size), p.cells, p.split).map_err(|e| mesh_error(&gf, e))?)
+                }
+                GeneratorSpec::Beam(p) => Geometry::Solid(
+                    TetMesh::beam(p.size[0], p.size[1], p.size[2], p.cells, p.split).map_err(|e| mesh_error(&gf, e))?,
+                ),
+                GeneratorSpec::Sphere(p) => {
+                    Geometry::Solid(TetMesh::sphere(p.radius, p.cells, p.split).map_err(|e| mesh_error(&gf, e))?)
+                }
+                GeneratorSpec::Ellipsoid(p) => {
+                    Geometry::Solid(TetMesh::ellipsoid(v3(p.radii), p.cells, p.split).map_err(|e| mesh_error(&gf, e))?)
+                }
+                GeneratorSpec::ClothGrid(p) => {
+                    Geometry::Cloth(TriMesh::cloth_grid(Vec2::from(p.size), p.cells).map_err(|e| mesh_error(&gf, e))?)
+                }
+            }
+        }
+        (None, Some(MeshFileSpec::Tetgen(spec))) => {
+            let node = base.join(&spec.path);
+            Geometry::Solid(tetgen::read_tetgen(&node).map_err(|e| match e {
+                MeshError::Io { path, message } => {
+                    SceneError::MissingFile { field: format!("{field}.mesh.path"), path, message }
+                }
+                other => SceneError::invalid(format!("{field}.mesh.path"), node.display(), other.to_string()),
+            })?)
+        }
+        (None, Some(MeshFileSpec::Gltf(spec))) => {
+            // Embedded at rest in the file's frame; the embedding survives the body's rigid
+            // placement, which the render mesh then takes too.
+            let cloth = matches!(material, MaterialSpec::Cloth(_));
+            match gltf_geometry(&format!("{field}.mesh"), spec, base, cloth)? {
+                GltfGeometry::Solid(tets, embedded) => {
+                    render = Some(embedded);
+                    Geometry::Solid(tets)
+                }
+                GltfGeometry::Cloth(mesh, embedded) => {
+                    render = Some(embedded);
+                    Geometry::Cloth(mesh)
+                }
+            }
+        }
+        (Some(_), Some(_)) => {
+            return Err(SceneError::invalid(field, "generator and mesh", "give exactly one of `generator` and `mesh`"));
+        }
+        (None, None) => return Err(SceneError::invalid(field, "(none)", "give one of `generator` and `mesh`")),
+    };
+    Ok((geometry, render))
+}
+
+/// A body's geometry before it is given a material.
+enum Geometry {
+    Solid(TetMesh),
+    Cloth(TriMesh),
 }
 
 fn solid_material(m: &MaterialSpec, p: &SolidSpec) -> SolidMaterial {
