@@ -56,7 +56,7 @@ fn run(name: &str, budget_ms: f64, frames_cap: u32) -> Row {
     let mut loaded = scene.build(std::path::Path::new("examples/scenes")).expect("scene builds");
     let world = &mut loaded.world;
     world.sync();
-    let (vertices, elements) = (world.state().vertex_count(), world.state().element_count());
+    let (vertices, elements) = (world.vertex_count(), world.element_count());
     let (mut ms, mut sweeps, mut fell, mut truncated, mut intersections, mut threads) = (Vec::new(), 0u64, 0, 0, 0, 1);
     for _ in 0..frames {
         let r = world.step();
@@ -64,7 +64,7 @@ fn run(name: &str, budget_ms: f64, frames_cap: u32) -> Row {
         sweeps += r.iterations as u64 * r.substeps as u64;
         threads = r.threads;
         fell += usize::from(r.fallbacks > 0);
-        truncated += usize::from(r.islands.iter().any(|i| i.path == pliant::runtime::StepPath::FallbackTruncated));
+        truncated += usize::from(r.islands.iter().any(|i| i.path == pliant::StepPath::FallbackTruncated));
         intersections += world.find_intersections().len();
     }
     let mean = ms.iter().sum::<f64>() / frames as f64;

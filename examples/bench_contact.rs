@@ -99,8 +99,7 @@ fn main() {
             }
             let timed = (frames - warm).max(1) as f64;
             let ms = ms / timed;
-            let st = loaded.world.state();
-            let (v, e) = (st.vertex_count(), st.element_count());
+            let (v, e) = (loaded.world.vertex_count(), loaded.world.element_count());
             let ns = ms * 1e6 / (v as f64 * iterations as f64);
             let crossings = loaded.world.find_intersections().len();
             let mean_pairs = pairs as f64 / timed;

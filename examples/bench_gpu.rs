@@ -38,10 +38,10 @@
 
 use std::time::Instant;
 
+use pliant::Backend;
 use pliant::io::bundled::bundled_scene;
 use pliant::io::parse_scene;
 use pliant::prelude::*;
-use pliant::runtime::Backend;
 
 struct Args {
     json: bool,
@@ -167,10 +167,9 @@ fn bench_box(a: &Args, cells: u32) -> Row {
             cpu.step();
         }
         let d = gpu
-            .state()
-            .positions
+            .positions()
             .iter()
-            .zip(&cpu.state().positions)
+            .zip(cpu.positions())
             .map(|(p, q)| (p.truncate() - q.truncate()).length())
             .fold(0.0f32, f32::max);
         row.metrics.push(("cpu_max_diff_m", d as f64));
@@ -226,7 +225,6 @@ fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static
     }
     let mut last = StepReport { backend: Backend::Gpu, ..StepReport::default() };
     world.complete_report(&mut last);
-    let st = world.state();
     metrics.insert(0, ("busy_call_ms_max", idle_max));
     metrics.insert(1, ("min_obstacle_distance_m", last.min_obstacle_distance.unwrap_or(f32::NAN) as f64));
     metrics.insert(2, ("unsafe_steps", rejected as f64));
@@ -234,8 +232,8 @@ fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static
     Row {
         scene: scene.to_owned(),
         adapter,
-        vertices: st.vertex_count(),
-        elements: st.element_count(),
+        vertices: world.vertex_count(),
+        elements: world.element_count(),
         frames,
         ms_per_step,
         game_thread_ms: game / frames as f64,
@@ -310,7 +308,7 @@ fn bench_cloth_self(a: &Args) -> Row {
 }
 
 fn largest_difference(a: &World, b: &World) -> f64 {
-    let (p, q) = (&a.state().positions, &b.state().positions);
+    let (p, q) = (a.positions(), b.positions());
     p.iter().zip(q).map(|(x, y)| (x.truncate() - y.truncate()).length()).fold(0.0f32, f32::max) as f64
 }
 

@@ -35,7 +35,7 @@
 use std::time::Instant;
 
 use pliant::prelude::*;
-use pliant::runtime::{Backend, FallbackPolicy, StepPath};
+use pliant::{Backend, FallbackPolicy, StepPath};
 
 struct Row {
     scene: &'static str,
@@ -54,11 +54,7 @@ struct Row {
     fastest: f32,
 }
 
-fn world(
-    scene: &str,
-    gpu_fallback: bool,
-    adapter: Option<String>,
-) -> Result<(World, u32), pliant::runtime::ConfigError> {
+fn world(scene: &str, gpu_fallback: bool, adapter: Option<String>) -> Result<(World, u32), pliant::ConfigError> {
     if scene == "projectile_cloth" {
         let json = pliant::io::bundled::bundled_scene("fallback_projectile_cloth").expect("bundled scene");
         let mut loaded = pliant::io::parse_scene(json)
@@ -144,12 +140,11 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let st = w.state();
     Some(Row {
         scene,
         gpu_fallback,
-        vertices: st.vertex_count(),
-        elements: st.tets.len(),
+        vertices: w.vertex_count(),
+        elements: w.element_count(),
         iterations,
         ms: median(&mut wall),
         max_ms: wall.iter().copied().fold(0.0, f64::max),
@@ -157,8 +152,8 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
         record_ms: median(&mut record),
         fallback_substeps,
         truncated_share: if islands > 0 { truncated as f64 / islands as f64 } else { 0.0 },
-        lowest: st.positions.iter().map(|p| p.y).fold(f32::INFINITY, f32::min),
-        fastest: st.velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max),
+        lowest: w.positions().iter().map(|p| p.y).fold(f32::INFINITY, f32::min),
+        fastest: w.velocities().iter().map(|v| v.truncate().length()).fold(0.0, f32::max),
     })
 }
 

@@ -139,8 +139,8 @@ impl Sim {
             Sim::Pliant { world, body, .. } => {
                 let shared = world.bodies[*body].shared();
                 let tets = match &shared.shape {
-                    pliant::body::BodyShape::Solid { mesh, .. } => mesh.tets().to_vec(),
-                    pliant::body::BodyShape::Cloth { .. } => Vec::new(),
+                    pliant::BodyShape::Solid { mesh, .. } => mesh.tets().to_vec(),
+                    pliant::BodyShape::Cloth { .. } => Vec::new(),
                 };
                 (shared.rest_positions().to_vec(), tets)
             }
@@ -162,7 +162,7 @@ fn rapier_solver(engine: Engine) -> SoftBodySolver {
     if engine == Engine::RapierFem { SoftBodySolver::Fem } else { SoftBodySolver::Constraints }
 }
 
-/// Pliant's cantilever configuration (SCENES.md 1–3): 20 substeps × 10 sweeps with the inertia
+/// Pliant's cantilever configuration (docs/scenes.md 1–3): 20 substeps × 10 sweeps with the inertia
 /// initialisation and linear damping 20/s, the count VBD needs on this slender stiff beam.
 fn cantilever(engine: Engine, cells: [u32; 3]) -> Result<(Sim, u32), Box<dyn std::error::Error>> {
     let (young, poisson, density) = (1.2e8f32, 0.0f32, 1000.0f32);
@@ -184,7 +184,7 @@ fn cantilever(engine: Engine, cells: [u32; 3]) -> Result<(Sim, u32), Box<dyn std
             let clamp: Vec<u32> =
                 (0..mesh.vertex_count() as u32).filter(|&i| mesh.positions()[i as usize].x < 1e-6).collect();
             let body = world.bodies.insert(
-                pliant::body::SoftBodyBuilder::tetrahedral(mesh)
+                pliant::SoftBodyBuilder::tetrahedral(mesh)
                     .material(StableNeoHookean::from_young_poisson(young as f64, poisson as f64))
                     .density(density as f64)
                     .damping(1e-6)
@@ -251,7 +251,7 @@ fn drop_cube(
             let mut world = World::new(config)?;
             let mesh = TetMesh::box_mesh(Vec3::splat(edge), [cells; 3], TetSplit::Six)?;
             let body = world.bodies.insert(
-                pliant::body::SoftBodyBuilder::tetrahedral(mesh)
+                pliant::SoftBodyBuilder::tetrahedral(mesh)
                     .material(StableNeoHookean::from_young_poisson(young as f64, poisson as f64))
                     .density(density as f64)
                     .self_collision(false)
@@ -300,7 +300,7 @@ fn projectile(engine: Engine) -> Result<(Sim, u32, f32), Box<dyn std::error::Err
             let mut world = World::new(config)?;
             let mesh = TetMesh::box_mesh(Vec3::splat(edge), [4, 4, 4], TetSplit::Six)?;
             let body = world.bodies.insert(
-                pliant::body::SoftBodyBuilder::tetrahedral(mesh)
+                pliant::SoftBodyBuilder::tetrahedral(mesh)
                     .material(StableNeoHookean::from_young_poisson(1e6, 0.3))
                     .density(1000.0)
                     .velocity(Vec3::new(speed, 0.0, 0.0))

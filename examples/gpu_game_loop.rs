@@ -23,8 +23,8 @@
 
 use std::time::{Duration, Instant};
 
+use pliant::Backend;
 use pliant::prelude::*;
-use pliant::runtime::Backend;
 
 struct Args {
     backend: Backend,
@@ -157,7 +157,7 @@ fn main() {
     for e in &events {
         println!("event: {e}");
     }
-    let lowest = world.state().positions.iter().map(|p| p.y).fold(f32::INFINITY, f32::min);
+    let lowest = world.positions().iter().map(|p| p.y).fold(f32::INFINITY, f32::min);
     let crossings = world.find_intersections();
     println!("final state: lowest vertex {lowest:+.5} m, {} surface intersections", crossings.len());
     if !crossings.is_empty() {

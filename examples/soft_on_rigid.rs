@@ -39,10 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .build()?,
     );
     world.sync();
-    let mass: f32 = {
-        let st = world.state();
-        st.masses.iter().sum()
-    };
+    let mass: f32 = world.vertex_masses().iter().sum();
     println!("soft cube: {:.3} kg; rapier box: 5 kg; dt = {dt:.4} s", mass);
     println!(
         "{:>6} {:>12} {:>10} {:>12} {:>16}",

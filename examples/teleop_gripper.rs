@@ -70,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     world.sync();
-    let mass: f32 = world.state().masses.iter().sum();
+    let mass: f32 = world.vertex_masses().iter().sum();
     println!(
         "object: {edge} m soft cube, {mass:.3} kg (weight {:.2} N); jaws squeeze 3 mm per side, μ = 0.8",
         mass * 9.81

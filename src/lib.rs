@@ -23,7 +23,12 @@
 //! }
 //! ```
 //!
-//! Papers behind the maths are cited as `[VBD]` etc.; see `ALGORITHMS.md` in the design docs.
+//! The public API is what this page lists: the world and its configuration, bodies and their
+//! builders, handles and set, materials, meshes, obstacles, reports and events, the step's
+//! hooks, the GPU context, and the feature modules [`io`] (scene files, glTF, OBJ, TetGen, the
+//! runner), [`debug`] (pictures) and [`rapier`] (the rapier coupling). How a step works inside
+//! is in `ARCHITECTURE.md`; the maths, with the papers it comes from (cited as `[VBD]` etc.), in
+//! `docs/algorithms.md`.
 
 #![warn(missing_docs)]
 // `!(x > 0.0)` is deliberate throughout: unlike `x <= 0.0` it also rejects NaN.
@@ -34,43 +39,54 @@
 // the default build, which CI lints with `-D warnings`, sees every caller.
 #![cfg_attr(not(feature = "rapier"), allow(dead_code, unused_imports))]
 
-pub mod body;
-pub mod collision;
+pub(crate) mod body;
+pub(crate) mod collision;
 #[cfg(feature = "debug-render")]
 pub mod debug;
-pub mod error;
+pub(crate) mod error;
 #[cfg(feature = "gpu")]
-pub mod gpu;
+pub(crate) mod gpu;
 #[cfg(feature = "serde")]
 pub mod io;
-pub mod material;
-pub mod math;
-pub mod mesh;
+pub(crate) mod material;
+pub(crate) mod math;
+pub(crate) mod mesh;
 #[cfg(feature = "rapier")]
 pub mod rapier;
-pub mod runtime;
-pub mod solver;
-pub mod state;
+pub(crate) mod runtime;
+pub(crate) mod solver;
+pub(crate) mod state;
 #[cfg(test)]
 pub(crate) mod test_rng;
 
+pub use body::{
+    BodyError, BodySet, BodyShape, ClothBuilder, Keyframe, KinematicPath, Pin, PinMotion, SoftBody, SoftBodyBuilder,
+    SoftBodyHandle,
+};
+pub use collision::surface_pairs::ContactPair;
+pub use collision::{Obstacle, ObstacleError, ObstacleGeometry, ObstacleShape, PosedShape, RigidPose};
 pub use error::PliantError;
+#[cfg(feature = "gpu")]
+pub use gpu::{GpuContext, GpuError, GpuOptions};
+pub use material::{ClothMaterial, MaterialError, SolidMaterial, StVK, StableNeoHookean};
+pub use mesh::{EmbeddedMesh, Embedding, MeshError, RenderMesh, TetMesh, TetSplit, TriMesh};
+pub use runtime::{
+    Backend, ConfigError, Energies, FallbackPolicy, FallbackReason, FrameMotion, Intersection, IslandReport,
+    PliantEvent, StepConfig, StepHooks, StepPath, StepReport, SubstepContext, World,
+};
+pub use solver::{Initialization, Integrator};
 
 // The README's example is compiled and run as a doctest.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
-/// The types most programs need.
+/// The types most programs need: `use pliant::prelude::*;`.
 pub mod prelude {
-    pub use crate::body::{
-        BodySet, ClothBuilder, Keyframe, KinematicPath, Pin, PinMotion, SoftBody, SoftBodyBuilder, SoftBodyHandle,
+    pub use crate::{
+        Backend, BodySet, ClothBuilder, ClothMaterial, FallbackPolicy, Initialization, Integrator, Keyframe,
+        KinematicPath, Obstacle, Pin, PinMotion, PliantError, PliantEvent, SoftBody, SoftBodyBuilder, SoftBodyHandle,
+        SolidMaterial, StVK, StableNeoHookean, StepConfig, StepPath, StepReport, TetMesh, TetSplit, TriMesh, World,
     };
-    pub use crate::collision::Obstacle;
-    pub use crate::error::PliantError;
-    pub use crate::material::{ClothMaterial, SolidMaterial, StVK, StableNeoHookean};
-    pub use crate::mesh::{TetMesh, TetSplit, TriMesh};
-    pub use crate::runtime::{PliantEvent, StepConfig, StepReport, World};
-    pub use crate::solver::{Initialization, Integrator};
     pub use glam::{Quat, Vec2, Vec3, Vec4};
 }

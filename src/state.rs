@@ -168,6 +168,7 @@ impl SimState {
     }
 
     /// Vertices of color `c`.
+    #[cfg(test)]
     pub fn color(&self, c: usize) -> &[u32] {
         &self.color_vertices[self.color_offsets[c] as usize..self.color_offsets[c + 1] as usize]
     }

@@ -2,8 +2,8 @@
 
 use glam::{Vec2, Vec3};
 use pliant::io::{SceneError, parse_scene};
-use pliant::mesh::{MeshError, TetMesh, TetSplit, TriMesh};
 use pliant::prelude::*;
+use pliant::{MeshError, TetMesh, TetSplit, TriMesh};
 use proptest::prelude::*;
 
 fn unit_tet() -> (Vec<Vec3>, Vec<[u32; 4]>) {

@@ -23,7 +23,7 @@ fn run(threads: usize) -> Vec<u32> {
     for _ in 0..40 {
         world.step();
     }
-    world.state().positions.iter().flat_map(|p| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()]).collect()
+    world.positions().iter().flat_map(|p| [p.x.to_bits(), p.y.to_bits(), p.z.to_bits()]).collect()
 }
 
 #[test]

@@ -6,7 +6,7 @@
 mod common;
 
 use pliant::prelude::*;
-use pliant::runtime::{FallbackPolicy, FallbackReason, StepPath};
+use pliant::{FallbackPolicy, FallbackReason, StepPath};
 
 /// The handle of a loaded scene's body by name.
 fn body(loaded: &pliant::io::LoadedScene, name: &str) -> SoftBodyHandle {
@@ -61,15 +61,7 @@ fn assert_stayed_fast(r: &StepReport) {
 
 /// Smallest volume ratio `J` of any tet.
 fn min_volume_ratio(world: &World) -> f32 {
-    let st = world.state();
-    st.tets
-        .iter()
-        .map(|t| {
-            let x = t.vertices.map(|i| st.positions[i as usize].truncate());
-            let ds = glam::Mat3::from_cols(x[1] - x[0], x[2] - x[0], x[3] - x[0]);
-            (ds * glam::Mat3::from(t.dm_inv())).determinant()
-        })
-        .fold(f32::INFINITY, f32::min)
+    world.min_volume_ratio().unwrap_or(f32::INFINITY)
 }
 
 fn lowest_y(world: &World, h: SoftBodyHandle) -> f32 {
@@ -169,8 +161,8 @@ fn drive_on_gpu(world: &mut World, frames: u64) -> Vec<StepReport> {
 fn run_on_gpu(
     scene: &str,
     frames: u64,
-) -> Option<(pliant::io::LoadedScene, Vec<StepReport>, Vec<pliant::runtime::PliantEvent>)> {
-    use pliant::runtime::Backend;
+) -> Option<(pliant::io::LoadedScene, Vec<StepReport>, Vec<pliant::PliantEvent>)> {
+    use pliant::Backend;
     let mut loaded = common::load(scene);
     let config = StepConfig { backend: Backend::Gpu, ..loaded.world.config().clone() };
     if let Err(e) = loaded.world.set_config(config) {
@@ -184,9 +176,9 @@ fn run_on_gpu(
 
 /// Whether the GPU's check rejected `body`'s step for `reason` and the frame was stepped again.
 #[cfg(feature = "gpu")]
-fn rejected_on_gpu(events: &[pliant::runtime::PliantEvent], body: SoftBodyHandle, reason: FallbackReason) -> bool {
+fn rejected_on_gpu(events: &[pliant::PliantEvent], body: SoftBodyHandle, reason: FallbackReason) -> bool {
     events.iter().any(|e| {
-        matches!(e, pliant::runtime::PliantEvent::UnsafeStep { body: b, reason: r, redone: true, .. } if *b == body && *r == reason)
+        matches!(e, pliant::PliantEvent::UnsafeStep { body: b, reason: r, redone: true, .. } if *b == body && *r == reason)
     })
 }
 
@@ -198,7 +190,7 @@ fn rejected_on_gpu(events: &[pliant::runtime::PliantEvent], body: SoftBodyHandle
 #[cfg(feature = "gpu")]
 #[test]
 fn on_the_gpu_the_check_rejects_the_projectile_and_the_fallback_redoes_its_frame() {
-    use pliant::runtime::Backend;
+    use pliant::Backend;
     let Some((loaded, reports, events)) = run_on_gpu("fallback_projectile_cloth", 40) else { return };
     let (sheet, shot) = (body(&loaded, "sheet"), body(&loaded, "cube"));
     assert!(
@@ -238,7 +230,7 @@ fn on_the_gpu_the_residual_rule_sends_stalled_sweeps_to_the_fallback() {
 /// without an adapter.
 #[cfg(feature = "gpu")]
 fn stiff_beam_on_gpu(config: StepConfig, self_collision: bool) -> Option<(World, SoftBodyHandle)> {
-    use pliant::runtime::Backend;
+    use pliant::Backend;
     let config = StepConfig { backend: Backend::Gpu, iterations: 10, ..config };
     let mut world = match World::new(config) {
         Ok(w) => w,
@@ -278,7 +270,7 @@ fn on_the_gpu_the_energy_test_catches_a_stiff_beam_making_energy() {
     let events = world.drain_events();
     assert!(rejected_on_gpu(&events, beam, FallbackReason::EnergyGain), "{events:?}");
     assert_detected(&reports);
-    let fastest = world.state().velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max);
+    let fastest = world.velocities().iter().map(|v| v.truncate().length()).fold(0.0, f32::max);
     assert!(fastest < 5.0, "{fastest} m/s");
 }
 
@@ -294,7 +286,7 @@ fn on_the_gpu_the_energy_test_catches_a_stiff_beam_making_energy() {
 #[cfg(feature = "gpu")]
 #[test]
 fn on_the_gpu_the_device_redoes_the_stiff_beam_itself() {
-    use pliant::runtime::Backend;
+    use pliant::Backend;
     let config = StepConfig { gpu_fallback: true, ..StepConfig::default() };
     let Some((mut world, beam)) = stiff_beam_on_gpu(config, false) else { return };
     let reports = drive_on_gpu(&mut world, 8);
@@ -311,7 +303,7 @@ fn on_the_gpu_the_device_redoes_the_stiff_beam_itself() {
     let island = reports.iter().flat_map(|r| &r.islands).find(|i| i.reason == Some(FallbackReason::EnergyGain));
     let island = island.expect("an island redone for the energy gain");
     assert!(island.iterations > 0 && island.travelled > 0.0, "{island:?}");
-    let fastest = world.state().velocities.iter().map(|v| v.truncate().length()).fold(0.0, f32::max);
+    let fastest = world.velocities().iter().map(|v| v.truncate().length()).fold(0.0, f32::max);
     assert!(fastest < 5.0, "{fastest} m/s");
     let low = lowest_y(&world, beam);
     assert!(low > 0.448, "the beam sagged to {low} m");
@@ -326,7 +318,7 @@ fn on_the_gpu_the_device_redoes_the_stiff_beam_itself() {
 #[cfg(feature = "gpu")]
 #[test]
 fn on_the_gpu_the_device_catches_a_projectile_on_the_ground() {
-    use pliant::runtime::Backend;
+    use pliant::Backend;
     let config = StepConfig { backend: Backend::Gpu, gpu_fallback: true, ..StepConfig::default() };
     let mut world = match World::new(config) {
         Ok(w) => w,
@@ -356,7 +348,7 @@ fn on_the_gpu_the_device_catches_a_projectile_on_the_ground() {
         }
         world.wait_for_gpu();
         lowest = lowest.min(lowest_y(&world, shot));
-        assert!(world.state().positions.iter().all(|p| p.is_finite()), "frame {}", r.frame);
+        assert!(world.positions().iter().all(|p| p.is_finite()), "frame {}", r.frame);
         reports.push(r);
     }
     let events = world.drain_events();
@@ -406,8 +398,8 @@ fn a_stack_of_soft_cubes_never_falls_back() {
         assert_stayed_fast(&r);
     }
     // At rest: under a three-thousandth of the 0.29 J the upper cubes' fall released (2e-5 J).
-    let st = world.state();
-    let kinetic: f32 = st.velocities.iter().zip(&st.masses).map(|(v, &m)| 0.5 * m * v.length_squared()).sum();
+    let kinetic: f32 =
+        world.velocities().iter().zip(world.vertex_masses()).map(|(v, &m)| 0.5 * m * v.length_squared()).sum();
     assert!(kinetic < 1e-4, "kinetic energy {kinetic} J after 1.5 s");
 }
 
@@ -423,7 +415,7 @@ fn on_the_gpu_a_stack_of_soft_cubes_never_falls_back() {
 /// the GPU, and the check raises no `UnsafeStep` (skipped without an adapter).
 #[cfg(feature = "gpu")]
 fn never_falls_back_on_gpu(mut world: World, frames: u64) {
-    use pliant::runtime::{Backend, PliantEvent};
+    use pliant::{Backend, PliantEvent};
     if let Err(e) = world.set_config(StepConfig { backend: Backend::Gpu, ..world.config().clone() }) {
         common::no_gpu(&e);
         return;
@@ -521,7 +513,7 @@ fn a_stack_held_on_the_fallback_is_not_frozen() {
     assert!(frozen.is_empty(), "the fallback returned its start unchanged at frames {frozen:?}");
     // Moving, and no faster than the settling stack's own motion: the price paid for the
     // offset adds no energy.
-    let fastest = world.state().velocities.iter().map(|v| v.length()).fold(0.0, f32::max);
+    let fastest = world.velocities().iter().map(|v| v.length()).fold(0.0, f32::max);
     assert!(fastest > 0.0 && fastest < 0.1, "fastest vertex {fastest} m/s");
     assert!(lowest_y(&world, boxes[0]) > 0.0 && lowest_y(&world, boxes[1]) > lowest_y(&world, boxes[0]));
 }
@@ -540,7 +532,7 @@ fn a_stack_held_on_the_fallback_is_not_frozen() {
 #[cfg(feature = "gpu")]
 #[test]
 fn on_the_gpu_the_device_redoes_body_body_contact_itself() {
-    use pliant::runtime::Backend;
+    use pliant::Backend;
     for (scene, frames, reason) in [
         ("fallback_projectile_cloth", 20, FallbackReason::Speed),
         ("fallback_stiff_on_soft", 12, FallbackReason::ResidualGrowth),

@@ -10,6 +10,10 @@ use pliant::io::bundled::{bundled_asset, generate_bundled_assets};
 use pliant::io::gltf::{AnimatedGlb, read_gltf};
 use pliant::io::{RunOptions, parse_scene, run_scene};
 
+/// How far outside the conformed tets a surface vertex may end, in cells: a quarter of the
+/// smallest cell edge, as `TetMesh::voxelize` documents.
+const MAX_OUTSIDE: f32 = 0.25;
+
 /// Positions of every primitive of every node with a mesh, in world coordinates (the gltf
 /// crate's own transform and reader: an oracle independent of Pliant's import).
 fn world_positions(doc: &gltf::Document, blob: &[u8]) -> Vec<(String, Vec<Vec3>)> {
@@ -112,7 +116,7 @@ fn embedding_weights_are_convex_and_the_tets_conform_to_the_render_mesh() {
         assert!(lo.cmpge(rlo - 1e-5).all() && hi.cmple(rhi + 1e-5).all(), "{}: {lo} {hi} in {rlo} {rhi}", b.name);
         let cell = (rhi - rlo).max_element() / resolution;
         assert!(
-            e.max_outside_distance() <= pliant::mesh::MAX_OUTSIDE as f32 * cell,
+            e.max_outside_distance() <= MAX_OUTSIDE * cell,
             "{}: {} m outside, cell {cell}",
             b.name,
             e.max_outside_distance()
@@ -247,7 +251,7 @@ fn a_render_mesh_embeds_in_given_tetgen_tets_and_extrapolates_outside_them() {
     // A box of tets that covers the pebble except its outermost 1 cm in x: those vertices lie
     // outside and follow their nearest tet.
     let dir = tempfile::tempdir().unwrap();
-    let tets = pliant::mesh::TetMesh::box_mesh(Vec3::new(0.22, 0.16, 0.22), [6, 4, 6], pliant::mesh::TetSplit::Six)
+    let tets = pliant::TetMesh::box_mesh(Vec3::new(0.22, 0.16, 0.22), [6, 4, 6], pliant::TetSplit::Six)
         .unwrap()
         .transformed(glam::Quat::IDENTITY, Vec3::new(0.0, 0.07, 0.0));
     let mut node = format!("{} 3 0 0\n", tets.vertex_count());
@@ -288,7 +292,7 @@ fn write_asset(dir: &std::path::Path, name: &str, nodes: &[pliant::io::gltf::Sta
     path
 }
 
-fn node(mesh: pliant::mesh::RenderMesh) -> pliant::io::gltf::StaticNode {
+fn node(mesh: pliant::RenderMesh) -> pliant::io::gltf::StaticNode {
     pliant::io::gltf::StaticNode { mesh, translation: Vec3::ZERO, rotation: glam::Quat::IDENTITY, scale: Vec3::ONE }
 }
 
@@ -299,7 +303,7 @@ fn a_ball_from_an_asset_rests_in_a_groove_touching_both_sides() {
     // sphere (the voxel lattice alone) would stand off the slanted planes by up to half a
     // cell's diagonal, and the render mesh would hover there.
     let dir = tempfile::tempdir().unwrap();
-    write_asset(dir.path(), "ball.glb", &[node(pliant::mesh::RenderMesh::uv_sphere(0.1, 16, 32))]);
+    write_asset(dir.path(), "ball.glb", &[node(pliant::RenderMesh::uv_sphere(0.1, 16, 32))]);
     let json = r#"{"version": 1, "name": "groove", "frames": 90,
         "materials": {"rubber": {"model": "stable_neo_hookean", "E": 1e6, "nu": 0.3, "rho": 1000,
                                  "linear_damping": 2.0}},
@@ -323,7 +327,7 @@ fn a_ball_from_an_asset_rests_in_a_groove_touching_both_sides() {
 
 /// A square sheet of `n`×`n` quads, split down the middle into two halves whose border
 /// vertices are duplicated (a UV seam, as exporters write one).
-fn seamed_sheet(size: f32, n: u32) -> pliant::mesh::RenderMesh {
+fn seamed_sheet(size: f32, n: u32) -> pliant::RenderMesh {
     let mut positions = Vec::new();
     let mut triangles = Vec::new();
     for half in 0..2 {
@@ -343,7 +347,7 @@ fn seamed_sheet(size: f32, n: u32) -> pliant::mesh::RenderMesh {
             }
         }
     }
-    pliant::mesh::RenderMesh { name: "sheet".into(), positions, normals: None, triangles }
+    pliant::RenderMesh { name: "sheet".into(), positions, normals: None, triangles }
 }
 
 #[test]
@@ -398,7 +402,7 @@ fn a_flat_asset_with_a_cloth_material_is_a_cloth_welded_along_its_seams() {
 fn an_asset_in_centimetres_is_scaled_to_metres() {
     let dir = tempfile::tempdir().unwrap();
     // A 20 cm ball written in centimetres, as some tools export.
-    let mut ball = pliant::mesh::RenderMesh::uv_sphere(10.0, 8, 16);
+    let mut ball = pliant::RenderMesh::uv_sphere(10.0, 8, 16);
     ball.name = "ball".into();
     write_asset(dir.path(), "cm.glb", &[node(ball)]);
     let json = r#"{"version": 1, "name": "cm", "frames": 1,

@@ -7,7 +7,7 @@
 mod common;
 
 use pliant::prelude::*;
-use pliant::runtime::{Backend, FallbackPolicy, PliantEvent};
+use pliant::{Backend, FallbackPolicy, PliantEvent};
 
 /// A GPU world for `config`, or `None` (skip) on a machine without an adapter.
 fn gpu_world(config: StepConfig) -> Option<World> {
@@ -59,8 +59,9 @@ fn compare_keeping(frames: u32, gpu_positions: &mut Vec<Vec4>, build: impl Fn(&m
     }
     gpu.wait_for_gpu();
     assert!(gpu.find_intersections().is_empty(), "{:?}", gpu.find_intersections());
-    gpu_positions.clone_from(&gpu.state().positions);
-    Some(largest_difference(&gpu.state().positions, &cpu.state().positions))
+    gpu_positions.clear();
+    gpu_positions.extend_from_slice(gpu.positions());
+    Some(largest_difference(gpu.positions(), cpu.positions()))
 }
 
 #[test]
@@ -210,7 +211,7 @@ fn stack_matches_the_cpu_after_60_frames() {
         assert!(crossing.is_empty(), "frame {frame}: {crossing:?}");
     }
     assert!(pairs_seen > 100, "the GPU reported at most {pairs_seen} contact pairs");
-    let d = largest_difference(&gpu.state().positions, &cpu.state().positions);
+    let d = largest_difference(gpu.positions(), cpu.positions());
     eprintln!("stack: largest GPU − CPU position difference after 60 frames {d:.3e} m, up to {pairs_seen} pairs");
     assert!(d < 1e-3, "{d}");
     // Landed and stacked: each cube's centre about a cube's height (plus the contact offsets)
@@ -266,7 +267,7 @@ fn an_overflowing_pair_buffer_grows_and_its_frame_is_redone() {
         "{overflows:?}"
     );
     assert!(small.find_intersections().is_empty());
-    let d = largest_difference(&small.state().positions, &ample.state().positions);
+    let d = largest_difference(small.positions(), ample.positions());
     eprintln!("after 30 frames the redone run is {d:.3e} m from the run with room from the start");
     assert!(d < 1e-3, "{d}");
 }
@@ -291,7 +292,7 @@ fn gpu_runs_are_deterministic() {
             step_taking_a_frame(&mut w);
         }
         w.wait_for_gpu();
-        Some(w.state().positions.clone())
+        Some(w.positions().to_vec())
     };
     let (Some(a), Some(b)) = (run(), run()) else { return };
     let bits = |p: &[Vec4]| p.iter().flat_map(|v| v.to_array().map(f32::to_bits)).collect::<Vec<_>>();
@@ -375,8 +376,7 @@ fn a_non_finite_gpu_step_is_rolled_back_and_reported() {
     let late = w.drain_events();
     assert!(reported + late.len() >= 1, "no report of the later rollbacks");
     assert!(late.iter().all(|e| matches!(e, PliantEvent::NonFiniteState { body, .. } if *body == wild)), "{late:?}");
-    let st = w.state();
-    assert!(st.positions.iter().chain(&st.velocities).all(|p| p.is_finite()));
+    assert!(w.positions().iter().chain(w.velocities()).all(|p| p.is_finite()));
     // Restored at rest where it was.
     let after = w.body_positions(wild).expect("body");
     assert!(after.iter().zip(&before).all(|(a, b)| (*a - *b).length() < 1e-6));
@@ -467,7 +467,7 @@ fn a_gpu_error_sends_the_world_to_the_cpu() {
     for _ in 0..10 {
         assert_eq!(w.step().backend, Backend::Cpu);
     }
-    assert!(w.state().positions.iter().all(|p| p.is_finite() && p.y < 1.0));
+    assert!(w.positions().iter().all(|p| p.is_finite() && p.y < 1.0));
 }
 
 /// Edits made between two steps all reach the GPU, whatever follows them: a second edit, or a

@@ -40,11 +40,11 @@ fn cube_of_cells(edge: f32, cells: u32, at: Vec3) -> SoftBody {
 fn com(world: &World, h: SoftBodyHandle) -> (Vec3, Vec3, f32) {
     let s = world.body_positions(h).unwrap();
     let v = world.body_velocities(h).unwrap();
-    let st = world.state();
-    let start = st.positions.iter().position(|p| std::ptr::eq(p, &s[0])).unwrap();
+    let (positions, masses) = (world.positions(), world.vertex_masses());
+    let start = positions.iter().position(|p| std::ptr::eq(p, &s[0])).unwrap();
     let (mut x, mut p, mut m) = (Vec3::ZERO, Vec3::ZERO, 0.0);
     for i in 0..s.len() {
-        let mi = st.masses[start + i];
+        let mi = masses[start + i];
         x += s[i].truncate() * mi;
         p += v[i].truncate() * mi;
         m += mi;
@@ -505,9 +505,9 @@ fn rods_and_ridges_between_vertices_hold_a_coarse_cube() {
         for frame in 0..120 {
             let report = coupling.step(&mut world, &mut bodies, &colliders, &());
             assert!(!report.nan_detected, "{name}: NaN at frame {frame}");
-            let st = world.state();
-            for &[a, b] in &st.surface_edges {
-                let (pa, pb) = (st.positions[a as usize].truncate(), st.positions[b as usize].truncate());
+            let positions = world.positions();
+            for &[a, b] in world.surface_edges() {
+                let (pa, pb) = (positions[a as usize].truncate(), positions[b as usize].truncate());
                 for k in 0..=40 {
                     let p = pa + (pb - pa) * (k as f32 / 40.0);
                     for &h in &handles {

@@ -3,8 +3,8 @@
 
 mod common;
 
+use pliant::GpuOptions;
 use pliant::debug::{Camera, DrawScene, RenderError, RenderRunOptions, Renderer, RunFrames, render_run};
-use pliant::gpu::GpuOptions;
 use pliant::io::{RunOptions, run_scene};
 
 fn renderer() -> Option<Renderer> {

@@ -1,4 +1,4 @@
-//! Cloth draped over a sphere (SCENES.md 7): 4,225 vertices, 8,192 triangles.
+//! Cloth draped over a sphere (docs/scenes.md 7): 4,225 vertices, 8,192 triangles.
 //!
 //! Pass: no NaN; no vertex inside the sphere or below the ground at any frame (signed distance
 //! ≥ 0; vertices rest at the 1 mm offset); the apex ends at 0.5 m + offset ± 1 mm; the sheet

@@ -1,4 +1,4 @@
-//! Body–body and self contact scenes (SCENES.md 9–14) at CI-affordable resolutions.
+//! Body–body and self contact scenes (docs/scenes.md 9–14) at CI-affordable resolutions.
 //!
 //! Every test checks, after every frame, the invariant the contact solver promises: the exact
 //! intersection check finds no crossing surface triangles and no vertex inside an obstacle,
@@ -6,10 +6,10 @@
 
 mod common;
 
+use pliant::StepPath;
 use pliant::io::bundled::bundled_scene;
 use pliant::io::scene::GeneratorSpec;
 use pliant::io::{LoadedScene, RunOptions, RunResult, Scene, parse_scene, run_scene};
-use pliant::runtime::StepPath;
 
 /// Loads a bundled scene after `edit` (coarser meshes, fewer frames).
 fn load_edited(name: &str, edit: impl FnOnce(&mut Scene)) -> LoadedScene {
@@ -40,7 +40,7 @@ fn set_cells(scene: &mut Scene, body: usize, cells: &[u32]) {
     }
 }
 
-/// SCENES.md 9 at full resolution: four cubes, 300 frames, every pass criterion.
+/// docs/scenes.md 9 at full resolution: four cubes, 300 frames, every pass criterion.
 /// Before pairs were reduced to the closest features, identical cubes stacked vertex over
 /// vertex were pushed sideways (the top cube swayed by −4…+11 mm and never rested; without
 /// friction the cubes slid apart); before the adaptive initial guess started touching bodies
@@ -53,7 +53,7 @@ fn stack_soft_cubes_rests_with_the_analytic_shortening() {
     assert_eq!(run.summary.fallback_frames, 0, "the stack fell back");
     let offset = 1e-3;
     let (first, last) = (&run.frames[0], run.frames.last().unwrap());
-    // At rest (SCENES.md): over the last 0.5 s, kinetic energy below 1e-6 × the gravitational
+    // At rest (docs/scenes.md): over the last 0.5 s, kinetic energy below 1e-6 × the gravitational
     // potential drop and every vertex slower than 1 cm/s.
     let drop = first.energy.gravitational - last.energy.gravitational;
     assert!(drop > 1.0, "the cubes did not settle: potential drop {drop} J");
@@ -97,7 +97,7 @@ fn cloth_stack_keeps_its_layers() {
     let p = &run.frames.last().unwrap().probes;
     let y: Vec<f64> = (0..4).map(|k| p[&format!("centre{k}")][1]).collect();
     // Strictly ordered, each layer at least half the contact offset above the one below
-    // (SCENES.md 10).
+    // (docs/scenes.md 10).
     let offset = 1e-3;
     for k in 1..4 {
         assert!(y[k] - y[k - 1] >= 0.5 * offset, "layers {} and {k} closer than δ/2 over the cube: {y:?}", k - 1);
@@ -112,10 +112,10 @@ fn cloth_self_fold_never_self_intersects() {
     // Full resolution (64×32): the fold of a coarser sheet sits centimetres off.
     let mut loaded = load_edited("cloth_self_fold", |_| {});
     let run = run_checked(&mut loaded, 150);
-    // Self contact holds the layers at least δ/2 apart (SCENES.md 11).
+    // Self contact holds the layers at least δ/2 apart (docs/scenes.md 11).
     let closest = run.frames.iter().filter_map(|f| f.min_distance).fold(f32::INFINITY, f32::min);
     assert!(closest >= 0.5e-3, "layers came within {closest} m");
-    // The pinned corners follow their paths (SCENES.md 11: lag ≤ 0.1 mm).
+    // The pinned corners follow their paths (docs/scenes.md 11: lag ≤ 0.1 mm).
     for f in &run.frames {
         assert!(f.pin_lag <= 1e-4, "frame {}: pins lag {} m behind their paths", f.frame, f.pin_lag);
     }
@@ -144,7 +144,7 @@ fn projectile_never_passes_the_wall() {
         s.solver.budget_ms = Some(100.0);
     });
     let run = run_checked(&mut loaded, 30);
-    // The impact step is never an accepted fast step (SCENES.md 13): at 60 m/s the check sends
+    // The impact step is never an accepted fast step (docs/scenes.md 13): at 60 m/s the check sends
     // it to the fallback, which dents the wall instead of stopping the ball dead. Surfaces never
     // cross (`run_checked`), so the dent is the wall's own deformation.
     assert!(run.frames[0].islands.iter().any(|i| i.path != StepPath::Fast), "{:?}", run.frames[0].islands);

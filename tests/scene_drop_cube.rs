@@ -1,4 +1,4 @@
-//! Drop cube (SCENES.md 4): a 0.2 m cube, 1,331 vertices, E = 1e5 Pa, ν = 0.3, 8 kg, dropped
+//! Drop cube (docs/scenes.md 4): a 0.2 m cube, 1,331 vertices, E = 1e5 Pa, ν = 0.3, 8 kg, dropped
 //! face-down from 0.5 m.
 //!
 //! Pass: it comes to rest (kinetic energy below 1e-6 of the 39.2 J potential drop, and every

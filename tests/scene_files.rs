@@ -71,7 +71,7 @@ fn runner_writes_obj_frames_and_metrics() {
 #[test]
 fn tetgen_meshes_load_from_a_scene() {
     let dir = tempfile::tempdir().unwrap();
-    let mesh = pliant::mesh::TetMesh::sphere(0.1, 4, pliant::mesh::TetSplit::Six).unwrap();
+    let mesh = pliant::TetMesh::sphere(0.1, 4, pliant::TetSplit::Six).unwrap();
     pliant::io::tetgen::write_tetgen(&mesh, &dir.path().join("ball")).unwrap();
     let scene = r#"{ "version": 1, "name": "ball", "frames": 5,
         "materials": { "m": { "model": "stable_neo_hookean", "E": 1e5, "nu": 0.3, "rho": 1000 } },
@@ -79,7 +79,7 @@ fn tetgen_meshes_load_from_a_scene() {
         "obstacles": [{ "type": "plane", "normal": [0, 1, 0] }] }"#;
     std::fs::write(dir.path().join("ball.json"), scene).unwrap();
     let mut loaded = load_scene_file(&dir.path().join("ball.json")).unwrap();
-    assert_eq!(loaded.world.state().vertex_count(), mesh.vertex_count());
+    assert_eq!(loaded.world.vertex_count(), mesh.vertex_count());
     let r = run_scene(&mut loaded, RunOptions::default()).unwrap();
     assert!(r.frames.iter().all(|f| !f.nan));
 }

@@ -1,4 +1,4 @@
-//! Inclines (SCENES.md 5–6): two 0.1 m cubes (E = 1e6 Pa) with μ = 0.5, one on an analytic
+//! Inclines (docs/scenes.md 5–6): two 0.1 m cubes (E = 1e6 Pa) with μ = 0.5, one on an analytic
 //! plane and one on a static box obstacle.
 //!
 //! Stick at 20° (tan 20° = 0.36 < μ): drift along the slope between 0.5 s and 2.5 s below 1 mm.

@@ -1,4 +1,4 @@
-//! Stiffness sweep (SCENES.md 8): E = 1e4 … 1e9 Pa × ν ∈ {0.3, 0.49} × {stable neo-Hookean,
+//! Stiffness sweep (docs/scenes.md 8): E = 1e4 … 1e9 Pa × ν ∈ {0.3, 0.49} × {stable neo-Hookean,
 //! StVK}, a cube dropped on a corner and a clamped beam, 120 frames at 10 sweeps each.
 //!
 //! Pass, every run: no NaN, no explosion (no vertex faster than free fall from the highest start
@@ -18,7 +18,7 @@ fn every_stiffness_stays_finite_and_bounded() {
         // nearly incompressible beams, whose energy then grows and is caught by the check.
         let scene = v.scene.clone();
         let mut loaded = scene.build(std::path::Path::new("examples/scenes")).unwrap();
-        let top = loaded.world.state().positions.iter().map(|p| p.y).fold(f32::MIN, f32::max) as f64;
+        let top = loaded.world.positions().iter().map(|p| p.y).fold(f32::MIN, f32::max) as f64;
         let bound = (2.0 * 9.81 * top).sqrt() + 1.0;
         let run = run_scene(&mut loaded, RunOptions::default()).unwrap();
         for f in &run.frames {

@@ -6,7 +6,7 @@
 //   dual       at the targets x̂ (`targets`): the multiplier grows by −μ c while the pair is
 //              violated (its weight back to 1); a pair that separated drops its multiplier and
 //              its weight decays by 0.9; the lagged normal force becomes the multiplier
-//              (ActiveSet::dual_update, ALGORITHMS E9–E10)
+//              (ActiveSet::dual_update, docs/algorithms.md E9–E10)
 //   prune      a pair whose weight decayed below 0.01 leaves the set (ActiveSet::prune): its
 //              slot becomes absent
 // Absent slots (PAIR_ABSENT) are left alone.

@@ -1,4 +1,4 @@
-// The safety check of a GPU substep (src/solver/check/mod.rs, ALGORITHMS §8), on the device:
+// The safety check of a GPU substep (src/solver/check/mod.rs, docs/algorithms.md §8), on the device:
 // after step_guard's non-finite test and before its rollback, a body whose step is finite but
 // unsafe gets more field bits in `bad`, so the guard rolls it back at rest like a NaN and
 // counts it, and the host redoes the frame with the fallback (src/runtime/world/gpu.rs).

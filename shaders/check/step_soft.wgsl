@@ -1,4 +1,4 @@
-// The safety check's soft flags on the device (ALGORITHMS §8), beside step_check's hard tests:
+// The safety check's soft flags on the device (docs/algorithms.md §8), beside step_check's hard tests:
 // the residual rule (src/solver/check/mod.rs residual_verdict, the CPU's ResidualGrowth) and the
 // energy test (src/runtime/fallback.rs, EnergyGain) on the energies step_energy summed.
 // A body whose sweeps ended with much more force than its first sweep left (no progress), or

@@ -1,4 +1,4 @@
-// Builds the hierarchy of a linear BVH over surface primitives (Karras 2012; ALGORITHMS §7.3)
+// Builds the hierarchy of a linear BVH over surface primitives (Karras 2012; docs/algorithms.md §7.3)
 // from the current positions: Morton codes of the primitives' centroids, a bitonic sort of the
 // (code, primitive) keys, then one invocation per internal node finds its range and split from
 // the sorted keys alone. Leaf boxes are filled by bvh_refit. Phases (one dispatch each):

@@ -15,10 +15,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use pliant::Backend;
 use pliant::debug::{RenderRunOptions, RunFrames, render_run};
 use pliant::io::bundled::{BUNDLED_SCENES, bundled_scene, bundled_scene_dir};
 use pliant::io::{LoadedScene, RunOptions, RunResult, SceneError, expand_sweep, run_scene};
-use pliant::runtime::Backend;
 
 #[derive(Parser)]
 #[command(
@@ -71,7 +71,7 @@ enum Command {
         /// When islands are redone by the augmented-Lagrangian fallback: auto (when the safety
         /// check rejects the fast step), always, or never (overrides the scene).
         #[arg(long)]
-        fallback: Option<pliant::runtime::FallbackPolicy>,
+        fallback: Option<pliant::FallbackPolicy>,
         /// Frame budget in milliseconds: the planner picks the sweep count (overrides the
         /// scene).
         #[arg(long)]
@@ -166,7 +166,7 @@ struct Where {
     threads: Option<usize>,
     backend: Backend,
     adapter: Option<String>,
-    fallback: Option<pliant::runtime::FallbackPolicy>,
+    fallback: Option<pliant::FallbackPolicy>,
     budget_ms: Option<f64>,
 }
 
@@ -218,7 +218,7 @@ fn run(scene: &str, at: &Where, frames: Option<u32>, export: &[Export], quiet: b
         }
         let mut loaded = scene.build(&base)?;
         if at.backend != Backend::Cpu {
-            let config = pliant::runtime::StepConfig {
+            let config = pliant::StepConfig {
                 backend: at.backend,
                 gpu_adapter: at.adapter.clone(),
                 ..loaded.world.config().clone()

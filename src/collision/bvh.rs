@@ -148,12 +148,8 @@ impl Bvh {
         }
     }
 
-    /// Number of items.
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
     /// Whether the tree holds no items.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }

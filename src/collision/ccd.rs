@@ -1,4 +1,4 @@
-//! Additive continuous collision detection (ACCD, Li et al. 2021; ALGORITHMS §7.2): a
+//! Additive continuous collision detection (ACCD, Li et al. 2021; docs/algorithms.md §7.2): a
 //! conservative time of impact for a point–triangle or edge–edge pair under linear vertex
 //! motion, built only from the exact distance of [`crate::math::distance`].
 //!
@@ -28,7 +28,7 @@ pub struct CcdParams<R> {
 impl Default for CcdParams<f32> {
     /// ξ = 1e-5 m: far above f32 rounding of positions within a few metres of the origin
     /// (~2.4e-7 m at 2 m), so rounding cannot turn a certified gap into a crossing. `s = 0.1`
-    /// and 64 iterations as in the paper and ALGORITHMS §7.2.
+    /// and 64 iterations as in the paper and docs/algorithms.md §7.2.
     fn default() -> Self {
         Self { min_separation: 1e-5, safety: 0.1, max_iterations: 64 }
     }

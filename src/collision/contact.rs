@@ -1,6 +1,7 @@
-//! The contact energy and friction of \[VBD\] §3.5–3.6 in Pliant's offset form (ALGORITHMS
-//! §2.4–2.5), written once for every contact kind: analytic obstacles now, vertex–triangle and
-//! edge–edge pairs later, which supply their own distance, normal and barycentric weight.
+//! The contact energy and friction of \[VBD\] §3.5–3.6 in Pliant's offset form
+//! (`docs/algorithms.md` §2.4–2.5), written once for every contact kind: analytic obstacles,
+//! vertex–triangle and edge–edge pairs, each supplying its own distance, normal and barycentric
+//! weight.
 
 use crate::math::{Matrix3, Real, Vector3, outer};
 
@@ -101,7 +102,7 @@ pub fn friction_f1_over_u<R: Real>(u: R, static_slip: R) -> R {
     }
 }
 
-/// IPC's smoothed friction potential `f0(u)` (the integral of `f1`; ALGORITHMS §1.2), with
+/// IPC's smoothed friction potential `f0(u)` (the integral of `f1`; docs/algorithms.md §1.2), with
 /// `f0(ε) = ε`: a cubic while sticking (`u < ε`), the slip itself once sliding.
 #[inline(always)]
 pub fn friction_f0<R: Real>(u: R, static_slip: R) -> R {
@@ -129,7 +130,7 @@ pub fn friction_f1_prime<R: Real>(u: R, static_slip: R) -> R {
 /// (negative gradient) and Hessian block `h`. Returns whether the contact is active.
 ///
 /// Penalty `E = ½ k_c d²`, `d = max(0, δ − dist)`, with the normal held fixed (Gauss–Newton
-/// block `k_c w² n̂ n̂ᵀ`, PSD). Friction uses the pair force `λ = k_c d` (ALGORITHMS E3) and the
+/// block `k_c w² n̂ n̂ᵀ`, PSD). Friction uses the pair force `λ = k_c d` (docs/algorithms.md E3) and the
 /// tangential slip of this step; its Hessian does not differentiate through `‖u‖` (\[VBD\] Eq. 16,
 /// sign per E4).
 #[inline(always)]

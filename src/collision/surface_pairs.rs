@@ -53,7 +53,7 @@ impl ContactPair {
 
 impl ContactPair {
     /// Whether the pair has a contact energy (and friction). Pairs without one are kept for
-    /// their displacement bounds only (see [`keep_closest_features`]).
+    /// their displacement bounds only (a contact is counted once, by its closest feature).
     #[inline(always)]
     pub fn has_energy(&self) -> bool {
         self.stiffness > 0.0

@@ -1,6 +1,6 @@
 //! Primitive pairs swept by a linear motion `x → y` of every vertex: the candidates that the
 //! augmented-Lagrangian step-size search and the fast path's safety check both run continuous
-//! collision detection on (ALGORITHMS §4.4 and §8). One broadphase walk, two narrow phases.
+//! collision detection on (docs/algorithms.md §4.4 and §8). One broadphase walk, two narrow phases.
 
 use glam::{DVec3, Vec3A, Vec4};
 

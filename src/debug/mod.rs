@@ -7,7 +7,7 @@
 //! `gpu::kernel::RENDER`).
 
 mod geometry;
-pub mod render_frame;
+pub(crate) mod render_frame;
 mod run;
 
 use std::path::{Path, PathBuf};

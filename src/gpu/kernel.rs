@@ -164,6 +164,7 @@ impl Bound {
 }
 
 /// Records `bounds` in order into one compute pass of their own.
+#[cfg(test)]
 pub fn record_pass(encoder: &mut wgpu::CommandEncoder, label: &str, bounds: &[Bound]) {
     let mut pass =
         encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: None });

@@ -102,12 +102,14 @@ impl ReadbackRing {
     /// Copies `source` (its first `size` bytes) into a free slot as frame `frame` and starts
     /// mapping it; returns at once. Returns `false`, and drops the frame, when every slot is
     /// still in flight or unread: the host is behind, and a newer frame will follow.
+    #[cfg(test)]
     pub fn enqueue(&self, ctx: &GpuContext, source: &wgpu::Buffer, frame: u64) -> bool {
         self.enqueue_parts(ctx, &[(source, self.size)], frame)
     }
 
     /// As [`ReadbackRing::enqueue`], for a frame made of several buffers: the first `bytes` of
     /// each, one after the other (their total must be the ring's size).
+    #[cfg(test)]
     pub fn enqueue_parts(&self, ctx: &GpuContext, parts: &[(&wgpu::Buffer, u64)], frame: u64) -> bool {
         let mut encoder =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback copy") });
@@ -151,6 +153,7 @@ impl ReadbackRing {
 
     /// Polls the device once (without waiting) and returns the newest frame that has arrived
     /// since the last call, with its frame number; older arrived frames are discarded.
+    #[cfg(test)]
     pub fn latest<T: Pod>(&self, ctx: &GpuContext) -> Result<Option<(u64, Vec<T>)>, GpuError> {
         ctx.device
             .poll(wgpu::PollType::Poll)

@@ -75,7 +75,7 @@ use program::Program;
 mod record;
 mod transfer;
 
-pub use frames::{FallbackCounts, FrameTail, GpuFrame};
+pub use frames::FallbackCounts;
 pub use limits::unsupported;
 use transfer::Snapshots;
 pub use transfer::{CarriedBody, EditedField};
@@ -358,11 +358,6 @@ impl GpuStepper {
         for word in [CONTROL_PAIRS_REQUESTED, CONTROL_PAIRS_DROPPED, CONTROL_OVERFLOW_FRAME] {
             self.submitter.write(control, (word * size_of::<u32>()) as u64, &0u32.to_ne_bytes());
         }
-    }
-
-    /// The device context.
-    pub fn context(&self) -> &Arc<GpuContext> {
-        &self.ctx
     }
 
     /// The positions buffer (vec4 per vertex, w = 0), for a renderer on the same device: it

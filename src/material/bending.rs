@@ -15,15 +15,22 @@
 //! Stiffness scale: a `cloth_grid` bent into a cylinder of curvature κ about either grid axis
 //! stores `D κ²/2` per unit area with this `k` (test `cylinder_energy_matches_plate_theory`).
 
-use crate::math::{Matrix3, Real, Vector3, outer, project_abs3, skew};
+#[cfg(test)]
+use crate::math::project_abs3;
+use crate::math::{Matrix3, Real, Vector3, outer, skew};
 
 /// Per-triangle quantities of one wing.
 struct Wing<R: Real> {
     f: R::V3,
     s: R,
+    // Derivatives of `f` and `s`, for the exact Hessian the tests check the solver's against.
+    #[cfg_attr(not(test), allow(dead_code))]
     dfde: R::M3,
+    #[cfg_attr(not(test), allow(dead_code))]
     dfdp: R::M3,
+    #[cfg_attr(not(test), allow(dead_code))]
     dsde: R::V3,
+    #[cfg_attr(not(test), allow(dead_code))]
     dsdp: R::V3,
 }
 
@@ -105,6 +112,7 @@ pub fn element_gradient<R: Real>(x: &[R::V3; 4], rest_angle: R, k: R) -> [R::V3;
 }
 
 /// Exact per-vertex term `(∂E/∂x_a, ∂²E/∂x_a²)` for hinge slot `a` (not projected).
+#[cfg(test)]
 pub fn vertex_gradient_hessian<R: Real>(x: &[R::V3; 4], a: usize, rest_angle: R, k: R) -> (R::V3, R::M3) {
     let e = x[1] - x[0];
     let (wa, wb) = match (wing::<R>(e, x[2] - x[0]), wing::<R>(e, x[3] - x[0])) {
@@ -133,6 +141,7 @@ pub fn vertex_gradient_hessian<R: Real>(x: &[R::V3; 4], a: usize, rest_angle: R,
 /// [`vertex_gradient_hessian`] with the block made positive semi-definite by mirroring its
 /// negative eigenvalues ([`crate::math::project_abs3`]).
 #[inline]
+#[cfg(test)]
 pub fn vertex_gradient_hessian_psd<R: Real>(x: &[R::V3; 4], a: usize, rest_angle: R, k: R) -> (R::V3, R::M3) {
     let (g, h) = vertex_gradient_hessian::<R>(x, a, rest_angle, k);
     (g, project_abs3::<R>(&h))
@@ -173,6 +182,7 @@ pub fn vertex_terms<R: Real>(
 /// `θ̇ = Σ_b ∂θ/∂x_b · v_b`: the Gauss–Newton stiffness `k ∇θ ∇θᵀ` applied to the velocities.
 /// Zero for rigid motion (θ does not change), dissipative.
 #[inline]
+#[cfg(test)]
 pub fn damping_term<R: Real>(x: &[R::V3; 4], v: &[R::V3; 4], a: usize, k: R) -> R::V3 {
     let g = angle_gradient::<R>(x);
     let theta_dot = g[0].dot(v[0]) + g[1].dot(v[1]) + g[2].dot(v[2]) + g[3].dot(v[3]);

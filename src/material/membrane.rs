@@ -34,6 +34,7 @@ impl<R: Real> TriRest<R> {
 
     /// Shape-function gradients `g_a ∈ R²` (a = 0..2).
     #[inline]
+    #[cfg(test)]
     pub fn shape_gradients(&self) -> [[R; 2]; 3] {
         shape_gradients(&self.dm_inv)
     }
@@ -101,6 +102,7 @@ pub fn element_gradient<R: Real>(x: &[R::V3; 3], dm_inv: &[[R; 2]; 2], measure: 
 }
 
 /// Full Hessian blocks (not projected), same form as tet StVK with 2-D `g_a`.
+#[cfg(test)]
 pub fn element_hessian<R: Real>(x: &[R::V3; 3], dm_inv: &[[R; 2]; 2], measure: R, mu: R, lambda: R) -> [[R::M3; 3]; 3] {
     let f = deformation_gradient::<R>(x, dm_inv);
     hessian_with_stress::<R>(&f, pk2::<R>(&f, mu, lambda), dm_inv, measure, mu, lambda)
@@ -199,6 +201,7 @@ pub fn vertex_gradient_hessian_psd<R: Real>(
 
 /// VBD's per-vertex term with the exact (unprojected) block.
 #[inline(always)]
+#[cfg(test)]
 pub fn vertex_gradient_hessian<R: Real>(f: &[R::V3; 2], g_a: [R; 2], measure: R, mu: R, lambda: R) -> (R::V3, R::M3) {
     let (g, s, p) = vertex_parts::<R>(f, g_a, measure, mu, lambda);
     (g, R::M3::from_diagonal_scalar(s) + p)

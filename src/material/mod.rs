@@ -10,6 +10,10 @@ pub mod stable_neo_hookean;
 pub mod stvk;
 pub mod tet;
 
+use glam::{DMat3, DVec3};
+
+use tet::TetRest;
+
 /// Material model id of stable neo-Hookean tets, as the packed state's material records and the
 /// GPU kernels store it.
 pub(crate) const MODEL_STABLE_NEO_HOOKEAN: u32 = 0;
@@ -46,7 +50,7 @@ pub fn lame_from_young_poisson(young_modulus: f64, poisson_ratio: f64) -> (f64, 
     (mu, lambda)
 }
 
-/// Stable neo-Hookean solid ([`stable_neo_hookean`]): the default soft material.
+/// Stable neo-Hookean solid (without the log term): the default soft material.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StableNeoHookean {
@@ -77,7 +81,7 @@ impl StableNeoHookean {
     }
 }
 
-/// Saint Venant–Kirchhoff solid ([`stvk`]).
+/// Saint Venant–Kirchhoff solid.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StVK {
@@ -111,6 +115,39 @@ pub enum SolidMaterial {
     StableNeoHookean(StableNeoHookean),
     /// Saint Venant–Kirchhoff.
     StVK(StVK),
+}
+
+/// A tet's elastic energy and its derivatives in f64, for analysis and reference solutions (the
+/// solver evaluates the same energies in f32). `rest` and `x` are the tet's four vertices at
+/// rest and now \[m\]; `None` when the rest shape has no volume.
+impl SolidMaterial {
+    /// Elastic energy \[J\].
+    pub fn tet_energy(&self, rest: &[DVec3; 4], x: &[DVec3; 4]) -> Option<f64> {
+        let (r, (mu, lambda)) = (TetRest::<f64>::new(*rest)?, self.energy_parameters());
+        Some(match self {
+            Self::StableNeoHookean(_) => stable_neo_hookean::element_energy::<f64>(x, &r, mu, lambda),
+            Self::StVK(_) => stvk::element_energy::<f64>(x, &r, mu, lambda),
+        })
+    }
+
+    /// The energy's gradient with respect to each vertex \[N\] (minus the elastic forces).
+    pub fn tet_gradient(&self, rest: &[DVec3; 4], x: &[DVec3; 4]) -> Option<[DVec3; 4]> {
+        let (r, (mu, lambda)) = (TetRest::<f64>::new(*rest)?, self.energy_parameters());
+        Some(match self {
+            Self::StableNeoHookean(_) => stable_neo_hookean::element_gradient::<f64>(x, &r, mu, lambda),
+            Self::StVK(_) => stvk::element_gradient::<f64>(x, &r, mu, lambda),
+        })
+    }
+
+    /// The energy's Hessian as 3×3 blocks `∂²E/∂x_a∂x_b` \[N/m\], exact (not projected onto
+    /// positive semi-definite matrices).
+    pub fn tet_hessian(&self, rest: &[DVec3; 4], x: &[DVec3; 4]) -> Option<[[DMat3; 4]; 4]> {
+        let (r, (mu, lambda)) = (TetRest::<f64>::new(*rest)?, self.energy_parameters());
+        Some(match self {
+            Self::StableNeoHookean(_) => stable_neo_hookean::element_hessian::<f64>(x, &r, mu, lambda),
+            Self::StVK(_) => stvk::element_hessian::<f64>(x, &r, mu, lambda),
+        })
+    }
 }
 
 impl From<StableNeoHookean> for SolidMaterial {

@@ -67,8 +67,9 @@ pub fn element_hessian<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda
 ///
 /// The diagonal block `V (μ |g_a|² I + λ c_a c_aᵀ)` is exact (det is affine along the rank-one
 /// perturbation `w g_aᵀ`, so its second-derivative term vanishes) and positive semi-definite by
-/// construction: no eigen-decomposition and no projection on the hot path (ALGORITHMS §2.1).
+/// construction: no eigen-decomposition and no projection on the hot path (docs/algorithms.md §2.1).
 #[inline(always)]
+#[cfg(test)]
 pub fn vertex_gradient_hessian<R: Real>(f: &R::M3, g_a: R::V3, volume: R, mu: R, lambda: R) -> (R::V3, R::M3) {
     let (f1, f2, f3) = (f.col(0), f.col(1), f.col(2));
     let f23 = f2.cross(f3);
@@ -116,6 +117,7 @@ pub fn vertex_terms<R: Real>(
 /// rigid translation, dissipative for every velocity, and its `v_a` block is exactly the vertex
 /// Hessian of [`vertex_gradient_hessian`].
 #[inline(always)]
+#[cfg(test)]
 pub fn damping_term<R: Real>(f: &R::M3, f_dot: &R::M3, g_a: R::V3, volume: R, mu: R, lambda: R) -> R::V3 {
     let cof = cofactor::<R>(f);
     let rate = cof.col(0).dot(f_dot.col(0)) + cof.col(1).dot(f_dot.col(1)) + cof.col(2).dot(f_dot.col(2));

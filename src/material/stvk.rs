@@ -92,6 +92,7 @@ fn vertex_parts<R: Real>(f: &R::M3, g_a: R::V3, volume: R, mu: R, lambda: R) -> 
 
 /// VBD's per-vertex term: `(∂E/∂x_a, ∂²E/∂x_a²)`, the block exact (not projected).
 #[inline(always)]
+#[cfg(test)]
 pub fn vertex_gradient_hessian<R: Real>(f: &R::M3, g_a: R::V3, volume: R, mu: R, lambda: R) -> (R::V3, R::M3) {
     let (g, s, p) = vertex_parts::<R>(f, g_a, volume, mu, lambda);
     (g, R::M3::from_diagonal_scalar(s) + p)

@@ -1,4 +1,4 @@
-//! Exact distances between mesh primitives (ALGORITHMS §7.1): point–triangle and edge–edge, with
+//! Exact distances between mesh primitives (docs/algorithms.md §7.1): point–triangle and edge–edge, with
 //! the closest points' vertex weights, the gradient of the distance and the exact Hessian of its
 //! square. Generic over [`Real`]: the solver runs f32, tests and host-side checks f64.
 //!
@@ -62,6 +62,7 @@ pub fn edge_edge<R: Real>(a0: R::V3, a1: R::V3, b0: R::V3, b1: R::V3) -> Closest
 /// Squared point–triangle distance `d²` \[m²\] of `x = [p, t0, t1, t2]`, its gradient (12
 /// entries, vertex-major: `3k + axis`) \[m\] and its exact 12×12 Hessian \[-\] in the region the
 /// closest point lies in.
+#[cfg(test)]
 pub fn point_triangle_distance2_derivatives<R: Real>(x: &[R::V3; 4]) -> (R, [R; 12], [[R; 12]; 12]) {
     let y = relative::<R>(x);
     distance2_derivatives(&y, &triangle_feature(&y))
@@ -69,6 +70,7 @@ pub fn point_triangle_distance2_derivatives<R: Real>(x: &[R::V3; 4]) -> (R, [R; 
 
 /// Squared edge–edge distance `d²` \[m²\] of `x = [a0, a1, b0, b1]`, its gradient \[m\] and its
 /// exact 12×12 Hessian \[-\], laid out as in [`point_triangle_distance2_derivatives`].
+#[cfg(test)]
 pub fn edge_edge_distance2_derivatives<R: Real>(x: &[R::V3; 4]) -> (R, [R; 12], [[R; 12]; 12]) {
     let y = relative::<R>(x);
     distance2_derivatives(&y, &edges_feature(&y))
@@ -81,7 +83,10 @@ pub fn edge_edge_distance2_derivatives<R: Real>(x: &[R::V3; 4]) -> (R, [R; 12], 
 #[derive(Clone, Copy, Debug)]
 struct Feature<R: Real> {
     w: [R; 4],
+    // For the exact Hessian of the squared distance, which the tests check.
+    #[cfg_attr(not(test), allow(dead_code))]
     dw: [[R; 4]; 2],
+    #[cfg_attr(not(test), allow(dead_code))]
     free: usize,
 }
 
@@ -248,6 +253,7 @@ fn edges_feature<R: Real>(y: &[R::V3; 4]) -> Feature<R> {
 /// condition `∂f/∂θ = 0` (implicit function theorem) gives the Schur complement
 /// `H = f_xx − f_xθ f_θθ⁻¹ f_θx` with `f_{x_i x_j} = 2 w_i w_j I`, `t_a = ∂r/∂θ_a = Σ_k ∂w_k/∂θ_a x_k`,
 /// `f_{x_k θ_a} = 2(∂w_k/∂θ_a r + w_k t_a)` and `f_{θ_a θ_b} = 2 t_a·t_b` (r is affine in θ).
+#[cfg(test)]
 fn distance2_derivatives<R: Real>(y: &[R::V3; 4], f: &Feature<R>) -> (R, [R; 12], [[R; 12]; 12]) {
     let (z, two) = (R::ZERO, lit::<R>(2.0));
     let r = combine(&f.w, y);

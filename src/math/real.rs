@@ -36,16 +36,12 @@ pub trait Real:
     const ONE: Self;
     /// Converts a literal or host value.
     fn lit(v: f64) -> Self;
-    /// Converts back to f64 (for reporting).
-    fn to_f64(self) -> f64;
     /// Square root.
     fn sqrt(self) -> Self;
     /// Absolute value.
     fn abs(self) -> Self;
     /// Larger of two values.
     fn max(self, o: Self) -> Self;
-    /// Smaller of two values.
-    fn min(self, o: Self) -> Self;
     /// Four-quadrant arctangent of `self / x`.
     fn atan2(self, x: Self) -> Self;
     /// Neither NaN nor infinite.
@@ -145,10 +141,6 @@ macro_rules! impl_real {
                 v as $r
             }
             #[inline(always)]
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            #[inline(always)]
             fn sqrt(self) -> Self {
                 <$r>::sqrt(self)
             }
@@ -159,10 +151,6 @@ macro_rules! impl_real {
             #[inline(always)]
             fn max(self, o: Self) -> Self {
                 <$r>::max(self, o)
-            }
-            #[inline(always)]
-            fn min(self, o: Self) -> Self {
-                <$r>::min(self, o)
             }
             #[inline(always)]
             fn atan2(self, x: Self) -> Self {

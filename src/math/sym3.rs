@@ -1,11 +1,13 @@
 //! Small symmetric 3×3 helpers: the per-vertex Newton solve of VBD and PSD projection of
 //! Hessian blocks.
 
-use super::real::{Matrix3, Real, Vector3, lit, outer};
+#[cfg(test)]
+use super::real::outer;
+use super::real::{Matrix3, Real, Vector3, lit};
 
 /// Solves `H Δ = f` for a symmetric 3×3 `H` by the adjugate formula.
 ///
-/// Returns `None` when `|det H| ≤ 1e-6 (tr H / 3)³` (ALGORITHMS §2.1: a relative test, so the
+/// Returns `None` when `|det H| ≤ 1e-6 (tr H / 3)³` (docs/algorithms.md §2.1: a relative test, so the
 /// skip does not depend on units), or when the result is not finite; VBD then leaves the
 /// vertex where it is for this sweep.
 #[inline]
@@ -30,6 +32,7 @@ pub fn solve_sym3<R: Real>(h: &R::M3, f: R::V3) -> Option<R::V3> {
 
 /// True if the symmetric matrix is positive definite (all Cholesky pivots positive).
 #[inline]
+#[cfg(test)]
 pub fn is_positive_definite<R: Real>(h: &R::M3) -> bool {
     let a00 = h.at(0, 0);
     if !(a00 > R::ZERO) {
@@ -109,6 +112,7 @@ pub fn sym3_eigen<R: Real>(h: &R::M3) -> ([R; 3], R::M3) {
 /// Projects a symmetric 3×3 matrix onto the positive semi-definite cone (clamps negative
 /// eigenvalues to zero). Positive-definite input is returned unchanged without a decomposition.
 #[inline]
+#[cfg(test)]
 pub fn project_psd3<R: Real>(h: &R::M3) -> R::M3 {
     if is_positive_definite::<R>(h) {
         return *h;
@@ -132,6 +136,7 @@ pub fn project_psd3<R: Real>(h: &R::M3) -> R::M3 {
 /// (absolute-eigenvalue projection, as advocated for Newton on nonconvex elasticity by Chen et
 /// al. 2024). Positive-definite input is returned unchanged without a decomposition.
 #[inline]
+#[cfg(test)]
 pub fn project_abs3<R: Real>(h: &R::M3) -> R::M3 {
     if is_positive_definite::<R>(h) {
         return *h;

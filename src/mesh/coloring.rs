@@ -89,6 +89,7 @@ pub fn greedy_coloring(graph: &super::Csr) -> Coloring {
 
 /// Checks a coloring: returns the first element (clique index) holding two vertices of one
 /// color, or `None` if the coloring is valid.
+#[cfg(test)]
 pub fn find_coloring_conflict(coloring: &Coloring, cliques: &[&[u32]]) -> Option<usize> {
     cliques.iter().position(|cl| {
         cl.iter()

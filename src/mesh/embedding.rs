@@ -29,6 +29,7 @@ pub struct Embedding {
 }
 
 /// Barycentric coordinates of `p` in the tet `x` (f64; sum exactly 1 up to rounding).
+#[cfg(test)]
 pub fn barycentric(x: [Vec3; 4], p: Vec3) -> [f64; 4] {
     barycentric_f64(x.map(|v| v.as_dvec3()), p.as_dvec3())
 }

@@ -117,7 +117,8 @@ pub enum MeshError {
         extent: [f32; 3],
         /// Cells the lattice would have.
         cells: f64,
-        /// [`crate::mesh::MAX_VOXEL_CELLS`].
+        /// The most a voxelization may span (2^22, about 160³: a finer cell is almost certainly
+        /// a unit mistake).
         max: usize,
     },
     /// A mesh file could not be read.

@@ -14,7 +14,7 @@ pub enum TetSplit {
     /// neighbouring cells share face diagonals. Fewer elements, slightly anisotropic.
     Five,
     /// Six tets per cell around the main diagonal (Kuhn/Freudenthal): conforming without
-    /// alternation, the default of `SCENES.md`. Every cell has the same diagonal, which the
+    /// alternation, the default of `docs/scenes.md`. Every cell has the same diagonal, which the
     /// mesh's response feels: see [`TetSplit::SixMirrored`].
     #[default]
     Six,
@@ -122,7 +122,7 @@ impl TetMesh {
     }
 
     /// A beam of `length` along +x from x = 0, with cross-section `height` (y) × `width` (z)
-    /// centred on the x axis: the cantilever of `SCENES.md`, clamped at x = 0.
+    /// centred on the x axis: the cantilever of `docs/scenes.md`, clamped at x = 0.
     pub fn beam(length: f32, height: f32, width: f32, cells: [u32; 3], split: TetSplit) -> Result<Self, MeshError> {
         let size = Vec3::new(length, height, width);
         Ok(Self::box_mesh(size, cells, split)?.transformed(glam::Quat::IDENTITY, Vec3::new(0.5 * length, 0.0, 0.0)))
@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn scene_counts_match_the_scene_table() {
-        // SCENES.md: cantilever 20×2×2 → 189 v / 480 tets; drop cube 10³ → 1,331 v / 6,000 tets.
+        // docs/scenes.md: cantilever 20×2×2 → 189 v / 480 tets; drop cube 10³ → 1,331 v / 6,000 tets.
         let b = TetMesh::beam(2.0, 0.2, 0.2, [20, 2, 2], TetSplit::Six).unwrap();
         assert_eq!((b.vertex_count(), b.tet_count()), (189, 480));
         let (lo, hi) = b.bounds();

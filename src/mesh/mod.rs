@@ -15,9 +15,13 @@ pub(crate) mod validate;
 mod voxel;
 mod voxel_conform;
 
-pub use adjacency::{Csr, pack_entry, unpack_entry, vertex_element_csr};
-pub use coloring::{Coloring, find_coloring_conflict, greedy_coloring, vertex_graph};
-pub use embedding::{Embedding, barycentric};
+#[cfg(test)]
+pub(crate) use adjacency::pack_entry;
+pub use adjacency::{Csr, unpack_entry, vertex_element_csr};
+pub use coloring::{Coloring, greedy_coloring, vertex_graph};
+pub use embedding::Embedding;
+#[cfg(test)]
+pub(crate) use embedding::barycentric;
 pub use error::MeshError;
 pub use generators::TetSplit;
 pub use render_mesh::{EmbeddedMesh, RenderMesh, palette_color, smooth_normals};
@@ -25,5 +29,3 @@ pub use surface::Surface;
 pub use tet_mesh::TetMesh;
 pub use tri_mesh::{Hinge, TriMesh};
 pub use validate::{DEGENERACY_RATIO, tet_volume, triangle_area};
-pub use voxel::MAX_VOXEL_CELLS;
-pub use voxel_conform::{MAX_OUTSIDE, MIN_VOLUME_RATIO};

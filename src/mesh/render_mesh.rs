@@ -13,7 +13,8 @@ pub struct RenderMesh {
     pub name: String,
     /// Vertex positions \[m\].
     pub positions: Vec<Vec3>,
-    /// Unit vertex normals, if the asset has them (else [`smooth_normals`] makes some).
+    /// Unit vertex normals, if the asset has them (else smooth normals are made from the
+    /// triangles where needed).
     pub normals: Option<Vec<Vec3>>,
     /// Counter-clockwise triangles (seen from outside).
     pub triangles: Vec<[u32; 3]>,

@@ -33,8 +33,9 @@ impl TetMesh {
     /// A tet mesh of lattice cells of edge about `cell` \[m\] conforming to the triangle
     /// surface (`positions`, `triangles`): cells the surface touches and every cell it
     /// encloses, each split into tets by `split`, with the boundary vertices then moved onto
-    /// the surface as far as their tets stay well shaped (at least [`super::MIN_VOLUME_RATIO`]
-    /// of their lattice volume). Along each axis the cell edge is adjusted (up to about
+    /// the surface as far as their tets stay well shaped (each keeps at least a fifth of its
+    /// lattice volume), and no surface vertex left more than a quarter of the smallest cell edge
+    /// outside the tets (the embedding carries the rest). Along each axis the cell edge is adjusted (up to about
     /// `cell`) so a whole number of cells spans the surface's bounding box exactly, and an axis
     /// thinner than half a cell is one layer of the surface's own thickness (a tenth of a cell
     /// at least). So the tet mesh lies within the surface's bounding box and its boundary on or
@@ -43,7 +44,8 @@ impl TetMesh {
     ///
     /// Errors name the bad input: an empty surface, a non-finite vertex, an index out of range,
     /// a flat surface ([`MeshError::Flat`]: simulate it as cloth), or a `cell` that is not
-    /// positive or too fine for the surface's size ([`MeshError::TooManyCells`]).
+    /// positive or too fine for the surface's size ([`MeshError::TooManyCells`]: at most 2^22
+    /// lattice cells).
     pub fn voxelize(positions: &[Vec3], triangles: &[[u32; 3]], cell: f32, split: TetSplit) -> Result<Self, MeshError> {
         if positions.is_empty() {
             return Err(MeshError::Empty { what: "vertices" });
@@ -212,7 +214,7 @@ fn triangle_overlaps_box(v: [DVec3; 3], half: DVec3) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mesh::MIN_VOLUME_RATIO;
+    use crate::mesh::voxel_conform::MIN_VOLUME_RATIO;
 
     /// The 12 triangles of the box [-s, s]³, outward.
     fn box_surface(s: f32) -> (Vec<Vec3>, Vec<[u32; 3]>) {

@@ -1,4 +1,4 @@
-//! The frame-budget planner (ARCHITECTURE "Fallback policy"): picks the fast path's fixed sweep
+//! The frame-budget planner (`ARCHITECTURE.md`, "The fallback"): picks the fast path's fixed sweep
 //! count so that a step fits the caller's budget.
 //!
 //! Cost per sweep is estimated as the step's measured time (fast path and safety check) over

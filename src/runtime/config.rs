@@ -100,7 +100,7 @@ pub struct StepConfig {
     /// Initial guess. Default adaptive (\[VBD\] §3.7).
     pub initialization: Initialization,
     /// Chebyshev spectral-radius estimate ρ; `None` turns acceleration off. Default 0.9
-    /// (ALGORITHMS §2.8: the paper uses 0.75–0.95). At most 0.98: on a stiff 2,600-vertex beam
+    /// (docs/algorithms.md §2.8: the paper uses 0.75–0.95). At most 0.98: on a stiff 2,600-vertex beam
     /// 0.99 diverged step after step, 0.98 still converged.
     pub chebyshev_rho: Option<f32>,
     /// Worker threads; 0 (default) = automatic: one per 1,000 free vertices, at most one per

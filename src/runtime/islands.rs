@@ -1,5 +1,5 @@
 //! Islands: groups of bodies whose steps depend on each other, so that one can be rolled back
-//! and redone without touching the rest (ALGORITHMS §8). Two bodies share an island when a
+//! and redone without touching the rest (docs/algorithms.md §8). Two bodies share an island when a
 //! contact pair joins them, or when their swept boxes over the step overlap: start and end
 //! positions and where the start velocities were heading (`x + h v`), grown by `margin`. A
 //! redone step, which may go elsewhere than the fast path went (a fast path clamped short of a

@@ -58,7 +58,7 @@ impl Snapshot {
     }
 
     /// Restores the vertices in `range` to the saved positions with zero velocity and no
-    /// integrator history (ARCHITECTURE, fallback policy: "restore, zero velocity, report").
+    /// integrator history (`ARCHITECTURE.md`, "The fallback": put back at rest and reported).
     pub fn restore_at_rest(&self, st: &mut SimState, range: std::ops::Range<usize>) {
         for i in range {
             st.positions[i] = self.positions[i];

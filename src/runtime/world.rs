@@ -200,8 +200,60 @@ impl World {
     }
 
     /// The packed simulation state (read-only).
-    pub fn state(&self) -> &SimState {
+    pub(crate) fn state(&self) -> &SimState {
         &self.state
+    }
+
+    /// Every vertex's position \[m\] (`w` = 0) in the packed order: body after body, in the
+    /// set's order (see [`World::body_positions`] for one body's). On the GPU backend this is
+    /// the host copy, the newest finished frame ([`World::latest_positions`]).
+    pub fn positions(&self) -> &[Vec4] {
+        &self.state.positions
+    }
+
+    /// Every vertex's velocity \[m/s\], in the order of [`World::positions`].
+    pub fn velocities(&self) -> &[Vec4] {
+        &self.state.velocities
+    }
+
+    /// Every vertex's lumped mass \[kg\], in the order of [`World::positions`] (pinned vertices
+    /// included).
+    pub fn vertex_masses(&self) -> &[f32] {
+        &self.state.masses
+    }
+
+    /// Vertices of every body.
+    pub fn vertex_count(&self) -> usize {
+        self.state.vertex_count()
+    }
+
+    /// Elements of every body: tets, cloth triangles and bending hinges.
+    pub fn element_count(&self) -> usize {
+        self.state.element_count()
+    }
+
+    /// The collision surface's triangles, as indices into [`World::positions`] (a renderer's
+    /// index buffer for every body at once).
+    pub fn surface_triangles(&self) -> &[[u32; 3]] {
+        &self.state.surface_triangles
+    }
+
+    /// The collision surface's edges, as indices into [`World::positions`].
+    pub fn surface_edges(&self) -> &[[u32; 2]] {
+        &self.state.surface_edges
+    }
+
+    /// The smallest volume ratio `J = det F` of any tet at the current positions (1 at rest,
+    /// ≤ 0 for an inverted tet), or `None` without tets: the worst element's compression.
+    pub fn min_volume_ratio(&self) -> Option<f32> {
+        let st = &self.state;
+        st.tets
+            .iter()
+            .map(|t| {
+                let x = t.vertices.map(|i| Vec3A::from_vec4(st.positions[i as usize]));
+                crate::material::tet::deformation_gradient::<f32>(&x, &t.dm_inv()).determinant()
+            })
+            .reduce(f32::min)
     }
 
     /// Events since the last call (non-finite rollbacks, …).

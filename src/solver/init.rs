@@ -42,7 +42,7 @@ impl Initialization {
             Self::InertiaAndGravity => predictor + gravity * weight,
             Self::Adaptive => {
                 let g2 = gravity.length_squared();
-                // [VBD] divides by ‖g‖; with no gravity fall back to (b) (ALGORITHMS E6).
+                // [VBD] divides by ‖g‖; with no gravity fall back to (b) (docs/algorithms.md E6).
                 if g2 < 1e-12 {
                     return predictor;
                 }

@@ -13,8 +13,7 @@ pub(crate) mod parallel;
 pub(crate) mod union_find;
 pub mod vbd;
 
-pub use fast_path::FastStats;
 pub use init::Initialization;
 pub use integrator::Integrator;
-pub use vbd::contact::{BOUND_FRACTION, SurfaceContactSettings};
+pub use vbd::contact::SurfaceContactSettings;
 pub use vbd::{Vbd, VbdSettings};

@@ -1,6 +1,6 @@
 //! The accuracy oracle: a converged static solve of a tet mesh under gravity, pins and
 //! half-space contacts, in f64, by Newton's method with a sparse Cholesky factorisation (faer)
-//! and a backtracking line search, to a relative residual of 1e-8 (SCENES.md).
+//! and a backtracking line search, to a relative residual of 1e-8 (docs/scenes.md).
 //!
 //! It uses the library's own f64 energies (one source with the solver), the same lumped masses
 //! (ρV/4 per tet vertex) and the same contact energy `½ k (δ − d)²` as the runtime, so a settled
@@ -13,23 +13,14 @@ use faer::Side;
 use faer::linalg::solvers::Solve;
 use faer::sparse::{SparseColMat, Triplet};
 use glam::{DMat3, DVec3};
-use pliant::material::{stable_neo_hookean as snh, stvk, tet::TetRest};
-
-/// Which solid energy.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Model {
-    StableNeoHookean,
-    StVK,
-}
+use pliant::SolidMaterial;
 
 /// A static problem.
 pub struct StaticProblem {
     pub rest: Vec<DVec3>,
     pub tets: Vec<[u32; 4]>,
-    pub model: Model,
-    /// The energy's `(μ, λ)` (as `SolidMaterial::energy_parameters`).
-    pub mu: f64,
-    pub lambda: f64,
+    /// The tets' material (its energy is the solver's, evaluated in f64).
+    pub material: SolidMaterial,
     pub density: f64,
     pub gravity: DVec3,
     /// Vertices held at their rest positions.
@@ -53,26 +44,25 @@ impl StaticProblem {
     pub fn masses(&self) -> Vec<f64> {
         let mut m = vec![0.0; self.rest.len()];
         for t in &self.tets {
-            let r = TetRest::<f64>::new(t.map(|i| self.rest[i as usize])).expect("valid tet");
+            let [a, b, c, d] = t.map(|i| self.rest[i as usize]);
+            let volume = (b - a).dot((c - a).cross(d - a)) / 6.0;
+            assert!(volume > 0.0, "valid tet");
             for &i in t {
-                m[i as usize] += self.density * r.volume / 4.0;
+                m[i as usize] += self.density * volume / 4.0;
             }
         }
         m
     }
 
-    fn rests(&self) -> Vec<TetRest<f64>> {
-        self.tets.iter().map(|t| TetRest::new(t.map(|i| self.rest[i as usize])).expect("valid tet")).collect()
+    fn rests(&self) -> Vec<[DVec3; 4]> {
+        self.tets.iter().map(|t| t.map(|i| self.rest[i as usize])).collect()
     }
 
-    fn energy(&self, x: &[DVec3], rests: &[TetRest<f64>], masses: &[f64]) -> f64 {
+    fn energy(&self, x: &[DVec3], rests: &[[DVec3; 4]], masses: &[f64]) -> f64 {
         let mut e = 0.0;
         for (t, r) in self.tets.iter().zip(rests) {
             let xs = t.map(|i| x[i as usize]);
-            e += match self.model {
-                Model::StableNeoHookean => snh::element_energy::<f64>(&xs, r, self.mu, self.lambda),
-                Model::StVK => stvk::element_energy::<f64>(&xs, r, self.mu, self.lambda),
-            };
+            e += self.material.tet_energy(r, &xs).expect("valid tet");
         }
         for (i, p) in x.iter().enumerate() {
             e -= masses[i] * self.gravity.dot(*p);
@@ -148,7 +138,7 @@ impl StaticProblem {
     fn assemble(
         &self,
         x: &[DVec3],
-        rests: &[TetRest<f64>],
+        rests: &[[DVec3; 4]],
         masses: &[f64],
         dof: &[usize],
         free: usize,
@@ -172,16 +162,8 @@ impl StaticProblem {
         };
         for (t, r) in self.tets.iter().zip(rests) {
             let xs = t.map(|i| x[i as usize]);
-            let (grad, mut hess) = match self.model {
-                Model::StableNeoHookean => (
-                    snh::element_gradient::<f64>(&xs, r, self.mu, self.lambda),
-                    snh::element_hessian::<f64>(&xs, r, self.mu, self.lambda),
-                ),
-                Model::StVK => (
-                    stvk::element_gradient::<f64>(&xs, r, self.mu, self.lambda),
-                    stvk::element_hessian::<f64>(&xs, r, self.mu, self.lambda),
-                ),
-            };
+            let grad = self.material.tet_gradient(r, &xs).expect("valid tet");
+            let mut hess = self.material.tet_hessian(r, &xs).expect("valid tet");
             if project {
                 project_12(&mut hess);
             }
@@ -248,12 +230,11 @@ fn project_12(h: &mut [[DMat3; 4]; 4]) {
     }
 }
 
-/// The cantilever of SCENES.md at `res` × (20, 2, 2) cells: 2 m × 0.2 m × 0.2 m, clamped at
+/// The cantilever of docs/scenes.md at `res` × (20, 2, 2) cells: 2 m × 0.2 m × 0.2 m, clamped at
 /// x = 0, E = 1.2e8 Pa, ν = 0, ρ = 1000 kg/m³, stable neo-Hookean; returns the static tip
 /// deflection (mean −y displacement of the x = L face) [m].
 pub fn cantilever_static_tip(res: u32) -> f64 {
-    let mesh = pliant::mesh::TetMesh::beam(2.0, 0.2, 0.2, [20 * res, 2 * res, 2 * res], pliant::mesh::TetSplit::Six)
-        .expect("beam");
+    let mesh = pliant::TetMesh::beam(2.0, 0.2, 0.2, [20 * res, 2 * res, 2 * res], pliant::TetSplit::Six).expect("beam");
     let rest: Vec<DVec3> = mesh.positions().iter().map(|p| p.as_dvec3()).collect();
     let (tip, residual) = cantilever_tip_of_mesh(rest, mesh.tets().to_vec());
     assert!(residual < 1e-8, "static solve did not converge: {residual}");
@@ -264,16 +245,11 @@ pub fn cantilever_static_tip(res: u32) -> f64 {
 /// returns the static tip deflection [m] and the solve's relative residual. The x = 0 face is
 /// clamped and the tip is the x = 2 m face (within 1e-6 m and 1e-4 m, for f32 meshes).
 pub fn cantilever_tip_of_mesh(rest: Vec<DVec3>, tets: Vec<[u32; 4]>) -> (f64, f64) {
-    let (mu, lambda) =
-        pliant::material::SolidMaterial::from(pliant::material::StableNeoHookean::from_young_poisson(1.2e8, 0.0))
-            .energy_parameters();
     let p = StaticProblem {
         pinned: rest.iter().map(|p| p.x < 1e-6).collect(),
         tets,
         rest,
-        model: Model::StableNeoHookean,
-        mu,
-        lambda,
+        material: pliant::StableNeoHookean::from_young_poisson(1.2e8, 0.0).into(),
         density: 1000.0,
         gravity: DVec3::new(0.0, -9.81, 0.0),
         planes: vec![],

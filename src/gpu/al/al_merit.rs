@@ -30,11 +30,9 @@ const PHASE_REDUCE: u32 = 2;
 const PHASE_COPY: u32 = 3;
 const PHASE_RESTORE: u32 = 4;
 
-/// Words of `control`: the copy's and the restore's dispatch arguments, whether the last
-/// iterate is the lowest.
+/// Words of `control`: the copy's and the restore's dispatch arguments, and (word 6) 1 when
+/// the last iterate is the lowest.
 pub const CONTROL_WORDS: usize = 7;
-/// `control` word: 1 when the last iterate is the lowest.
-pub const CONTROL_LAST_IS_LOWEST: usize = 6;
 
 /// The shader's `Params` uniform.
 #[repr(C)]

@@ -32,8 +32,10 @@ pub const TET_ARGS: u64 = 36;
 /// `control` word of the state.
 pub const CONTROL_STATE: usize = 12;
 /// `control` word of the outer iterations taken.
+#[cfg(test)]
 pub const CONTROL_ITERATIONS: usize = 13;
 /// `control` word of the consecutive small steps.
+#[cfg(test)]
 pub const CONTROL_SMALL_STEPS: usize = 14;
 
 /// The control words of a step that has ended (capped, no dispatch arguments): what a
@@ -51,11 +53,14 @@ pub fn ended_control() -> [u32; CONTROL_WORDS] {
     words
 }
 /// `scalars` words of the first iterates' and the start's weights.
+#[cfg(test)]
 pub const SCALAR_FIRST_WEIGHT: usize = 12;
 /// See [`SCALAR_FIRST_WEIGHT`].
+#[cfg(test)]
 pub const SCALAR_START_WEIGHT: usize = 13;
 /// `scalars` word: a kinematic vertex moves within the step (1.0; `al_merit` then compares
 /// no iterates).
+#[cfg(test)]
 pub const SCALAR_PINS_MOVE: usize = 14;
 
 /// How the step stands (the `control` state word).
@@ -138,6 +143,7 @@ impl AlOuterRun {
     }
 
     /// Records an outer iteration's move and schedule into `pass` (after `al_step_size`).
+    #[cfg(test)]
     pub fn record_iteration(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.iteration.iter().for_each(|b| b.record(pass));
     }

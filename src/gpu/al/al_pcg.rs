@@ -31,22 +31,23 @@ pub const ONE_WORKGROUP_VERTICES: usize = 4096;
 /// Regions of the `vectors` buffer, each one vec4 per vertex.
 pub const VECTOR_REGIONS: usize = 9;
 /// Region of the solution `d` (the Newton direction).
+#[cfg(test)]
 pub const REGION_DIRECTION: usize = 0;
 /// Region of the gradient `∇` at the targets.
+#[cfg(test)]
 pub const REGION_GRADIENT: usize = 8;
 /// Words of `control`: dispatch arguments (3), iterations, state.
 pub const CONTROL_WORDS: usize = 5;
 /// `control` word of the iterations taken.
+#[cfg(test)]
 pub const CONTROL_ITERATIONS: usize = 3;
 /// `control` word of how the solve ended.
+#[cfg(test)]
 pub const CONTROL_STATE: usize = 4;
-/// `scalars` word of `‖b‖²`.
-pub const SCALAR_BB: usize = 1;
-/// `scalars` word of `‖r‖²` at the end.
-pub const SCALAR_RR: usize = 4;
 
 /// How a GPU solve ended (the `control` state word).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(test)]
 pub enum PcgEnd {
     /// Still running (more iterations were needed than recorded).
     Running,
@@ -60,8 +61,10 @@ pub enum PcgEnd {
     NoRightHandSide,
 }
 
+#[cfg(test)]
 impl PcgEnd {
     /// The state word's meaning (`None` for a word no kernel writes).
+    #[cfg(test)]
     pub fn decode(word: u32) -> Option<Self> {
         [Self::Running, Self::Converged, Self::Capped, Self::NotCurved, Self::NoRightHandSide]
             .get(word as usize)
@@ -70,8 +73,10 @@ impl PcgEnd {
 }
 
 /// `scalars` word of the AL penalty μ \[N/m\].
+#[cfg(test)]
 pub const SCALAR_MU: usize = 6;
 /// `scalars` word of the AL offset δ \[m\].
+#[cfg(test)]
 pub const SCALAR_DELTA: usize = 7;
 
 /// Bit of a vertex's `solved` word: it has unknowns (`shaders/lib/step.wgsl`).
@@ -113,11 +118,6 @@ pub struct AlPair {
     /// The obstacle of a vertex–obstacle pair (its index in the step's obstacle set).
     pub obstacle: u32,
 }
-
-pub use crate::collision::surface_pairs::{PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE};
-/// [`AlPair::kind`] of a vertex–obstacle pair (the CPU's kinds; `shaders/lib/distance.wgsl` and
-/// `shaders/lib/al.wgsl` use the same numbers).
-pub const PAIR_OBSTACLE: u32 = crate::collision::swept::PAIR_OBSTACLE;
 
 // The shaders read a pair as 42 words (lib/al.wgsl PAIR_WORDS).
 const _: () = assert!(std::mem::size_of::<AlPair>() == 168);
@@ -179,6 +179,7 @@ impl AlPairLayout {
 
 /// The vertex → pair adjacency of `pairs` over `vertices` vertices: row offsets and entries
 /// `pair << 2 | slot`, each row in pair order (so gathers sum in a fixed order).
+#[cfg(test)]
 pub fn pair_adjacency(pairs: &[AlPair], vertices: usize) -> (Vec<u32>, Vec<u32>) {
     let mut offsets = vec![0u32; vertices + 1];
     let moving = |p: &AlPair| p.vertices.into_iter().enumerate().filter(|&(_, v)| v != NO_VERTEX);

@@ -43,6 +43,7 @@ pub const CONTROL_WORDS: usize = 25;
 /// the subproblem is solved.
 pub const NEWTON_ARGS: [u64; 5] = [32, 44, 56, 68, 80];
 /// `control` word of the Newton iterations taken.
+#[cfg(test)]
 pub const CONTROL_NEWTON_ITERATIONS: usize = 24;
 /// `control` word of whether the Newton iterations go on (0) or ended (1).
 pub const CONTROL_NEWTON_STATE: usize = 23;
@@ -61,16 +62,21 @@ pub fn ended_control() -> [u32; CONTROL_WORDS] {
     words
 }
 /// `control` word of how the search ended.
+#[cfg(test)]
 pub const CONTROL_STATE: usize = 6;
 /// `control` word of the trials taken.
+#[cfg(test)]
 pub const CONTROL_TRIALS: usize = 7;
 /// `scalars` word of the step taken (or last tried).
+#[cfg(test)]
 pub const SCALAR_STEP: usize = 10;
 /// `scalars` word of the last trial's change of the Lagrangian \[J\].
+#[cfg(test)]
 pub const SCALAR_CHANGE: usize = 11;
 
 /// How a search ended (the `control` state word).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg(test)]
 pub enum SearchEnd {
     /// Still halving (more trials were needed than recorded).
     Searching,
@@ -84,8 +90,10 @@ pub enum SearchEnd {
     NoStep,
 }
 
+#[cfg(test)]
 impl SearchEnd {
     /// The state word's meaning (`None` for a word no kernel writes).
+    #[cfg(test)]
     pub fn decode(word: u32) -> Option<Self> {
         [Self::Searching, Self::Accepted, Self::Final, Self::NoDescent, Self::NoStep].get(word as usize).copied()
     }

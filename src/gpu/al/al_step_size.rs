@@ -21,6 +21,7 @@ pub fn time_words(vertices: usize) -> usize {
 }
 
 /// A vertex's word in `times` that no hit reached (the largest finite f32's bits).
+#[cfg(test)]
 pub const NO_HIT: u32 = 0x7f7f_ffff;
 
 /// The shader's `Params` uniform.
@@ -101,6 +102,7 @@ impl AlStepSizeRun {
     }
 
     /// Records the search into `pass`.
+    #[cfg(test)]
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.record_hits(pass);
         self.record_add(pass);

@@ -40,13 +40,6 @@ pub struct CandidateLayout {
     pub words: u32,
 }
 
-/// Header word: candidates appended by the last add pass.
-pub const CANDIDATE_COUNT: usize = 0;
-/// Header word: candidates that found no room in the list (all runs).
-pub const CANDIDATES_DROPPED: usize = 1;
-/// Header word: new pairs that found no free slot in the set (all runs).
-pub const SLOTS_DROPPED: usize = 2;
-
 impl CandidateLayout {
     /// Room for `capacity` candidates per pass into `slots` surface slots over `vertices`.
     pub fn new(capacity: u32, slots: u32, vertices: u32) -> Self {

@@ -240,12 +240,6 @@ impl AlStepProgram {
             su.record_add(pass);
         }
     }
-
-    /// The surface pairs' candidate words ([`crate::gpu::al::al_surface::CandidateLayout`]),
-    /// where the step has surface pairs.
-    pub fn surface_candidates(&self) -> Option<&wgpu::Buffer> {
-        self.surface.as_ref().map(|s| &s.candidates)
-    }
 }
 
 #[cfg(test)]

@@ -90,10 +90,6 @@ pub struct AlSurfacePairs {
     refit: Vec<Bound>,
     run: AlSurfaceRun,
     merge: Bound,
-    /// [`CandidateLayout`] words (its header counts what found no room).
-    pub candidates: wgpu::Buffer,
-    /// Their layout.
-    pub layout: CandidateLayout,
 }
 
 impl AlSurfacePairs {
@@ -171,7 +167,7 @@ impl AlSurfacePairs {
             hits: [points.indirect(&args, at(refit_count)), edges.indirect(&args, at(refit_count + 1))],
             add: [add_points.indirect(&args, at(refit_count + 2)), add_edges.indirect(&args, at(refit_count + 3))],
         };
-        Self { args: args_phase, refit, run, merge: merge.indirect(b.outer, ONE_ARGS), candidates, layout }
+        Self { args: args_phase, refit, run, merge: merge.indirect(b.outer, ONE_ARGS) }
     }
 
     /// Records the surface half of a step-size search's times of impact (after `al_step_size`'s

@@ -66,6 +66,7 @@ impl TreeLayout {
     }
 
     /// Nodes of the tree (`2 count − 1`; none when empty).
+    #[cfg(test)]
     pub fn node_count(&self) -> u32 {
         Self::nodes_for(self.count)
     }
@@ -133,18 +134,21 @@ impl BvhBuild {
 }
 
 /// The order-preserving u32 image of an f32 that the shaders' boxes use.
+#[cfg(test)]
 pub fn ordered_bits(f: f32) -> u32 {
     let b = f.to_bits();
     if b & 0x8000_0000 != 0 { !b } else { b | 0x8000_0000 }
 }
 
 /// Inverse of [`ordered_bits`].
+#[cfg(test)]
 pub fn from_ordered_bits(u: u32) -> f32 {
     if u & 0x8000_0000 != 0 { f32::from_bits(u & 0x7fff_ffff) } else { f32::from_bits(!u) }
 }
 
 /// A tree read back from the GPU, for tests and tools.
 #[derive(Clone, Debug)]
+#[cfg(test)]
 pub struct TreeSnapshot {
     /// `(min, max)` per node.
     pub boxes: Vec<(glam::Vec3A, glam::Vec3A)>,
@@ -156,8 +160,10 @@ pub struct TreeSnapshot {
     pub keys: Vec<(u32, u32)>,
 }
 
+#[cfg(test)]
 impl TreeSnapshot {
     /// Decodes `tree` from the words of the whole `bvh` buffer.
+    #[cfg(test)]
     pub fn read(tree: &TreeLayout, words: &[u32]) -> Self {
         let nodes = tree.node_count() as usize;
         let w = |at: u32, k: usize| words[at as usize + k];

@@ -7,17 +7,20 @@
 
 use bytemuck::{Pod, Zeroable};
 
+#[cfg(test)]
 use crate::collision::surface_pairs::ContactPair;
 
 /// Pairs the latest detection found (may exceed the capacity).
 pub const CONTROL_PAIR_COUNT: usize = 0;
 /// Some vertex met its displacement bound since the last detection.
+#[cfg(test)]
 pub const CONTROL_BOUND_HIT: usize = 1;
 /// The CCD advance must run this step.
 pub const CONTROL_ADVANCE_NEEDED: usize = 2;
 /// The bounds and pair lists come from a detection of this topology.
 pub const CONTROL_BOUNDS_VALID: usize = 3;
 /// The detection being recorded runs.
+#[cfg(test)]
 pub const CONTROL_DETECTING: usize = 4;
 /// Smallest distance of a pair stored by the latest detection (f32 bits).
 pub const CONTROL_MIN_DISTANCE: usize = 5;
@@ -38,7 +41,7 @@ pub const CONTROL_HEADER: usize = 16;
 /// Per-body words of `control`: frozen flags, time of impact, group label, group time, box (6),
 /// isolation.
 pub const CONTROL_WORDS_PER_BODY: usize = 11;
-/// Words of a [`ContactPair`].
+/// Words of a [`crate::collision::surface_pairs::ContactPair`].
 pub const PAIR_WORDS: usize = 16;
 
 /// Words of the `control` buffer for `bodies` bodies.
@@ -123,6 +126,7 @@ impl ContactLayout {
     }
 
     /// The pairs held in `words` (the whole `contacts` buffer), `count` of them.
+    #[cfg(test)]
     pub fn read_pairs(&self, words: &[u32], count: usize) -> Vec<ContactPair> {
         let at = self.pairs as usize;
         bytemuck::pod_collect_to_vec(&words[at..at + PAIR_WORDS * count.min(self.capacity as usize)])

@@ -22,10 +22,6 @@ pub struct GpuFrame {
     pub velocities: Vec<Vec4>,
     /// Per body: substeps rolled back since the state was uploaded, and the last one's cause.
     pub rollbacks: Vec<Rollbacks>,
-    /// What surface contact found in the frame.
-    pub contact: ContactStats,
-    /// The GPU fallback's counters at the frame's end.
-    pub fallback: FallbackCounts,
 }
 
 /// The GPU fallback's counters (`al_gate`), counting up from the stepper's upload.
@@ -148,17 +144,7 @@ impl GpuStepper {
         let n = self.vertices as usize * size_of::<Vec4>();
         let positions = bytemuck::pod_collect_to_vec(&bytes[..n]);
         let velocities = bytemuck::pod_collect_to_vec(&bytes[n..2 * n]);
-        let FrameTail { rollbacks, contact, fallback } = self.decode_tail(&bytes[self.rollback_bytes().start..]);
-        Ok(Some(GpuFrame { frame, positions, velocities, rollbacks, contact, fallback }))
-    }
-
-    /// Waits until every submitted frame has run and its readback has arrived.
-    pub fn wait(&self) -> Result<(), GpuError> {
-        self.submitter.fence();
-        self.ctx
-            .device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map(|_| ())
-            .map_err(|e| GpuError::Readback { buffer: "frame".into(), reason: e.to_string() })
+        let FrameTail { rollbacks, .. } = self.decode_tail(&bytes[self.rollback_bytes().start..]);
+        Ok(Some(GpuFrame { frame, positions, velocities, rollbacks }))
     }
 }

@@ -17,7 +17,7 @@
 //! From an asset to a body, without a scene file:
 //!
 //! ```no_run
-//! use pliant::mesh::{EmbeddedMesh, TetMesh, TetSplit};
+//! use pliant::{EmbeddedMesh, TetMesh, TetSplit};
 //! use pliant::prelude::*;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {

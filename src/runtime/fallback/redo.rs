@@ -222,7 +222,7 @@ fn redo_island(
         let dx = (x[i] - start[i]).as_vec3a();
         state.positions[i] = x[i].as_vec3().extend(0.0);
         // The fallback's velocity is the distance travelled over the step (backward Euler,
-        // ALGORITHMS §4.5), and the next step starts without history: extrapolating the
+        // docs/algorithms.md §4.5), and the next step starts without history: extrapolating the
         // integrator's higher-order velocity from a redone step spiked a corner of a stiff
         // incompressible cube landing on an edge to 10 m/s, and a truncated step is not the
         // integrator's minimiser at all. Backward Euler only damps.

@@ -1,4 +1,4 @@
-//! The active set of the augmented-Lagrangian step ([ALPF] §4, Alg. 2–3; ALGORITHMS §4.1–4.4):
+//! The active set of the augmented-Lagrangian step ([ALPF] §4, Alg. 2–3; docs/algorithms.md §4.1–4.4):
 //! contact pairs found by CCD, each with a multiplier `λ ≥ 0` and a decay factor `γ`, its
 //! distance linearised at the last intersection-free iterate, and IPC's lagged friction.
 //!
@@ -219,10 +219,10 @@ impl ActiveSet {
         }
     }
 
-    /// The dual update (\[ALPF\] Alg. 2 with the decay on inactive pairs, ALGORITHMS E9): an active
+    /// The dual update (\[ALPF\] Alg. 2 with the decay on inactive pairs, docs/algorithms.md E9): an active
     /// pair's multiplier grows while it is violated and its weight resets; an inactive pair's
     /// multiplier drops to zero and its weight decays. The lagged friction's normal force
-    /// becomes the new multiplier (ALGORITHMS E10: its magnitude).
+    /// becomes the new multiplier (docs/algorithms.md E10: its magnitude).
     pub fn dual_update(&mut self, xh: &[DVec3], mu: f64, delta: f64) {
         for c in &mut self.list {
             let v = c.value(xh, delta);

@@ -1,11 +1,11 @@
-//! Augmented-Lagrangian penetration-free stepping (\[ALPF\]; ALGORITHMS §4): the fallback that
+//! Augmented-Lagrangian penetration-free stepping (\[ALPF\]; docs/algorithms.md §4): the fallback that
 //! redoes an island's step when the fast path's result is unsafe.
 //!
 //! Two sequences: the solver's targets `x̂` (Newton–PCG on the augmented Lagrangian, allowed
 //! to penetrate) and the iterates `x` that follow them only as far as continuous collision
 //! detection and the tets' volume allow, so every `x` is intersection- and inversion-free.
 //! Out of time, the step returns the current `x`: less converged, never intersecting
-//! (ALGORITHMS §4.5).
+//! (docs/algorithms.md §4.5).
 
 pub(crate) mod constraints;
 pub(crate) mod problem;
@@ -199,7 +199,7 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
         tets: &tets,
         j_min: s.j_min,
     };
-    // Seed the set with what the fast path's motion runs into (ALGORITHMS §4.5).
+    // Seed the set with what the fast path's motion runs into (docs/algorithms.md §4.5).
     max_step(&lim, &x, &xh, &mut scratch.swept, &mut scratch.hits);
     for key in earliest_hits(&scratch.hits, n, &mut scratch.first) {
         scratch.active.add(st, input.obstacles, key, &x);

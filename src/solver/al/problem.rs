@@ -1,6 +1,6 @@
 //! The incremental potential of the vertices a fallback step solves, in f64: inertia
 //! `Σ m/(2w) ‖x − y‖²` plus the elastic energy of every element that touches a solved vertex
-//! (ALGORITHMS §1.2), with its gradient and an SPD-projected Hessian in block-sparse form.
+//! (docs/algorithms.md §1.2), with its gradient and an SPD-projected Hessian in block-sparse form.
 //!
 //! The same integrator, predictor and materials as the fast path, so a step redone here solves
 //! the problem the fast path was given. Vertices that are not solved (kinematic vertices, other

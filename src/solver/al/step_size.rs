@@ -1,4 +1,4 @@
-//! `MaxStepSize` (\[ALPF\] §4, ALGORITHMS §4.4): the largest fraction of the move from the safe
+//! `MaxStepSize` (\[ALPF\] §4, docs/algorithms.md §4.4): the largest fraction of the move from the safe
 //! iterate `x` towards the solver's target `x̂` that stays intersection- and inversion-free,
 //! and the pairs that limited it (the active-set update reuses them instead of running CCD
 //! twice).

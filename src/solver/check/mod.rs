@@ -1,4 +1,4 @@
-//! The safety check after the fast path (ALGORITHMS §8, ARCHITECTURE "Fallback policy"): per
+//! The safety check after the fast path (docs/algorithms.md §8, `ARCHITECTURE.md`, "The fallback"): per
 //! body, whether the step's result may be kept. Hard failures send the body's island to the
 //! fallback at once; soft ones count towards it (three in five frames).
 
@@ -22,7 +22,7 @@ pub enum FallbackReason {
     /// Continuous collision detection over `x^t → x^{t+1}` found two surface primitives passing
     /// through each other, or a vertex through an obstacle.
     Crossing,
-    /// A tet's volume ratio `J` fell to [`INVERSION_J`] or below.
+    /// A tet's volume ratio `J` fell to 0.05 or below.
     Inversion,
     /// A vertex was faster than 50 m/s, or than half its island's size per step, at the
     /// step's start or end.
@@ -33,10 +33,10 @@ pub enum FallbackReason {
     /// frames fall back).
     EnergyGain,
     /// The sweeps ended with a larger force residual than their first sweep left: hard with
-    /// more than [`DIVERGED_WEIGHTS`] times the body's weight (diverged); soft with more than
-    /// [`RESIDUAL_WEIGHT_SHARE`] of it unbalanced (no progress) on cloth and on bodies touching
-    /// one [`STIFFNESS_CONTRAST`] times stiffer or softer, or [`MASS_CONTRAST`] times heavier
-    /// or lighter per vertex, where stalled sweeps cannot carry the load across.
+    /// more than 100 times the body's weight (diverged); soft with more than a quarter of it
+    /// unbalanced (no progress) on cloth and on bodies touching one 1,000 times stiffer or
+    /// softer, or 100 times heavier or lighter per vertex, where stalled sweeps cannot carry the
+    /// load across.
     ResidualGrowth,
     /// Soft: more than a fifth of the island's surface vertices ended held by their
     /// displacement bound.
@@ -55,7 +55,7 @@ impl FallbackReason {
     }
 }
 
-/// Volume ratio at or below which a tet counts as inverted (ALGORITHMS §8).
+/// Volume ratio at or below which a tet counts as inverted (docs/algorithms.md §8).
 pub const INVERSION_J: f32 = 0.05;
 /// Largest speed any vertex may reach \[m/s\].
 pub const MAX_SPEED: f32 = 50.0;
@@ -69,7 +69,7 @@ pub const RESIDUAL_WEIGHT_SHARE: f64 = 0.25;
 /// diverged), not a soft flag.
 pub const DIVERGED_WEIGHTS: f64 = 100.0;
 /// Ratio of shear moduli between two tet bodies in contact beyond which the fast path's
-/// per-vertex sweeps cannot carry the force across (ALGORITHMS §8's stiffness ratios): there
+/// per-vertex sweeps cannot carry the force across (docs/algorithms.md §8's stiffness ratios): there
 /// the sweeps stall for good (a 1e9 Pa block on a 1e4 Pa sheet ends each step 1.0–1.3× above
 /// its first sweep's residual), so any growth of the residual is a soft flag, as on cloth
 /// (stacked cloth layers sink closer than half the contact offset).
@@ -139,7 +139,7 @@ pub(crate) struct CheckInput<'a> {
     /// `|g|` \[m/s²\].
     pub gravity: f32,
     /// The fast path bounded every surface vertex's motion by its contact pairs (VBD with
-    /// surface contact on): surface pairs are certified and their CCD is skipped (ALGORITHMS §8:
+    /// surface contact on): surface pairs are certified and their CCD is skipped (docs/algorithms.md §8:
     /// "skipped for clamp-certified vertex sets"). Vertex–obstacle paths are always checked.
     pub surface_certified: bool,
 }

@@ -1,5 +1,5 @@
 //! A symmetric matrix of 3×3 blocks with both triangles stored (the GPU kernels of the same
-//! solve cannot scatter a transposed half without float atomics; ALGORITHMS §4.6), built once
+//! solve cannot scatter a transposed half without float atomics; docs/algorithms.md §4.6), built once
 //! per pattern and refilled per Newton iteration.
 
 use glam::{DMat3, DVec3};

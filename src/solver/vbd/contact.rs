@@ -1,4 +1,4 @@
-//! Body–body and self contact inside a VBD step (ALGORITHMS §2.4–2.6, §7): how a step is kept
+//! Body–body and self contact inside a VBD step (docs/algorithms.md §2.4–2.6, §7): how a step is kept
 //! penetration-free however fast surfaces move.
 //!
 //! ```text
@@ -45,7 +45,7 @@ pub const BOUND_FRACTION: f32 = 0.45;
 /// Pair stiffness relative to the obstacle rule for the same mass: pairs carry the weight of
 /// whole bodies stacked above them, not just their own vertex's. Since each contact counts
 /// once (`keep_closest_features`), 1 let a sheet folded onto itself close to 0.43 mm after its
-/// release (δ = 1 mm; SCENES.md asks ≥ δ/2); 2 keeps 0.61 mm. 3 kept 0.64 mm but pressed two
+/// release (δ = 1 mm; docs/scenes.md asks ≥ δ/2); 2 keeps 0.61 mm. 3 kept 0.64 mm but pressed two
 /// sheets of the coarse cloth stack to 0.42 mm apart while they landed.
 pub(crate) const PAIR_STIFFNESS_FACTOR: f32 = 2.0;
 

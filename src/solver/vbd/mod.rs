@@ -39,7 +39,6 @@ pub(crate) mod contact;
 mod detect;
 pub(crate) mod edges;
 mod finish;
-mod impulses;
 mod predict;
 mod result;
 pub(crate) mod rigid_correction;
