@@ -73,7 +73,7 @@ pub fn chunk(len: usize, threads: usize, t: usize) -> Range<usize> {
 type Work<'a> = dyn Fn(usize, &SpinBarrier) + Sync + 'a;
 
 /// A phase handed to the workers: the caller's closure and barrier, by address. `run` does not
-/// return before every worker it woke is done with them, which is what makes the erased
+/// return before every worker of the phase is done with them, which is what makes the erased
 /// lifetime sound.
 #[derive(Clone, Copy)]
 struct Job {
@@ -85,12 +85,21 @@ struct Job {
 // SAFETY: the pointees are `Sync` and outlive every use (see `Job`).
 unsafe impl Send for Job {}
 
+/// The phase being handed out and which workers are alive: the caller publishes a phase and a
+/// worker decides to end under the same lock, so no phase counts on a worker that has ended.
+#[derive(Default)]
+struct Roster {
+    job: Option<Job>,
+    /// Per worker (index − 1): running and waiting for phases.
+    alive: Vec<bool>,
+}
+
 /// What the caller and the workers share.
 #[derive(Default)]
 struct PoolShared {
-    /// Bumped for each phase handed out.
+    /// Bumped for each phase handed out (under the roster's lock).
     epoch: AtomicU64,
-    job: Mutex<Option<Job>>,
+    roster: Mutex<Roster>,
     /// Workers of the current phase not finished yet.
     pending: AtomicUsize,
     /// The first panic of a worker in the current phase, re-raised by the caller.
@@ -98,15 +107,25 @@ struct PoolShared {
     shutdown: AtomicBool,
 }
 
-/// Worker threads kept between parallel phases (one step runs several: predict, detect, solve,
-/// finish): starting scoped threads for each costs about 40 µs on a 2-core machine, a tenth of
-/// a small cube's whole step, where waking a waiting worker costs well under one. Between
-/// phases a worker spins briefly, then parks until the next phase unparks it. The caller's
-/// thread is thread 0 of every phase; a pool of one thread starts none.
+/// How long a worker waits for the next phase, spinning and yielding its core, before it ends.
+/// The phases of a substep follow each other at once and the check between substeps of a small
+/// scene takes less, so a step reuses its workers; a game's frames, further apart, start them
+/// anew.
+const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Worker threads for the parallel phases of the CPU solver (a substep's predict, detect, solve
+/// and finish, substep after substep). A phase starts the workers it lacks; between phases they
+/// wait spinning and yielding their core, and end after [`LINGER`] without a phase. They never
+/// park: on the 2-core CI machine a woken thread took tens of microseconds to run again and the
+/// scheduler then kept it on its waker's core for a while, where the spinning barriers made a
+/// 12,167-vertex box's two-thread step 10–15 % slower, while a new thread starts on an idle
+/// core. Starting a thread costs about 40 µs there, once a step at most where it once was once a
+/// substep. The caller's thread is thread 0 of every phase; one thread starts none.
 #[derive(Default)]
 pub struct WorkerPool {
     shared: Arc<PoolShared>,
-    workers: Vec<std::thread::JoinHandle<()>>,
+    /// Per worker (index − 1): its thread, once started (ended ones are joined when replaced).
+    workers: Vec<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// A copy of a pool is a new pool: threads are not shared.
@@ -136,16 +155,17 @@ impl WorkerPool {
             work(0, &barrier);
             return;
         }
-        self.start_workers(threads - 1);
         let erased: &Work<'_> = &work;
-        // SAFETY: only the lifetime is erased; `run` waits below until every woken worker has
-        // finished with `work` and `barrier`.
+        // SAFETY: only the lifetime is erased; `run` waits below until every worker of the
+        // phase has finished with `work` and `barrier`.
         let erased: *const Work<'static> = unsafe { std::mem::transmute(erased as *const Work<'_>) };
-        *self.shared.job.lock() = Some(Job { work: erased, barrier: &barrier, threads });
-        self.shared.pending.store(threads - 1, Ordering::Release);
-        self.shared.epoch.fetch_add(1, Ordering::AcqRel);
-        for w in &self.workers[..threads - 1] {
-            w.thread().unpark();
+        {
+            let shared = self.shared.clone();
+            let mut roster = shared.roster.lock();
+            start_workers(&mut self.workers, &shared, &mut roster, threads - 1);
+            roster.job = Some(Job { work: erased, barrier: &barrier, threads });
+            self.shared.pending.store(threads - 1, Ordering::Release);
+            self.shared.epoch.fetch_add(1, Ordering::AcqRel);
         }
         let own = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0, &barrier)));
         if own.is_err() {
@@ -155,40 +175,56 @@ impl WorkerPool {
         while self.shared.pending.load(Ordering::Acquire) != 0 {
             backoff.snooze();
         }
-        *self.shared.job.lock() = None;
+        self.shared.roster.lock().job = None;
         let theirs = self.shared.panic.lock().take();
         match (own, theirs) {
             (Err(payload), _) | (Ok(()), Some(payload)) => std::panic::resume_unwind(payload),
             (Ok(()), None) => {}
         }
     }
+}
 
-    /// Starts workers until there are `count`.
-    fn start_workers(&mut self, count: usize) {
-        while self.workers.len() < count {
-            let shared = self.shared.clone();
-            let index = self.workers.len() + 1;
-            let seen = shared.epoch.load(Ordering::Acquire);
-            let spawned = std::thread::Builder::new()
-                .name(format!("pliant-worker-{index}"))
-                .spawn(move || worker_loop(&shared, index, seen));
-            match spawned {
-                Ok(handle) => self.workers.push(handle),
-                // Without a thread of its own the phase cannot have this many: the caller's
-                // thread count comes from the machine, so this is a resource failure.
-                Err(e) => panic!("pliant: cannot start a solver worker thread: {e}"),
-            }
+/// Starts the first `count` workers that are not running (under the roster's lock, before
+/// the phase is published: a new worker waits for the epoch after the current one).
+fn start_workers(
+    workers: &mut Vec<Option<std::thread::JoinHandle<()>>>,
+    shared: &Arc<PoolShared>,
+    roster: &mut Roster,
+    count: usize,
+) {
+    if roster.alive.len() < count {
+        roster.alive.resize(count, false);
+    }
+    if workers.len() < count {
+        workers.resize_with(count, || None);
+    }
+    for k in 0..count {
+        if roster.alive[k] {
+            continue;
         }
+        if let Some(ended) = workers[k].take() {
+            // It ended itself (under the lock we hold) and only returns now.
+            let _ = ended.join();
+        }
+        let shared = shared.clone();
+        let (index, seen) = (k + 1, shared.epoch.load(Ordering::Acquire));
+        let spawned = std::thread::Builder::new()
+            .name(format!("pliant-worker-{index}"))
+            .spawn(move || worker_loop(&shared, index, seen));
+        match spawned {
+            Ok(handle) => workers[k] = Some(handle),
+            // Without a thread of its own the phase cannot have this many: the caller's
+            // thread count comes from the machine, so this is a resource failure.
+            Err(e) => panic!("pliant: cannot start a solver worker thread: {e}"),
+        }
+        roster.alive[k] = true;
     }
 }
 
 impl Drop for WorkerPool {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::Release);
-        for w in &self.workers {
-            w.thread().unpark();
-        }
-        for w in self.workers.drain(..) {
+        for w in self.workers.drain(..).flatten() {
             // A worker only ends by returning; a panic in a phase was caught and handed over.
             let _ = w.join();
         }
@@ -196,27 +232,31 @@ impl Drop for WorkerPool {
 }
 
 /// A worker: waits for a phase, runs its part when its index is below the phase's thread
-/// count, reports done, and waits again.
+/// count, reports done, and waits again; ends after [`LINGER`] without a phase.
 fn worker_loop(shared: &PoolShared, index: usize, mut seen: u64) {
     loop {
         let backoff = Backoff::new();
+        let since = std::time::Instant::now();
         loop {
             if shared.shutdown.load(Ordering::Acquire) {
                 return;
             }
-            let epoch = shared.epoch.load(Ordering::Acquire);
-            if epoch != seen {
-                seen = epoch;
+            if shared.epoch.load(Ordering::Acquire) != seen {
                 break;
             }
-            if backoff.is_completed() {
-                // Unparked by the next phase (or a token left by an unpark since the check).
-                std::thread::park();
-            } else {
-                backoff.snooze();
+            if since.elapsed() > LINGER {
+                let mut roster = shared.roster.lock();
+                // A phase published under the lock before this check is run, not abandoned.
+                if shared.epoch.load(Ordering::Acquire) == seen {
+                    roster.alive[index - 1] = false;
+                    return;
+                }
+                break;
             }
+            backoff.snooze();
         }
-        let Some(job) = *shared.job.lock() else { continue };
+        seen = shared.epoch.load(Ordering::Acquire);
+        let Some(job) = shared.roster.lock().job else { continue };
         if index >= job.threads {
             continue;
         }
@@ -393,7 +433,17 @@ mod tests {
             count.fetch_add(1, Ordering::Relaxed);
             barrier.wait();
         });
-        assert_eq!(count.into_inner(), 3);
+        assert_eq!(count.load(Ordering::Relaxed), 3);
+        // Workers idle longer than LINGER end; the next phase starts them again, and a phase
+        // published as one decides to end still runs on every thread.
+        for pause in [LINGER * 3, LINGER, LINGER / 2, std::time::Duration::ZERO] {
+            std::thread::sleep(pause);
+            pool.run(3, |_, barrier| {
+                count.fetch_add(1, Ordering::Relaxed);
+                barrier.wait();
+            });
+        }
+        assert_eq!(count.into_inner(), 15);
     }
 
     #[test]
