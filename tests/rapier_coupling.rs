@@ -483,7 +483,7 @@ fn heavy_rigid_box_rests_on_a_soft_mattress() {
 /// Thin rods and the sharp top edges of thin walls, placed between the vertex columns of a
 /// coarse soft cube (2 cells per axis: vertices 10 cm apart), hold it up: no vertex ever
 /// touches them, so vertex contact alone lets the cube fall through. Soft edges against
-/// collider edges (`vbd_edges`) catch them. No point of any surface edge of the cube goes
+/// collider edges (soft edges against colliders) catch them. No point of any surface edge of the cube goes
 /// into a collider by more than the contact offset, and the cube comes to rest on them.
 #[test]
 fn rods_and_ridges_between_vertices_hold_a_coarse_cube() {

@@ -1,4 +1,4 @@
-// The GPU's fallback around its augmented-Lagrangian step (src/gpu/fallback.rs), run only in
+// The GPU's fallback around its augmented-Lagrangian step (src/gpu/al/fallback.rs), run only in
 // substeps al_gate sends to it (indirect dispatch):
 //   seed    per vertex: the AL starts from the substep's start x^n (its safe iterate), and its
 //           first targets are the fast path's result, a warm start (the inertia target where
@@ -6,7 +6,7 @@
 //   commit  per vertex that moves: the AL's answer becomes the substep's result, with the
 //           velocity travelled over the step (backward Euler) and no integrator history (the
 //           CPU's redo_island: a redone step is no integrator's minimiser).
-// Host wrapper: src/gpu/<domain>/al_commit.rs; prepended: lib/step.wgsl.
+// Host wrapper: src/gpu/al/al_commit.rs; prepended: lib/step.wgsl.
 
 const PHASE_SEED: u32 = 0u;
 const PHASE_COMMIT: u32 = 1u;

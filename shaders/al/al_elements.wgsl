@@ -4,7 +4,7 @@
 // stress term's positive part, PSD by construction), membrane triangles (the same with 2×2
 // stress) and hinges (the Gauss–Newton term k ∇θ ∇θᵀ). Each element writes its own record, so
 // nothing is accumulated across invocations: al_pcg gathers the records by vertex.
-// Host wrapper: src/gpu/<domain>/al_elements.rs; prepended: lib/step.wgsl, lib/elements.wgsl,
+// Host wrapper: src/gpu/al/al_elements.rs; prepended: lib/step.wgsl, lib/elements.wgsl,
 // lib/mat3.wgsl, lib/psd.wgsl.
 
 const KIND_TET: u32 = 0u;

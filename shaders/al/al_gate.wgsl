@@ -1,5 +1,5 @@
 // Whether this substep is redone on the device by the augmented-Lagrangian step (the GPU's
-// fallback, src/gpu/fallback.rs), decided on the GPU: after step_check and step_soft have
+// fallback, src/gpu/al/fallback.rs), decided on the GPU: after step_check and step_soft have
 // written their bits to `bad`, one invocation reads the world's word (any body unsafe), the
 // hold left from an earlier failure and the `always` policy, and writes the dispatch arguments
 // every phase of the fallback reads (zero workgroups: the fallback costs no work). A failure
@@ -10,12 +10,12 @@
 //   report  one invocation, after the fallback ran: how its step went (outer iterations, its
 //           end, the share of the step travelled, whether it answered with an earlier
 //           iterate), for the host to read with the frame.
-// Host wrapper: src/gpu/<domain>/al_gate.rs.
+// Host wrapper: src/gpu/al/al_gate.rs.
 
 const PHASE_GATE: u32 = 0u;
 const PHASE_REPORT: u32 = 1u;
 
-// `bad` (src/gpu/<domain>/step_guard.rs): two words per body, then the world's two; the last
+// `bad` (src/gpu/al/step_guard.rs): two words per body, then the world's two; the last
 // gathers step_check's and step_soft's bits. Bits 1, 2 and 4 (non-finite) stay with the
 // guard, which puts such a body back at rest.
 const NON_FINITE: u32 = 7u;

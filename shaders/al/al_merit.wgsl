@@ -12,7 +12,7 @@
 //   reduce   one workgroup: is x the lowest? Then the copy runs, and the final restore not
 //   copy     per vertex: b = x
 //   restore  per vertex, once after the outer iterations: x = b when the last was not lowest
-// Host wrapper: src/gpu/<domain>/al_merit.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// Host wrapper: src/gpu/al/al_merit.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/elements.wgsl, lib/element_energy.wgsl, lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
 // lib/al.wgsl.
 

@@ -11,7 +11,7 @@
 //             compare (al_step's `comparable`)
 //   move      per vertex
 //   schedule  one invocation: after move
-// Host wrapper: src/gpu/<domain>/al_outer.rs; prepended: lib/step.wgsl.
+// Host wrapper: src/gpu/al/al_outer.rs; prepended: lib/step.wgsl.
 
 const PHASE_START: u32 = 0u;
 const PHASE_MOVE: u32 = 1u;

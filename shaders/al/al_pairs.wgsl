@@ -10,7 +10,7 @@
 //   prune      a pair whose weight decayed below 0.01 leaves the set (ActiveSet::prune): its
 //              slot becomes absent
 // Absent slots (PAIR_ABSENT) are left alone.
-// Host wrapper: src/gpu/<domain>/al_pairs.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// Host wrapper: src/gpu/al/al_pairs.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
 
 const PHASE_LINEARIZE: u32 = 0u;

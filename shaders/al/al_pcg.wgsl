@@ -23,7 +23,7 @@
 // The solve stops, as on the CPU, at ‖r‖ ≤ tolerance ‖b‖, after max_iterations, or when the
 // curvature along p is not positive (d so far is kept: still a descent direction).
 // Vertices that are not solved carry zero in every vector.
-// Host wrapper: src/gpu/<domain>/al_pcg.rs; prepended: lib/step.wgsl, lib/workgroup_sum.wgsl,
+// Host wrapper: src/gpu/al/al_pcg.rs; prepended: lib/step.wgsl, lib/workgroup_sum.wgsl,
 // lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
 
 const PHASE_SETUP: u32 = 0u;

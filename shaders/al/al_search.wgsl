@@ -24,7 +24,7 @@
 // full step, no descent, or no step means no further iteration, and the dispatch arguments
 // that every phase of an iteration reads (al_elements per kind, al_pcg's setup, this slope)
 // go to zero, so the iterations recorded beyond cost no work.
-// Host wrapper: src/gpu/<domain>/al_search.rs; prepended: lib/step.wgsl, lib/workgroup_sum.wgsl,
+// Host wrapper: src/gpu/al/al_search.rs; prepended: lib/step.wgsl, lib/workgroup_sum.wgsl,
 // lib/elements.wgsl, lib/element_energy.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl.
 
 const PHASE_SLOPE: u32 = 0u;
@@ -33,7 +33,7 @@ const PHASE_COMMIT: u32 = 2u;
 const PHASE_REDUCE: u32 = 3u;
 const PHASE_START: u32 = 4u;
 const PHASE_STOP: u32 = 5u;
-// Trials a search takes at most: r = 1, 1/2, … down to 1e-8 (src/gpu/<domain>/al_search.rs
+// Trials a search takes at most: r = 1, 1/2, … down to 1e-8 (src/gpu/al/al_search.rs
 // SEARCH_TRIALS).
 const TRIALS: u32 = 27u;
 

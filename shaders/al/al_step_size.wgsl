@@ -14,7 +14,7 @@
 //              (constraints.rs earliest_hits, ActiveSet::add) in the vertex–obstacle table's
 //              slot (vertex, obstacle), unless a pair is there: measured at the safe iterate,
 //              λ = 0, γ = 1, the friction of the body and the obstacle averaged
-// Host wrapper: src/gpu/<domain>/al_step_size.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl.
+// Host wrapper: src/gpu/al/al_step_size.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl.
 
 const PHASE_RESET: u32 = 0u;
 const PHASE_OBSTACLES: u32 = 1u;

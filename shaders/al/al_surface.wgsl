@@ -12,7 +12,7 @@
 //   add_points, add_edges  the same pairs again, after every hit is in: a pair whose time is
 //           the earliest of one of its vertices (constraints.rs earliest_hits) is appended to
 //           `candidates` for al_surface_set to merge into the active set
-// Host wrapper: src/gpu/<domain>/al_surface.rs; prepended: lib/step.wgsl, lib/bvh.wgsl,
+// Host wrapper: src/gpu/al/al_surface.rs; prepended: lib/step.wgsl, lib/bvh.wgsl,
 // lib/bvh_walk.wgsl, lib/surface.wgsl, lib/distance.wgsl, lib/al_candidates.wgsl.
 
 const PHASE_POINTS: u32 = 0u;

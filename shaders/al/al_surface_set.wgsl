@@ -22,7 +22,7 @@
 //             pairs in slot order (entries `pair << 2 | place`), so gathers sum in a fixed
 //             order
 //          4. the candidates are consumed.
-// Host wrapper: src/gpu/<domain>/al_surface_set.rs; prepended: lib/step.wgsl,
+// Host wrapper: src/gpu/al/al_surface_set.rs; prepended: lib/step.wgsl,
 // lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl, lib/al.wgsl, lib/al_candidates.wgsl.
 
 const PHASE_ARGS: u32 = 0u;

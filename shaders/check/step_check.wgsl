@@ -1,14 +1,14 @@
 // The safety check of a GPU substep (src/solver/check/mod.rs, docs/algorithms.md §8), on the device:
 // after step_guard's non-finite test and before its rollback, a body whose step is finite but
 // unsafe gets more field bits in `bad`, so the guard rolls it back at rest like a NaN and
-// counts it, and the host redoes the frame with the fallback (src/runtime/world/gpu.rs).
+// counts it, and the host redoes the frame with the fallback (src/runtime/world/gpu/).
 // Two dispatches by `phase`:
 //   0  per tet: volume ratio J = det F at or below INVERSION_J (an inverted or crushed tet);
 //   1  per vertex: end speed above min(MAX_SPEED, half the body's rest size per substep) (it
 //      would tunnel next substep), or a path x^n → x through an obstacle.
 // The limits are the CPU check's (src/solver/check/mod.rs); the CPU's island size is at least
 // the body's, so this test flags at least what the CPU's does. Host wrapper:
-// src/gpu/<domain>/step_check.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// src/gpu/check/step_check.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/unsafe_flags.wgsl.
 
 const INVERSION_J: f32 = 0.05;

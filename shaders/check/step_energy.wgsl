@@ -1,5 +1,5 @@
-// Energies of a GPU substep for the safety check's energy test (src/runtime/energy.rs
-// body_energies, src/runtime/fallback.rs EnergyGain): per body, kinetic + elastic and
+// Energies of a GPU substep for the safety check's energy test (src/solver/check/energy.rs
+// body_energies, src/runtime/fallback/check.rs EnergyGain): per body, kinetic + elastic and
 // gravitational + obstacle-contact energy at the substep's start and at its end, and the height
 // its vertices span (start, end and where the start velocities were heading). step_soft joins
 // bodies into islands and applies the test. Four dispatches by `phase`:
@@ -9,7 +9,7 @@
 //   3  one workgroup per body: the end's energies, the span grown by the end positions.
 // An element's energy goes to its vertices in equal shares through the vertex → element lists
 // (gather only, no float atomics), so a body sums its own elements in a fixed order. Host
-// wrapper: src/gpu/<domain>/step_energy.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// wrapper: src/gpu/check/step_energy.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/elements.wgsl, lib/element_energy.wgsl, lib/energy_layout.wgsl.
 
 

@@ -15,7 +15,7 @@
 // put back alone could overlap a neighbour that moved into its place. (A non-finite body is
 // not redone but rolled back alone: its unsafe bits stay out of the world word.) Where the GPU's
 // fallback redoes unsafe substeps on the device (al_gate), only non-finite bodies are put back. `rollbacks`, per body,
-// three words: the count, and the last rollback's two words; only flagged bodies are counted. Host wrapper: src/gpu/<domain>/step_guard.rs; prepended:
+// three words: the count, and the last rollback's two words; only flagged bodies are counted. Host wrapper: src/gpu/check/step_guard.rs; prepended:
 // lib/step.wgsl.
 
 struct Params {

@@ -1,6 +1,6 @@
 // The safety check's soft flags on the device (docs/algorithms.md §8), beside step_check's hard tests:
 // the residual rule (src/solver/check/mod.rs residual_verdict, the CPU's ResidualGrowth) and the
-// energy test (src/runtime/fallback.rs, EnergyGain) on the energies step_energy summed.
+// energy test (src/runtime/fallback/check.rs, EnergyGain) on the energies step_energy summed.
 // A body whose sweeps ended with much more force than its first sweep left (no progress), or
 // whose island's energy grew with nothing doing work on it, raises a soft flag; three in the
 // last five substeps, or a force past a hundred times its weight (diverged) at once, give it
@@ -16,11 +16,11 @@
 //   2  one workgroup per body: its own verdict, a clamp lock or a stalled residual (a
 //      diverged one gives its bits at once);
 //   3  one workgroup per island (its lowest body): the island's soft flag, as the CPU takes it
-//      (src/runtime/fallback.rs): its lowest body's own verdict, else the energy test;
+//      (src/runtime/fallback/check.rs): its lowest body's own verdict, else the energy test;
 //   4  per body: the flag enters the body's window; three in five give the bits.
 // Islands here are bodies joined by contact pairs (the bodies that exchange forces); the CPU
 // also joins bodies whose swept boxes overlap. Sums run in a fixed tree order (deterministic, no
-// float atomics). Host wrapper: src/gpu/<domain>/step_soft.rs; prepended:
+// float atomics). Host wrapper: src/gpu/check/step_soft.rs; prepended:
 // lib/step.wgsl, lib/contact_layout.wgsl, lib/unsafe_flags.wgsl, lib/energy_layout.wgsl.
 
 // Field bits beside step_guard's (1, 2, 4) and step_check's (8, 16, 32).
@@ -162,7 +162,7 @@ fn join(a: u32, b: u32) {
 }
 
 // The soft flag of the island whose root is b, given to each of its bodies: the own verdict of
-// its lowest body that has one, else the energy test (src/runtime/fallback.rs): its kinetic,
+// its lowest body that has one, else the energy test (src/runtime/fallback/check.rs): its kinetic,
 // elastic, gravitational and contact energy grew, with no pin of it moving, by more than
 // ENERGY_GAIN of its energy scale (kinetic + elastic energy + weight × height) plus the floor.
 fn island_flag(b: u32, lane: u32) {

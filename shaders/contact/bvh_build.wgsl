@@ -9,7 +9,7 @@
 //   4  per internal node: children and the children's parent links;
 //   5  per leaf: the leaf's primitive; the root has no parent.
 // Every result is a function of the keys, which are distinct: the tree does not depend on the
-// order the invocations run in. Host wrapper: src/gpu/<domain>/bvh_build.rs; prepended:
+// order the invocations run in. Host wrapper: src/gpu/contact/bvh_build.rs; prepended:
 // lib/bvh.wgsl.
 
 struct Params {

@@ -8,7 +8,7 @@
 // carries them further up. Phases (one dispatch each):
 //   0  per internal node: clear its box (all-zero words are empty);
 //   1  per leaf: the leaf box, then the walk up.
-// Host wrapper: src/gpu/<domain>/bvh_refit.rs; prepended: lib/step.wgsl, lib/bvh.wgsl,
+// Host wrapper: src/gpu/contact/bvh_refit.rs; prepended: lib/step.wgsl, lib/bvh.wgsl,
 // lib/surface.wgsl.
 
 const REFIT_RADIUS: u32 = 0u;

@@ -1,5 +1,5 @@
-// The initial advance under surface contact (src/solver/vbd_contact.rs advance_certified, and
-// the scaling in src/solver/vbd.rs): first whether every vertex's straight path x^n → x^(0)
+// The initial advance under surface contact (src/solver/vbd/contact.rs advance_certified, and
+// the scaling in src/solver/vbd/detect.rs): first whether every vertex's straight path x^n → x^(0)
 // stays inside the bounds of the last detection, which certify it free of crossings (each
 // vertex's allowed region is convex, so a path with both ends inside is inside); if not, after
 // the CCD (contact_ccd, contact_groups), every body's initial offset is scaled to its group's
@@ -7,7 +7,7 @@
 //   0  per vertex: flag the advance as needed unless both ends of its path are within bounds
 //      from a detection of this topology;
 //   1  per vertex: scale the offset by the body's fraction, restart the iterates there.
-// Host wrapper: src/gpu/<domain>/contact_advance.rs; prepended: lib/step.wgsl, lib/distance.wgsl,
+// Host wrapper: src/gpu/contact/contact_advance.rs; prepended: lib/step.wgsl, lib/distance.wgsl,
 // lib/mat3.wgsl, lib/friction.wgsl, lib/contact_layout.wgsl, lib/contact.wgsl.
 
 struct Params {

@@ -1,4 +1,4 @@
-// The start of a contact detection (src/solver/vbd_contact.rs detect, its single-threaded
+// The start of a contact detection (src/solver/vbd/contact.rs detect, its single-threaded
 // part): each body's box and its distance to the nearest other body's box, then every vertex's
 // smallest-pair-distance seed and cleared pair lists. A pair the broadphase will not report is
 // further apart than the two search radii, so a surface vertex starts at r_v + r_min; a vertex
@@ -9,7 +9,7 @@
 //   2  per body: the distance to the nearest other body box;
 //   3  per vertex: no bound yet, empty pair-list counters;
 //   4  per surface vertex: the seed above.
-// Host wrapper: src/gpu/<domain>/contact_bodies.rs; prepended: lib/bvh.wgsl, lib/surface.wgsl,
+// Host wrapper: src/gpu/contact/contact_bodies.rs; prepended: lib/bvh.wgsl, lib/surface.wgsl,
 // lib/contact_layout.wgsl.
 
 struct Params {

@@ -1,8 +1,8 @@
-// Kinematic vertices after a contact detection (src/solver/vbd.rs catch_up_kinematic): each
+// Kinematic vertices after a contact detection (src/solver/vbd/detect.rs catch_up_kinematic): each
 // moves towards its end-of-step target as far as its bounds allow, so a pin never drives one
 // surface through another; one held back flags the bound as met, so that the next scheduled
 // detection runs and it can catch up. One invocation per vertex.
-// Host wrapper: src/gpu/<domain>/contact_catch_up.rs; prepended: lib/step.wgsl,
+// Host wrapper: src/gpu/contact/contact_catch_up.rs; prepended: lib/step.wgsl,
 // lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
 // lib/contact_layout.wgsl, lib/contact.wgsl.
 

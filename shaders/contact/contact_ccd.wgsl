@@ -1,4 +1,4 @@
-// The CCD of the initial advance (src/solver/vbd_contact.rs advance_scale, its query phase):
+// The CCD of the initial advance (src/solver/vbd/contact.rs advance_scale, its query phase):
 // along the straight paths x^n → x^(0), every vertex–triangle and edge–edge pair whose swept
 // boxes overlap joins its two bodies into one group (they must share one advance), and its
 // additive-CCD time of impact lowers the earliest time of the first vertex's body (integer
@@ -9,7 +9,7 @@
 //   0  per body: time 1, its own group;
 //   1  per surface vertex: its point–triangle candidates;
 //   2  per surface edge: its edge–edge candidates with edges of larger index.
-// Host wrapper: src/gpu/<domain>/contact_ccd.rs; prepended: lib/step.wgsl, lib/bvh.wgsl,
+// Host wrapper: src/gpu/contact/contact_ccd.rs; prepended: lib/step.wgsl, lib/bvh.wgsl,
 // lib/bvh_walk.wgsl, lib/surface.wgsl, lib/contact_layout.wgsl, lib/ccd_groups.wgsl,
 // lib/distance.wgsl.
 

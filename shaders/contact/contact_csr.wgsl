@@ -1,11 +1,11 @@
-// The vertex → pair lists of a contact detection (src/solver/vbd_contact.rs
+// The vertex → pair lists of a contact detection (src/solver/vbd/contact.rs
 // build_vertex_pairs) by count, scan and fill, one invocation per stored pair, dispatched
 // indirectly over the pair count the detection left on the GPU. Phases (one dispatch each;
 // between them the scan kernel turns the counts into row offsets):
 //   0  count the pair in its four vertices' rows (at offsets[v + 1]);
 //   1  write its four entries, pair << 2 | slot, at each row's fill cursor.
 // The order within a row depends on the order the invocations run; contact_rows sorts it.
-// Host wrapper: src/gpu/<domain>/contact_csr.rs; prepended: lib/contact_layout.wgsl.
+// Host wrapper: src/gpu/contact/contact_csr.rs; prepended: lib/contact_layout.wgsl.
 
 struct Params {
     contact: ContactLayout,

@@ -1,4 +1,4 @@
-// Contact detection at the current positions (src/solver/vbd_contact.rs detect, the query
+// Contact detection at the current positions (src/solver/vbd/contact.rs detect, the query
 // phase): every vertex–triangle and edge–edge pair within the two primitives' search radii.
 // Pairs closer than the store limit become contact pairs carrying the lagged constants of their
 // energy (make_pair); the rest lower the smallest pair distance of their four vertices (integer
@@ -18,7 +18,7 @@
 //   1  per surface edge: the same for its edge–edge pairs with edges of larger index;
 //   2  per surface vertex: write its pairs, the closest-feature rule; the first writes the total;
 //   3  per surface edge: write its pairs.
-// Host wrapper: src/gpu/<domain>/contact_detect.rs; prepended: lib/bvh.wgsl, lib/bvh_walk.wgsl,
+// Host wrapper: src/gpu/contact/contact_detect.rs; prepended: lib/bvh.wgsl, lib/bvh_walk.wgsl,
 // lib/surface.wgsl, lib/contact_layout.wgsl, lib/distance.wgsl.
 
 struct Params {
@@ -29,7 +29,7 @@ struct Params {
     phase: u32,
     count: u32,
     // Contact penalty: stiffness [N/m], or [N/m per kg] when stiffness_per_mass is 1; pairs
-    // take pair_factor times the obstacle rule (src/solver/vbd_contact.rs PAIR_STIFFNESS_FACTOR).
+    // take pair_factor times the obstacle rule (src/solver/vbd/contact.rs PAIR_STIFFNESS_FACTOR).
     stiffness_per_mass: u32,
     stiffness: f32,
     pair_factor: f32,
@@ -60,7 +60,7 @@ fn lower_dmin(v: vec4<u32>, d: f32) {
     atomicMin(&contacts[l.dmin + v.w], bits);
 }
 
-// src/solver/vbd_contact.rs make_pair (and the edge–edge fade of surface_pairs.rs
+// src/solver/vbd/contact.rs make_pair (and the edge–edge fade of surface_pairs.rs
 // edge_edge_energy_scale), written as pair k.
 fn write_pair(k: u32, kind: u32, v: vec4<u32>, c: Closest) {
     let l = params.contact;

@@ -1,10 +1,10 @@
 // Each body's advance fraction: the earliest time of impact in its group (src/solver/
-// vbd_contact.rs advance_scale, its single-threaded part), once contact_ccd has joined the
+// vbd/contact.rs advance_scale, its single-threaded part), once contact_ccd has joined the
 // groups. Minimum is exact and commutative, so the result does not depend on the order the
 // invocations run in. Phases (one dispatch each, per body):
 //   0  lower its group root's time to its own;
 //   1  take its group root's time.
-// Host wrapper: src/gpu/<domain>/contact_groups.rs; prepended: lib/contact_layout.wgsl,
+// Host wrapper: src/gpu/contact/contact_groups.rs; prepended: lib/contact_layout.wgsl,
 // lib/ccd_groups.wgsl.
 
 struct Params {

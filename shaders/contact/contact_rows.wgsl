@@ -2,8 +2,8 @@
 // vertex → pair lists: the vertex's list sorted (by pair, then slot: the detection wrote the
 // pairs in an order that does not depend on scheduling, so the vertex sums its contacts in a
 // fixed order), and its displacement bound from the smallest distance of the pairs it was not
-// stored with, b_v = γ_p (d_min − ξ) (src/solver/vbd_contact.rs detect).
-// Host wrapper: src/gpu/<domain>/contact_rows.rs; prepended: lib/contact_layout.wgsl.
+// stored with, b_v = γ_p (d_min − ξ) (src/solver/vbd/contact.rs detect).
+// Host wrapper: src/gpu/contact/contact_rows.rs; prepended: lib/contact_layout.wgsl.
 
 struct Params {
     contact: ContactLayout,

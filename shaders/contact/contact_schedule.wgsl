@@ -4,14 +4,14 @@
 //   0  advance: the CCD advance runs when some initial path left the last bounds;
 //   1  detect: a detection runs (the one after the advance, every step);
 //   2  re-detect: a detection runs when the last one stored pairs or a bound was met since
-//      (src/solver/vbd.rs: otherwise the stored pairs are every pair that can come within the
+//      (src/solver/vbd/sweep.rs: otherwise the stored pairs are every pair that can come within the
 //      offset while the bounds hold);
 //   3  pairs: the rest of the detection that just ran (none when it did not run), the
 //      dispatches over its stored pairs with one invocation per pair;
 //   4  stored: dispatches over the pairs the last detection stored (the rigid correction's).
 // A detection that runs starts with no pairs and no bound met; the pairs mode records its count,
 // and how many pairs did not fit and in which frame (for the host to grow the buffer and redo).
-// Host wrapper: src/gpu/<domain>/contact_schedule.rs; prepended: lib/contact_layout.wgsl.
+// Host wrapper: src/gpu/contact/contact_schedule.rs; prepended: lib/contact_layout.wgsl.
 
 const MODE_ADVANCE: u32 = 0u;
 const MODE_DETECT: u32 = 1u;
@@ -36,7 +36,7 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> dispatch: array<u32>;
 
 fn start_detection() {
-    // Bounds met from here on call for the next re-detection (src/solver/vbd.rs clears its flag
+    // Bounds met from here on call for the next re-detection (src/solver/vbd/sweep.rs clears its flag
     // at the start of a step and at each re-detection).
     control[CONTROL_BOUND_HIT] = 0u;
     control[CONTROL_DETECTING] = 1u;

@@ -5,7 +5,7 @@
 // depend on scheduling. Phases (one dispatch per level each):
 //   0  per block: scan it, write its total to the block sums;
 //   1  per block but the first: add the scanned total of the blocks before it.
-// Host wrapper: src/gpu/<domain>/scan.rs.
+// Host wrapper: src/gpu/contact/scan.rs.
 
 struct Params {
     phase: u32,

@@ -24,7 +24,7 @@ const S_DECREASE: u32 = 11u;
 const S_PINS_MOVE: u32 = 14u;
 const S_PARTIALS: u32 = 16u;
 
-// An active pair's record (src/gpu/<domain>/al_pcg.rs AlPair): its moving vertices (NO_VERTEX
+// An active pair's record (src/gpu/lib/al_pcg.rs AlPair): its moving vertices (NO_VERTEX
 // where it has fewer than four), and at the safe iterate its distance's gradient per vertex
 // and those vertices' positions (the linearisation), the closest-point weights and normal
 // (friction's frame), the distance; λ, γ, the Coulomb coefficient and the lagged normal force;

@@ -1,5 +1,5 @@
 // The surface pairs al_surface hands al_surface_set: the words of their `candidates` buffer
-// (src/gpu/<domain>/al_surface.rs CandidateLayout), a header (candidates appended, candidates
+// (src/gpu/lib/al_surface.rs CandidateLayout), a header (candidates appended, candidates
 // that did not fit, new pairs that found no free slot) and then the candidates, kind and four
 // vertices each. Not a kernel: host wrappers prepend this file to kernels that bind
 // `candidates` as atomic words.

@@ -1,5 +1,5 @@
 // Linear BVH over surface primitives (Karras 2012; docs/algorithms.md §7.3), laid out in one `bvh`
-// buffer of u32 words by src/gpu/<domain>/bvh_build.rs TreeLayout: the data every BVH kernel
+// buffer of u32 words by src/gpu/lib/bvh_build.rs TreeLayout: the data every BVH kernel
 // shares, without touching the buffer (kernels bind it atomic or plain). Not a kernel: host
 // wrappers prepend this file.
 //

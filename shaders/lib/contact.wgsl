@@ -1,5 +1,5 @@
 // Contact as a vertex's Newton system sees it (src/collision/contact.rs add_contact) and the
-// displacement bounds of surface contact (src/solver/vbd_contact.rs limit_move), for kernels
+// displacement bounds of surface contact (src/solver/vbd/contact.rs limit_move), for kernels
 // that bind `contacts` read-only. Not a kernel: host wrappers prepend this file after
 // lib/mat3.wgsl, lib/friction.wgsl and lib/contact_layout.wgsl.
 
@@ -7,7 +7,7 @@
 // infinity in WGSL).
 const UNBOUNDED: f32 = 1.0e18;
 
-// Whether a kernel applies the surface bounds, and what they need (src/gpu/contact.rs
+// Whether a kernel applies the surface bounds, and what they need (src/gpu/contact/layout.rs
 // SurfaceBounds).
 struct SurfaceBounds {
     enabled: u32,
@@ -72,7 +72,7 @@ fn half_space(l: ContactLayout, xi: f32, entry: u32) -> vec4<f32> {
 // The move of vertex v from its detection position towards `goal`, limited so that no
 // surface can be crossed before the next detection: each of its pairs' half-spaces, then the
 // isotropic ball, then a common scale towards x^det that keeps every half-space. Like the CPU's
-// (src/solver/vbd_contact.rs limit_move) it returns x^det + (limited move), which a caller
+// (src/solver/vbd/contact.rs limit_move) it returns x^det + (limited move), which a caller
 // compares with `goal` to tell whether the bound was met.
 fn limit_move(l: ContactLayout, xi: f32, v: u32, goal: vec3<f32>) -> vec3<f32> {
     let c = vertex_clamp(l, v);

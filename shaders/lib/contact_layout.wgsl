@@ -1,4 +1,4 @@
-// Where surface contact keeps its state on the GPU (src/gpu/contact.rs ContactLayout and the
+// Where surface contact keeps its state on the GPU (src/gpu/contact/layout.rs ContactLayout and the
 // CONTROL_* words): the `contacts` buffer of u32 words (per-vertex bounds, the vertex → pair
 // lists, the pairs themselves, CCD links) and the small `control` buffer of counters, flags and
 // per-body words. Kernels bind them atomic or plain, as they need. Not a kernel: host wrappers
@@ -86,7 +86,7 @@ const PAIR_FRICTION: u32 = 10u;
 const PAIR_DISTANCE: u32 = 11u;
 const PAIR_WEIGHTS: u32 = 12u;
 
-// src/solver/vbd_contact.rs BOUND_FRACTION γ_p.
+// src/solver/vbd/contact.rs BOUND_FRACTION γ_p.
 const BOUND_FRACTION: f32 = 0.45;
 // src/collision/surface_pairs.rs EDGE_END_BAND: an edge–edge pair's energy fades out over this
 // fraction of either edge towards its end points.

@@ -1,6 +1,6 @@
 // Exact distances between surface primitives and additive CCD on the GPU: the twins of
 // src/math/distance.rs (point_triangle, edge_edge) and src/collision/ccd.rs (the ACCD
-// march). Not a kernel: host wrappers prepend this file (src/gpu/<domain>/mod.rs compose).
+// march). Not a kernel: host wrappers prepend this file (src/gpu/lib/mod.rs compose).
 //
 // Both pair kinds minimise ‖r‖², r = Σ w_k x_k, over a convex parameter domain: the interior
 // solution when it exists and is well conditioned, else the least of the boundary's

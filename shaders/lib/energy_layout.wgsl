@@ -1,4 +1,4 @@
-// The `energy` buffer of the safety check's energy test (src/gpu/<domain>/step_energy.rs): per
+// The `energy` buffer of the safety check's energy test (src/gpu/lib/step_energy.rs): per
 // body ENERGY_WORDS u32 words (f32 bits unless said), then one word per element (its energy,
 // written by step_energy). Not a kernel: step_energy and step_soft prepend this file.
 

@@ -1,6 +1,6 @@
 // Analytic static obstacles on the GPU: the twin of src/collision/obstacle.rs (signed distance,
 // first entry of a straight path, the path clamp and limit_step). Not a kernel: host wrappers
-// prepend this file to the kernels that need it (src/gpu/<domain>/mod.rs compose).
+// prepend this file to the kernels that need it (src/gpu/lib/mod.rs compose).
 //
 // Obstacles ride in each kernel's uniform (src/gpu/obstacles.rs packs them): no storage
 // binding is spent on them, and a scene has a handful at most.

@@ -1,4 +1,4 @@
-// The rigid correction's state on the GPU (src/gpu/<domain>/rigid_groups.rs RigidLayout): one
+// The rigid correction's state on the GPU (src/gpu/lib/rigid_groups.rs RigidLayout): one
 // record of RIGID_WORDS u32 per body, each group's dense Newton matrix in a pool, and the
 // rotation of a motion. Not a kernel: host wrappers prepend this file.
 
@@ -41,7 +41,7 @@ const RIGID_VOLUMETRIC: u32 = 2u;
 const RIGID_COUPLED: u32 = 4u;
 const RIGID_TOUCHING: u32 = 8u;
 
-// src/solver/rigid_correction.rs MAX_GROUP_BODIES: larger groups are left to the sweeps.
+// src/solver/vbd/rigid_correction.rs MAX_GROUP_BODIES: larger groups are left to the sweeps.
 const MAX_GROUP_BODIES: u32 = 48u;
 
 fn rigid_record(b: u32) -> u32 {

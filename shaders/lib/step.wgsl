@@ -1,10 +1,10 @@
-// Data shared by the VBD step kernels, laid out as src/state.rs and src/gpu/<domain>/vbd_inertia.rs
-// store it. Not a kernel: host wrappers prepend this file (src/gpu/<domain>/mod.rs compose).
+// Data shared by the VBD step kernels, laid out as src/state.rs and src/gpu/lib/vbd_inertia.rs
+// store it. Not a kernel: host wrappers prepend this file (src/gpu/lib/mod.rs compose).
 
 const VERTEX_KINEMATIC: u32 = 1u;
 const VERTEX_NO_HISTORY: u32 = 2u;
 
-// Bits of the augmented-Lagrangian step's per-vertex `solved` words (src/gpu/<domain>/al_pcg.rs):
+// Bits of the augmented-Lagrangian step's per-vertex `solved` words (src/gpu/lib/al_pcg.rs):
 // the vertex has unknowns; it moves with the step (solved, or kinematic with a target).
 const VERTEX_SOLVED: u32 = 1u;
 const VERTEX_MOVES: u32 = 2u;
@@ -33,7 +33,7 @@ struct Tet {
 // bound held the vertex (vbd_color); readers of the residual take its absolute value.
 const BOUNDED_BIT: u32 = 0x80000000u;
 
-// Body flags of a step (src/solver/vbd.rs FROZEN_*): not accelerated by Chebyshev.
+// Body flags of a step (src/state.rs FROZEN_*): not accelerated by Chebyshev.
 const FROZEN_CONTACT: u32 = 1u;
 const FROZEN_DIVERGED: u32 = 2u;
 

@@ -1,7 +1,7 @@
 // The collision surface as the contact kernels read it: where its tables start in the packed
 // `index` buffer and the body records in `records` (src/gpu/pack.rs), the per-body search
 // radius, and which primitive pairs may touch (src/collision/surface_pairs.rs pair_allowed,
-// src/solver/vbd_contact.rs search_radius). Not a kernel: host wrappers prepend this file to
+// src/collision/surface_pairs.rs search_radius). Not a kernel: host wrappers prepend this file to
 // kernels that bind `index` and `records`.
 
 struct Surface {

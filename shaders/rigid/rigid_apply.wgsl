@@ -1,8 +1,8 @@
-// Applies the rigid correction (src/solver/rigid_correction.rs correct_rigid, its last part):
+// Applies the rigid correction (src/solver/vbd/rigid_correction.rs correct_rigid, its last part):
 // every vertex of a corrected body moves with its body's exact rigid motion (x ↦ c + R(θ)(x − c)
 // + t, which strains nothing), clamped against the obstacles to catch rounding; the initial
 // offset x^(0) − x^n takes the shift, and the iterates restart there. One invocation per vertex.
-// Host wrapper: src/gpu/<domain>/rigid_apply.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// Host wrapper: src/gpu/rigid/rigid_apply.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/rigid.wgsl.
 
 struct Params {

@@ -1,4 +1,4 @@
-// The groups of the rigid correction (src/solver/rigid_correction.rs build_groups): bodies that
+// The groups of the rigid correction (src/solver/vbd/rigid_correction.rs build_groups): bodies that
 // take it (no kinematic vertex) linked by a surface pair of the last detection form a group,
 // solved together; larger groups than MAX_GROUP_BODIES are left to the sweeps. Groups are a
 // union–find forest over the bodies' labels, joined lock-free (a root is hooked under the
@@ -6,7 +6,7 @@
 // labelled by its smallest body whatever the order the invocations run in, and a body's slot
 // is its rank among its group's bodies. Also per body: whether it has a pair with another body
 // (its coarse space then turns), and whether it touches another correctable body through a pair
-// with energy (src/solver/vbd.rs: its adaptive initial guess starts from x^n). Phases (one
+// with energy (src/solver/vbd/predict.rs: its adaptive initial guess starts from x^n). Phases (one
 // dispatch each):
 //   0  per body: its own group, flags from the host only;
 //   1  per stored pair: join, flag (indirect: only the GPU knows how many pairs there are);
@@ -14,7 +14,7 @@
 //   3  per body: its slot; at a root, the words of its group's pool region: the Newton matrix,
 //      (6G)², and two words per vertex for the obstacle candidates;
 //   4  per vertex: a free vertex of a touching body starts its initial guess from x^n.
-// Host wrapper: src/gpu/<domain>/rigid_groups.rs; prepended: lib/step.wgsl,
+// Host wrapper: src/gpu/rigid/rigid_groups.rs; prepended: lib/step.wgsl,
 // lib/contact_layout.wgsl, lib/rigid.wgsl.
 
 struct Params {

@@ -1,10 +1,10 @@
-// Each correctable body's coarse quadratic (src/solver/rigid_correction.rs solve_group, its
+// Each correctable body's coarse quadratic (src/solver/vbd/rigid_correction.rs solve_group, its
 // per-body part): with A_v = m/w (+ α m c1 with drag) and f_v the vertex's inertia (and drag)
 // force at the initial guess, the A-weighted centre c, ΣA, J = ΣA(|r|² I − r rᵀ), F = Σf,
 // τ = Σ r × f and the largest arm |r|, r = x − c. A body without a pair with another body, or
 // without tets (a sheet), does not turn in the coarse space: J = I, τ = 0. One workgroup per
 // body, sums in a fixed tree order (deterministic, no float atomics).
-// Host wrapper: src/gpu/<domain>/rigid_reduce.rs; prepended: lib/step.wgsl, lib/rigid.wgsl.
+// Host wrapper: src/gpu/rigid/rigid_reduce.rs; prepended: lib/step.wgsl, lib/rigid.wgsl.
 
 struct Params {
     rigid: RigidLayout,

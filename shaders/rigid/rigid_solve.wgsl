@@ -1,5 +1,5 @@
-// The rigid correction of one group (src/solver/rigid_correction.rs solve_group and newton,
-// src/solver/rigid_energy.rs Problem::energy): the best rigid motion q_b = (t_b, θ_b) of each
+// The rigid correction of one group (src/solver/vbd/rigid_correction.rs solve_group and newton,
+// src/solver/vbd/rigid_energy.rs Problem::energy): the best rigid motion q_b = (t_b, θ_b) of each
 // body of a group linked by surface pairs, minimising inertia and drag (the bodies' quadratics
 // from rigid_reduce), obstacle contact and friction of the vertices that can reach an obstacle,
 // and the group's surface pairs' penalty and friction with each side moving with its body.
@@ -11,7 +11,7 @@
 // depend on scheduling. The Hessian is assembled block by block: for block (i, j) every
 // invocation sums the terms of the items it strides over that touch both bodies, then the
 // partial blocks are summed in a tree.
-// Host wrapper: src/gpu/<domain>/rigid_solve.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// Host wrapper: src/gpu/rigid/rigid_solve.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
 // lib/contact_layout.wgsl, lib/contact.wgsl, lib/rigid.wgsl.
 
@@ -136,7 +136,7 @@ fn shift(s: Side) -> vec3<f32> {
     return (t + cross(theta, s.arm)) * s.coef;
 }
 
-// src/solver/rigid_energy.rs contact_term: penalty on the gap along n̂, lagged friction on the
+// src/solver/vbd/rigid_energy.rs contact_term: penalty on the gap along n̂, lagged friction on the
 // slip's part normal to n0.
 fn contact_term(gap: f32, n: vec3<f32>, k: f32, n0: vec3<f32>, slip: vec3<f32>, mu_lambda: f32) -> Term {
     var t = Term(0.0, vec3<f32>(0.0), mat3x3<f32>());

@@ -8,7 +8,7 @@
 //      atomics);
 //   2  per vertex: shorten the offset by the body's time, keep vertices already inside an
 //      obstacle from starting deeper, and start the iterates and Chebyshev's history there.
-// Host wrapper: src/gpu/<domain>/vbd_advance.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl.
+// Host wrapper: src/gpu/vbd/vbd_advance.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl.
 
 struct Params {
     phase: u32,

@@ -1,9 +1,9 @@
 // Chebyshev over-relaxation after a VBD sweep, one invocation per free vertex: the GPU twin of
-// the mix in src/solver/vbd.rs (src/solver/chebyshev.rs mix), with the history shift
+// the mix in src/solver/vbd/sweep.rs (src/solver/vbd/chebyshev.rs mix), with the history shift
 // x_{n−2} ← x_{n−1} ← x. Bodies flagged frozen (in contact, or diverging) keep the plain
 // Gauss–Seidel result; the mixed position is held within the surface-contact displacement
 // bound and clamped against the obstacles like a vertex step.
-// Host wrapper: src/gpu/<domain>/vbd_chebyshev.rs; prepended: lib/obstacles.wgsl,
+// Host wrapper: src/gpu/vbd/vbd_chebyshev.rs; prepended: lib/obstacles.wgsl,
 // lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
 // lib/contact_layout.wgsl, lib/contact.wgsl.
 

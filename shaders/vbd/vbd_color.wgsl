@@ -1,5 +1,5 @@
 // One VBD colour pass by gather, one invocation per vertex of the colour: the GPU twin of
-// update_vertex in src/solver/vbd_vertex.rs (tets: stable neo-Hookean and StVK; cloth: StVK
+// update_vertex in src/solver/vbd/vertex.rs (tets: stable neo-Hookean and StVK; cloth: StVK
 // membranes and dihedral hinges; Rayleigh and linear damping, inertia with gravity, obstacle
 // contact and friction, body–body and self contact pairs with lagged friction, the surface
 // displacement bound and the obstacle path clamp). Vertices of one colour share no element, so
@@ -8,7 +8,7 @@
 // staged, as on the CPU: updates go to `updates` and a second dispatch (phase 1) commits them,
 // so such pairs update Jacobi-style and no invocation reads a position another one is writing.
 // Nothing is accumulated across invocations in floating point.
-// Host wrapper: src/gpu/<domain>/vbd_color.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
+// Host wrapper: src/gpu/vbd/vbd_color.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
 // lib/contact_layout.wgsl, lib/contact.wgsl.
 

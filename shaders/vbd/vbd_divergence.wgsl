@@ -1,14 +1,14 @@
 // Chebyshev's divergence guard after a sweep, one workgroup per body: the GPU twin of the
-// per-body residual check in src/solver/vbd.rs. The body's squared force residuals are summed
+// per-body residual check in src/solver/vbd/sweep.rs. The body's squared force residuals are summed
 // in a fixed tree order (deterministic, no float atomics); a body whose sum exceeds 100× the
 // smallest of the step is not accelerated for the rest of the step (FROZEN_DIVERGED).
-// Host wrapper: src/gpu/<domain>/vbd_divergence.rs; prepended: lib/step.wgsl.
+// Host wrapper: src/gpu/vbd/vbd_divergence.rs; prepended: lib/step.wgsl.
 
 struct Params {
     bodies: u32,
     // Where the body records start in `records`, in vec4s.
     body_records: u32,
-    // Where the per-body frozen flags start in `control` (src/gpu/contact.rs CONTROL_HEADER).
+    // Where the per-body frozen flags start in `control` (src/gpu/contact/layout.rs CONTROL_HEADER).
     frozen: u32,
     _pad: u32,
 }

@@ -1,7 +1,7 @@
 // End of a VBD step, one invocation per vertex: the GPU twin of the finish phase in
-// src/solver/vbd.rs. Velocity v = c1 Δx + c0 and realised acceleration a = (Δx − (x̂ − x^n)) / w,
+// src/solver/vbd/finish.rs. Velocity v = c1 Δx + c0 and realised acceleration a = (Δx − (x̂ − x^n)) / w,
 // with Δx = (x − x^(0)) + (x^(0) − x^n): the sweeps' motion plus the exact initial offset, so
-// that no ulp of |x| enters the velocity. Host wrapper: src/gpu/<domain>/vbd_finish.rs; prepended: lib/step.wgsl.
+// that no ulp of |x| enters the velocity. Host wrapper: src/gpu/vbd/vbd_finish.rs; prepended: lib/step.wgsl.
 
 struct Params {
     count: u32,

@@ -1,6 +1,6 @@
 // Inertia and initial guess of a VBD step, one invocation per vertex: the GPU twin of the
 // per-vertex part of the prepare phase in src/solver/vbd.rs (Integrator::vertex_step and
-// Initialization::offset). Host wrapper: src/gpu/<domain>/vbd_inertia.rs; prepended: lib/step.wgsl.
+// Initialization::offset). Host wrapper: src/gpu/vbd/vbd_inertia.rs; prepended: lib/step.wgsl.
 
 struct Params {
     gravity: vec3<f32>,

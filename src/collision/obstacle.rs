@@ -89,7 +89,7 @@ impl Obstacle {
         }
     }
 
-    /// Whether soft surface edges are tested against this obstacle (see `solver::vbd_edges`):
+    /// Whether soft surface edges are tested against this obstacle (see `solver::vbd::edges`):
     /// a shape of its own (a rapier collider) whose pose is given. A carrier's pose is solved
     /// with its vertices' contacts only, so its edges stay vertex-only.
     #[inline]

@@ -90,7 +90,7 @@ pub struct PosedShape {
     margin: f32,
     /// Per packed body: whether the obstacle acts on it (`None`: on every body).
     pub(crate) bodies: Option<Arc<[bool]>>,
-    /// The step's carrier (a dynamic rigid body outside Pliant, see `solver::Carrier`) that
+    /// The step's carrier (a dynamic rigid body outside Pliant, see `solver::vbd::carrier::Carrier`) that
     /// moves this shape, whose end pose the step then solves for; `None`: the pose is given.
     pub(crate) carrier: Option<u32>,
     /// Mass \[kg\] each touching vertex carries for this shape (a carrier's share of its

@@ -3,7 +3,7 @@
 //! pass on whatever adapter exists (Mesa lavapipe in CI) and written as PNG. `pliant render`
 //! draws the OBJ frames of a run; [`DrawScene::from_world`] draws a live world.
 //!
-//! Host wrapper [`render_frame`] ↔ `shaders/render/render_frame.wgsl` (registered with the kernels,
+//! Host wrapper `render_frame` ↔ `shaders/render/render_frame.wgsl` (registered with the kernels,
 //! `gpu::kernel::RENDER`).
 
 mod geometry;

@@ -181,7 +181,7 @@ struct Kernels {
     energy: StepEnergy,
 }
 
-/// The GPU twin of [`crate::solver::vbd_step`] for one packed state.
+/// The GPU twin of a VBD substep (`solver::vbd::Vbd`) for one packed state.
 pub struct GpuStepper {
     ctx: Arc<GpuContext>,
     kernels: Kernels,

@@ -12,7 +12,7 @@ use crate::mesh::{EmbeddedMesh, MeshError, RenderMesh, TetMesh, TriMesh};
 /// Voxels across the longest side when the scene gives neither `cell` nor `resolution`.
 pub const DEFAULT_VOXEL_RESOLUTION: u32 = 10;
 
-/// The most voxels across the longest side: 128³ cells fit [`crate::mesh::MAX_VOXEL_CELLS`].
+/// The most voxels across the longest side: 128³ cells fit the voxelizer's cell limit (`mesh::voxel::MAX_VOXEL_CELLS`).
 pub const MAX_VOXEL_RESOLUTION: u32 = 128;
 
 /// What a glTF body simulates, with its render mesh riding on it (both in the glTF's world

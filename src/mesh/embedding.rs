@@ -151,7 +151,7 @@ impl Embedding {
     }
 
     /// The embedded points for the tet-mesh vertex positions `x` (one body's positions, as
-    /// [`crate::runtime::World::body_positions`] gives them), into `out`.
+    /// [`crate::World::body_positions`] gives them), into `out`.
     pub fn apply(&self, x: &[Vec4], out: &mut Vec<Vec3>) {
         out.clear();
         out.extend(self.vertices.iter().zip(&self.weights).zip(&self.offsets).map(|((v, w), c)| {

@@ -6,7 +6,7 @@
 //! Coupling is explicit, one frame at a time: a rigid body's end pose is predicted from its
 //! velocity (kinematic bodies: their next position) before the soft step, and the reaction
 //! changes its velocity before rapier's next step. The impulse on a vertex is what the soft
-//! step's momentum balance says the environment gave it (`VbdScratch::environment_impulses`),
+//! step's momentum balance says the environment gave it (`FastResult::environment_impulses`),
 //! so it includes what the path clamp did at an impact, not only the penalty force.
 
 use std::collections::{BTreeMap, HashMap};
@@ -477,7 +477,7 @@ impl Accumulator {
                     let idx = self.vertices.len() - 1;
                     self.shares.push((idx, k, depth, x - n * d, d));
                 }
-                // The vertex's edge contacts (`vbd_edges`) share by their penalty depth too,
+                // The vertex's edge contacts (`solver::vbd::edges`) share by their penalty depth too,
                 // weighted by the vertex's part of the edge point.
                 let edges = ctx.fast.obstacle_edges();
                 for (j, w, scale, p, d, n) in edges.near(v, ctx.obstacles, &st.positions, reach) {

@@ -118,7 +118,7 @@ pub struct StepConfig {
     pub friction_eps_v: f32,
     /// Correct each unpinned body's rigid motion in the initial guess, coupled through contact
     /// (default on): VBD alone moves whole bodies, and bodies resting on each other, only
-    /// slowly (see `solver/rigid_correction.rs`).
+    /// slowly (see `solver/vbd/rigid_correction.rs`).
     pub rigid_correction: bool,
     /// Body–body and self contact between surfaces (default on). Off, bodies pass through
     /// each other and only obstacles collide.
@@ -142,7 +142,7 @@ pub struct StepConfig {
     /// nearest obstacle distance (`StepReport::energy`, `max_speed`, `min_obstacle_distance`).
     /// Default on. The solver and its safety checks do not read them, so a game loop that
     /// does not either can switch the pass off (a few per cent of a small body's step) and
-    /// measure on demand with [`crate::runtime::World::complete_report`].
+    /// measure on demand with [`crate::World::complete_report`].
     pub measure_state: bool,
     /// When the safety check sends an island to the augmented-Lagrangian fallback. Default
     /// [`FallbackPolicy::Auto`].

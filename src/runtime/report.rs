@@ -65,7 +65,7 @@ pub struct IslandReport {
 /// state (`residual`, `energy`, `max_speed`, `min_obstacle_distance`, `contact_vertices`,
 /// `pin_lag`) are left at their defaults, and rollbacks and the surface contact counts
 /// (`contact_pairs`, `min_pair_distance`, `contact_pairs_dropped`) are reported with the step
-/// in which their frame came back. [`crate::runtime::World::complete_report`] waits for the GPU and
+/// in which their frame came back. [`crate::World::complete_report`] waits for the GPU and
 /// fills the state measures in.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepReport {

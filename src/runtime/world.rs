@@ -52,7 +52,7 @@ pub enum Intersection {
         depth: f32,
     },
     /// A surface edge passes through an obstacle between its two vertices (a rapier collider's
-    /// edge or a thin rod cutting into the surface; see `solver::vbd_edges`).
+    /// edge or a thin rod cutting into the surface; see `solver::vbd::edges`).
     EdgeInsideObstacle {
         /// The body.
         body: SoftBodyHandle,

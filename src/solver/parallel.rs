@@ -102,7 +102,7 @@ struct PoolShared {
     roster: Mutex<Roster>,
     /// Workers of the current phase not finished yet.
     pending: AtomicUsize,
-    /// The first panic of a worker in the current phase, re-raised by the caller.
+    /// The first panic of any thread in the current phase, re-raised by the caller.
     panic: Mutex<Option<Box<dyn Any + Send>>>,
     shutdown: AtomicBool,
 }
@@ -119,8 +119,9 @@ const LINGER: std::time::Duration = std::time::Duration::from_millis(1);
 /// park: on the 2-core CI machine a woken thread took tens of microseconds to run again and the
 /// scheduler then kept it on its waker's core for a while, where the spinning barriers made a
 /// 12,167-vertex box's two-thread step 10–15 % slower, while a new thread starts on an idle
-/// core. Starting a thread costs about 40 µs there, once a step at most where it once was once a
-/// substep. The caller's thread is thread 0 of every phase; one thread starts none.
+/// core. Ending the workers after every substep instead (a thread start per substep, as before
+/// the phases) measured slower there too. Starting a thread costs about 40 µs; the caller's
+/// thread is thread 0 of every phase, and one thread starts none.
 #[derive(Default)]
 pub struct WorkerPool {
     shared: Arc<PoolShared>,
@@ -168,20 +169,26 @@ impl WorkerPool {
             self.shared.epoch.fetch_add(1, Ordering::AcqRel);
         }
         let own = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0, &barrier)));
-        if own.is_err() {
-            barrier.poison();
+        if let Err(payload) = own {
+            record_panic(&self.shared, &barrier, payload);
         }
         let backoff = Backoff::new();
         while self.shared.pending.load(Ordering::Acquire) != 0 {
             backoff.snooze();
         }
         self.shared.roster.lock().job = None;
-        let theirs = self.shared.panic.lock().take();
-        match (own, theirs) {
-            (Err(payload), _) | (Ok(()), Some(payload)) => std::panic::resume_unwind(payload),
-            (Ok(()), None) => {}
+        if let Some(payload) = self.shared.panic.lock().take() {
+            std::panic::resume_unwind(payload);
         }
     }
+}
+
+/// Keeps the first panic of a phase and breaks its barrier. The panic is stored before the
+/// barrier is poisoned, so the threads that follow it out of the barrier cannot take its place:
+/// the caller re-raises the original message.
+fn record_panic(shared: &PoolShared, barrier: &SpinBarrier, payload: Box<dyn Any + Send>) {
+    shared.panic.lock().get_or_insert(payload);
+    barrier.poison();
 }
 
 /// Starts the first `count` workers that are not running (under the roster's lock, before
@@ -255,8 +262,14 @@ fn worker_loop(shared: &PoolShared, index: usize, mut seen: u64) {
             }
             backoff.snooze();
         }
-        seen = shared.epoch.load(Ordering::Acquire);
-        let Some(job) = shared.roster.lock().job else { continue };
+        // The epoch and its job are read together: read apart, a worker that sat out one phase
+        // could take the next phase's job with the old epoch and run it twice.
+        let job = {
+            let roster = shared.roster.lock();
+            seen = shared.epoch.load(Ordering::Acquire);
+            roster.job
+        };
+        let Some(job) = job else { continue };
         if index >= job.threads {
             continue;
         }
@@ -265,8 +278,7 @@ fn worker_loop(shared: &PoolShared, index: usize, mut seen: u64) {
         let (work, barrier) = unsafe { (&*job.work, &*job.barrier) };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(index, barrier)));
         if let Err(payload) = r {
-            barrier.poison();
-            shared.panic.lock().get_or_insert(payload);
+            record_panic(shared, barrier, payload);
         }
         shared.pending.fetch_sub(1, Ordering::AcqRel);
     }
@@ -426,7 +438,9 @@ mod tests {
                     barrier.wait();
                 })
             }));
-            assert!(r.is_err(), "thread {panicking}'s panic is re-raised");
+            let payload = r.expect_err("a thread's panic is re-raised");
+            let message = payload.downcast_ref::<String>().map(String::as_str);
+            assert_eq!(message, Some(format!("worker {panicking} fails").as_str()), "the original panic is re-raised");
         }
         let count = AtomicUsize::new(0);
         pool.run(3, |_, barrier| {

@@ -1,6 +1,6 @@
 //! Host side of `shaders/check/step_energy.wgsl`: per body, the energies of a GPU substep's start and
 //! end and the height it spans, for the safety check's energy test (applied per island by
-//! `step_soft`; the CPU's is in `runtime/fallback.rs`).
+//! `step_soft`; the CPU's is in `runtime/fallback/check.rs`).
 
 use crate::collision::{ContactModel, ContactStiffness};
 use crate::gpu::GpuContext;

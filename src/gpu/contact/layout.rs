@@ -2,7 +2,7 @@
 //! per-vertex bounds, the vertex → pair lists, the pairs) and the small
 //! `control` buffer (counters and flags the kernels share, per-body words), the twins of
 //! `shaders/lib/contact_layout.wgsl`. The CPU path keeps the same data in its contact scratch
-//! (`solver/vbd_contact.rs`); `ContactLayout::pack_cpu` writes that into this layout, which is
+//! (`solver/vbd/contact.rs`); `ContactLayout::pack_cpu` writes that into this layout, which is
 //! how the kernels that read contacts are tested against the CPU.
 
 use bytemuck::{Pod, Zeroable};

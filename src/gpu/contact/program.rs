@@ -1,4 +1,4 @@
-//! The surface-contact part of a GPU step (the twin of `src/solver/vbd_contact.rs`): its
+//! The surface-contact part of a GPU step (the twin of `src/solver/vbd/contact.rs`): its
 //! buffers, and its dispatches bound once per set of settings, in the order a substep records
 //! them. What runs is decided on the GPU: `contact_schedule` writes the workgroup counts of the
 //! indirect dispatches after it from what the kernels before it found.

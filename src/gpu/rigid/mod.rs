@@ -1,5 +1,5 @@
 //! The rigid correction of the initial guess on the GPU (the twin of
-//! `solver::rigid_correction`): groups through contact, coarse quadratics, one Newton solve per
+//! `solver::vbd::rigid_correction`): groups through contact, coarse quadratics, one Newton solve per
 //! group, the motions applied (`rigid_*`), recorded by [`program`].
 
 pub mod program;

@@ -1,4 +1,4 @@
-//! The rigid correction in a GPU step (the twin of `src/solver/rigid_correction.rs`): its
+//! The rigid correction in a GPU step (the twin of `src/solver/vbd/rigid_correction.rs`): its
 //! buffer and its dispatches, bound once per set of settings.
 //!
 //! ```text
@@ -117,7 +117,7 @@ impl RigidState {
             groups.len() - 1
         });
         groups.extend([phase(2, l.bodies), phase(3, l.bodies)]);
-        // Bodies touching another at the last detection start from x^n (src/solver/vbd.rs).
+        // Bodies touching another at the last detection start from x^n (src/solver/vbd/predict.rs).
         if initialization == Initialization::Adaptive && contact.is_some() {
             groups.push(phase(4, self.vertices));
         }

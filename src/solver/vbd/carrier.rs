@@ -305,7 +305,7 @@ impl CarrierSweep {
     /// One block Gauss–Seidel update of every carrier against the soft vertices where they are
     /// now (`positions`; `start`: `x^n`): the carrier's inertia about its predicted pose, and
     /// the same penalty and lagged-friction terms the vertices feel from it
-    /// (`vbd_vertex::external_terms`), minimised over its rigid motion; the motion is then
+    /// (`vertex::external_terms`), minimised over its rigid motion; the motion is then
     /// scaled back so that it enters no vertex.
     pub fn update(
         &mut self,

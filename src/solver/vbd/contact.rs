@@ -143,7 +143,7 @@ pub struct SurfaceContactScratch {
     last_bounds: Vec<Vec4>,
     /// `last_bounds`, `pairs` and `vertex_pairs` belong to the current topology.
     bounds_valid: bool,
-    /// Surface edges against posed obstacles (`vbd_edges`): kept here because the vertex
+    /// Surface edges against posed obstacles (`edges`): kept here because the vertex
     /// updates read them through the same phase cell as the pairs.
     pub(crate) obstacle_edges: EdgeContacts,
 }
@@ -441,7 +441,7 @@ pub(crate) fn detect(
             unsafe {
                 let x = pos.get(v);
                 // Kinematic vertices are bounded too: they approach their targets only as far as
-                // the bound allows (see `vbd_step`), so a pin can never drive a surface through
+                // the bound allows (see `detect.rs`, `catch_up_kinematic`), so a pin can never drive a surface through
                 // another; it lags instead and catches up once free.
                 // Measured from the minimum separation ξ rather than 0, a gap d ≥ ξ ends above
                 // (1 − 2γ_p) d + 2γ_p ξ ≥ ξ: however hard the surfaces are pressed together,

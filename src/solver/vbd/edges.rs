@@ -1,6 +1,6 @@
 //! Soft surface edges against obstacles with a shape of their own (rapier colliders).
 //!
-//! Vertex contact (`vbd_vertex::external_terms` and the path clamp `limit_step`) keeps every
+//! Vertex contact (`vertex::external_terms` and the path clamp `limit_step`) keeps every
 //! vertex out of every obstacle, but a collider's edge or corner, or a thin rod, can still pass
 //! between the vertices of a coarse mesh and cut through the triangles between them. So each
 //! step also does this for the surface edges near a posed obstacle:

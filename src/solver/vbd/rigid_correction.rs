@@ -38,6 +38,8 @@
 //! Pairs come from the last detection (the previous step's): the correction runs before this
 //! step's detection, which needs the corrected initial guess.
 
+use std::ops::Range;
+
 use glam::{DMat3, DVec3, Mat3A, Vec3A, Vec4};
 
 use crate::collision::surface_pairs::{ContactPair, pair_bodies};
@@ -182,6 +184,22 @@ pub(crate) fn correct_rigid(
 /// One rigid correction of `positions` (the initial guess) outside a step, on the calling
 /// thread (for tests): what a step's correction leaves, with `eligible` bodies corrected and
 /// the pairs of `surface` coupling them.
+/// Vertex `v`'s inertia and drag at `x` as a quadratic in its move δ: `½ A |δ|² − f·δ`,
+/// returned as `(A, f)`.
+fn vertex_quadratic(inp: &VertexInputs<'_>, x: Vec3A, v: usize, damping: f32) -> (f64, DVec3) {
+    let dx = x - Vec3A::from_vec4(inp.start[v]);
+    let inertia = inp.inertia[v];
+    let mut f = ((Vec3A::from_vec4(inertia) - dx) * inertia.w).as_dvec3();
+    let mut a = inertia.w as f64;
+    if damping > 0.0 {
+        let vel = inp.velocity[v];
+        let am = (damping * inp.state.masses[v]) as f64;
+        f -= (dx * vel.w + Vec3A::from_vec4(vel)).as_dvec3() * am;
+        a += am * vel.w as f64;
+    }
+    (a, f)
+}
+
 #[cfg(test)]
 pub(crate) fn correct_once(inp: &VertexInputs<'_>, eligible: &[bool], positions: &mut [Vec4]) {
     let n = inp.state.vertex_count();
@@ -274,44 +292,47 @@ impl RigidScratch {
         pairs: &[ContactPair],
         motions: &SharedSlice<'_, RigidMotion>,
     ) {
-        let st = inp.state;
         // SAFETY: caller guarantees no concurrent writer.
         let x = |v: usize| unsafe { Vec3A::from_vec4(pos.get(v)) };
         let members = self.starts[g] as usize..self.starts[g + 1] as usize;
-        let pb = &mut self.problem;
         let c = &inp.contact;
-        (pb.delta, pb.static_slip) = (c.offset as f64, c.static_slip as f64);
-        let delta = pb.delta;
-
-        // Inertia and drag per vertex: ½ A |δ|² − f·δ.
-        let vertex_quadratic = |v: usize, damping: f32| {
-            let dx = x(v) - Vec3A::from_vec4(inp.start[v]);
-            let inertia = inp.inertia[v];
-            let mut f = ((Vec3A::from_vec4(inertia) - dx) * inertia.w).as_dvec3();
-            let mut a = inertia.w as f64;
-            if damping > 0.0 {
-                let vel = inp.velocity[v];
-                let am = (damping * st.masses[v]) as f64;
-                f -= (dx * vel.w + Vec3A::from_vec4(vel)).as_dvec3() * am;
-                a += am * vel.w as f64;
-            }
-            (a, f)
+        (self.problem.delta, self.problem.static_slip) = (c.offset as f64, c.static_slip as f64);
+        let Some(reach) = self.body_quadratics(members.clone(), &x, free, inp) else {
+            // Nothing to move (no mass): leave the whole group to the sweeps.
+            return;
         };
+        self.obstacle_candidates(members.clone(), &x, free, inp, reach);
+        self.group_couplings(g, &x, inp, pairs);
+        self.minimise(inp.obstacles, NEWTON_STEPS);
+        // SAFETY: the caller's guarantee on `motions`.
+        unsafe { self.apply_motions(members, &x, free, inp, motions) };
+    }
+
+    /// Each member's quadratic model of inertia and drag about its centre of stiffness
+    /// (`problem.bodies`); returns the largest unconstrained move of any vertex of the group, or
+    /// `None` if a member has nothing to move.
+    fn body_quadratics(
+        &mut self,
+        members: Range<usize>,
+        x: &impl Fn(usize) -> Vec3A,
+        free: &impl Fn(usize) -> bool,
+        inp: &VertexInputs<'_>,
+    ) -> Option<f64> {
+        let st = inp.state;
+        let pb = &mut self.problem;
         pb.bodies.clear();
-        // Largest unconstrained move of any vertex of the group.
         let mut reach = 0.0f64;
-        for &b in &self.members[members.clone()] {
+        for &b in &self.members[members] {
             let body = &st.bodies[b as usize];
             let range = body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize;
             let (mut stiff, mut moment) = (0.0, DVec3::ZERO);
             for v in range.clone().filter(|&v| free(v)) {
-                let (a, _) = vertex_quadratic(v, body.linear_damping);
+                let (a, _) = vertex_quadratic(inp, x(v), v, body.linear_damping);
                 stiff += a;
                 moment += x(v).as_dvec3() * a;
             }
             if !(stiff > 0.0) {
-                // Nothing to move (no mass): leave the whole group to the sweeps.
-                return;
+                return None;
             }
             let center = moment / stiff;
             // Rotation joins the coarse space only where it is needed and safe: for volumetric
@@ -323,7 +344,7 @@ impl RigidScratch {
             let rotates = self.coupled[b as usize] && !st.tet_adjacency.row(range.start).is_empty();
             let (mut inertia, mut force, mut torque, mut arm_max) = (DMat3::ZERO, DVec3::ZERO, DVec3::ZERO, 0.0f64);
             for v in range.filter(|&v| free(v)) {
-                let (a, f) = vertex_quadratic(v, body.linear_damping);
+                let (a, f) = vertex_quadratic(inp, x(v), v, body.linear_damping);
                 let r = x(v).as_dvec3() - center;
                 inertia += (DMat3::from_diagonal(DVec3::splat(r.length_squared())) - outer(r, r)) * a;
                 force += f;
@@ -342,10 +363,25 @@ impl RigidScratch {
             reach = reach.max((force / stiff).length() + turn.length() * arm_max);
             pb.bodies.push(BodyQuadratic { center, stiff, inertia, force, torque, rotates });
         }
-        // Vertices that can reach the contact offset within the largest unconstrained move.
+        Some(reach)
+    }
+
+    /// The obstacle contacts of the group (`problem.candidates`): vertices that can reach the
+    /// contact offset within the largest unconstrained move `reach`.
+    fn obstacle_candidates(
+        &mut self,
+        members: Range<usize>,
+        x: &impl Fn(usize) -> Vec3A,
+        free: &impl Fn(usize) -> bool,
+        inp: &VertexInputs<'_>,
+        reach: f64,
+    ) {
+        let (st, c) = (inp.state, &inp.contact);
+        let pb = &mut self.problem;
+        let delta = pb.delta;
         let reach = reach + 2.0 * delta;
         pb.candidates.clear();
-        for (slot, &b) in self.members[members.clone()].iter().enumerate() {
+        for (slot, &b) in self.members[members].iter().enumerate() {
             let body = &st.bodies[b as usize];
             let (center, rotates) = (pb.bodies[slot].center, pb.bodies[slot].rotates);
             let range = body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize;
@@ -377,6 +413,19 @@ impl RigidScratch {
                 }
             }
         }
+    }
+
+    /// The surface contacts between members of group `g` (`problem.couplings`), each side with
+    /// its weight, closest point and arm.
+    fn group_couplings(
+        &mut self,
+        g: usize,
+        x: &impl Fn(usize) -> Vec3A,
+        inp: &VertexInputs<'_>,
+        pairs: &[ContactPair],
+    ) {
+        let st = inp.state;
+        let pb = &mut self.problem;
         pb.couplings.clear();
         let first = self.group_pairs.partition_point(|&(pg, _)| (pg as usize) < g);
         for &(pg, k) in &self.group_pairs[first..] {
@@ -418,10 +467,22 @@ impl RigidScratch {
                 mu: p.friction as f64,
             });
         }
+    }
 
-        self.minimise(inp.obstacles, NEWTON_STEPS);
-
-        // Apply exactly, scaled back so that no vertex enters an obstacle.
+    /// Writes each member's minimising motion, applied exactly and scaled back so that no
+    /// vertex enters an obstacle.
+    ///
+    /// # Safety
+    /// Writes `motions` of the group's bodies; nobody may access them meanwhile.
+    unsafe fn apply_motions(
+        &self,
+        members: Range<usize>,
+        x: &impl Fn(usize) -> Vec3A,
+        free: &impl Fn(usize) -> bool,
+        inp: &VertexInputs<'_>,
+        motions: &SharedSlice<'_, RigidMotion>,
+    ) {
+        let st = inp.state;
         for (slot, &b) in self.members[members].iter().enumerate() {
             let q = &self.q[6 * slot..6 * slot + 6];
             if !q.iter().all(|v| v.is_finite()) {

@@ -67,7 +67,7 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     // surface, never inside (the contact force then pushes the vertex out).
     // SAFETY: the clamp data is written only in detection phases.
     let surface = unsafe { inp.surface.get() };
-    // An edge of the vertex may not enter a collider either (`vbd_edges`). Its limit projects
+    // An edge of the vertex may not enter a collider either (`edges`). Its limit projects
     // onto planes, so it goes first: the two limits after it only shorten the move towards x
     // (or push out of an obstacle), which keeps it inside the edges' half-spaces.
     let target = limit_edge_move(v, x, target, pos, inp, &surface.obstacle_edges);
@@ -142,7 +142,7 @@ fn elastic_terms(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) 
         let g_a = tet::shape_gradient::<f32>(&dm_inv, slot as usize);
         let m = &st.materials[t.material as usize];
         // Ḟ of the current iterate: c1 is the same for every vertex of a step, so
-        // Ḟ = c1 F + G_e with G_e fixed per element and step (see `VbdScratch::tet_rates`).
+        // Ḟ = c1 F + G_e with G_e fixed per element and step (see `Vbd::tet_rates`).
         let f_dot = (m.damping > 0.0).then(|| f_def * c1 + inp.tet_rates[e as usize]);
         if m.model == MODEL_STABLE_NEO_HOOKEAN {
             let (grad, hb, d) =
@@ -357,7 +357,7 @@ pub(crate) fn add_edge_terms(
 /// the edge contact's force acts alone. Per edge, the vertex may approach the obstacle along the normal at the edge's closest point by at
 /// most the distance there less [`GAP`] (the separating plane of [`plane_fraction`]), and
 /// move along it or away freely. Violated half-spaces are projected onto, then the move is
-/// scaled towards `x` until all hold (as `vbd_contact::limit_move` does for pairs).
+/// scaled towards `x` until all hold (as `contact::limit_move` does for pairs).
 #[inline]
 pub(crate) fn limit_edge_move(
     v: usize,
