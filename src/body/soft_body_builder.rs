@@ -20,6 +20,7 @@ struct Common {
     translation: Vec3,
     rotation: Quat,
     velocity: Vec3,
+    angular_velocity: Vec3,
     pins: Vec<Pin>,
     self_collision: bool,
 }
@@ -35,6 +36,7 @@ impl Common {
             translation: Vec3::ZERO,
             rotation: Quat::IDENTITY,
             velocity: Vec3::ZERO,
+            angular_velocity: Vec3::ZERO,
             pins: Vec::new(),
             self_collision: true,
         }
@@ -62,6 +64,9 @@ impl Common {
         if !self.velocity.is_finite() {
             return Err(param("velocity", format!("{}", self.velocity), "must be finite"));
         }
+        if !self.angular_velocity.is_finite() {
+            return Err(param("angular_velocity", format!("{}", self.angular_velocity), "must be finite"));
+        }
         if !(self.translation.is_finite() && self.rotation.is_finite()) {
             return Err(param("translation", format!("{} / {}", self.translation, self.rotation), "must be finite"));
         }
@@ -69,18 +74,36 @@ impl Common {
     }
 
     fn finish(self, shared: BodyShared) -> SoftBody {
-        let n = shared.vertex_count();
+        let initial_velocities = self.initial_velocities(&shared);
         SoftBody {
             name: self.name,
             shared: Arc::new(shared),
             pins: self.pins,
-            initial_velocities: vec![self.velocity; n],
+            initial_velocities,
             friction: self.friction,
             damping: self.damping,
             linear_damping: self.linear_damping,
             self_collision: self.self_collision,
             pins_version: 0,
         }
+    }
+}
+
+impl Common {
+    /// `v + ω × (x − c)` per vertex, with `c` the body's centre of mass: the velocity field of
+    /// a rigid motion, so a spun body starts without strain rate.
+    fn initial_velocities(&self, shared: &BodyShared) -> Vec<Vec3> {
+        let x = shared.rest_positions();
+        if self.angular_velocity == Vec3::ZERO {
+            return vec![self.velocity; x.len()];
+        }
+        let (mut m, mut mx) = (0.0f64, glam::DVec3::ZERO);
+        for (p, &w) in x.iter().zip(&shared.masses) {
+            m += w as f64;
+            mx += p.as_dvec3() * w as f64;
+        }
+        let c = (mx / m.max(f64::MIN_POSITIVE)).as_vec3();
+        x.iter().map(|&p| self.velocity + self.angular_velocity.cross(p - c)).collect()
     }
 }
 
@@ -188,6 +211,13 @@ macro_rules! common_setters {
         /// Initial velocity of every vertex \[m/s\].
         pub fn velocity(mut self, velocity: Vec3) -> Self {
             self.common.velocity = velocity;
+            self
+        }
+        /// Initial angular velocity \[rad/s\] about the body's centre of mass (after the
+        /// rotation and translation), added to [`Self::velocity`]: every vertex starts with
+        /// `v + ω × (x − c)`.
+        pub fn angular_velocity(mut self, omega: Vec3) -> Self {
+            self.common.angular_velocity = omega;
             self
         }
         /// Pins these vertices at their initial positions.

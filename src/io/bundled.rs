@@ -3,6 +3,7 @@
 
 /// `(name, JSON)` of every bundled scene.
 pub const BUNDLED_SCENES: &[(&str, &str)] = &[
+    ("ball_roll", include_str!("../../examples/scenes/ball_roll.json")),
     ("cantilever_ci", include_str!("../../examples/scenes/cantilever_ci.json")),
     ("cantilever_coarse", include_str!("../../examples/scenes/cantilever_coarse.json")),
     ("cantilever_fine", include_str!("../../examples/scenes/cantilever_fine.json")),

@@ -1,6 +1,6 @@
 //! Probe evaluation.
 
-use glam::{Vec3, Vec4};
+use glam::{DMat3, DVec3, Vec3, Vec4};
 
 use super::scene::ProbeKind;
 use super::scene_build::{LoadedScene, ResolvedProbe};
@@ -44,7 +44,38 @@ pub fn evaluate(loaded: &LoadedScene, p: &ResolvedProbe) -> Vec<f64> {
             });
             [lo.x, lo.y, lo.z, hi.x, hi.y, hi.z].map(|c| c as f64).to_vec()
         }
+        ProbeKind::AngularMomentum => {
+            let (l, _) =
+                spin(sel().map(|i| (masses[i] as f64, x[i].truncate().as_dvec3(), v[i].truncate().as_dvec3())));
+            l.to_array().to_vec()
+        }
+        ProbeKind::AngularVelocity => {
+            let (l, inertia) =
+                spin(sel().map(|i| (masses[i] as f64, x[i].truncate().as_dvec3(), v[i].truncate().as_dvec3())));
+            let omega = if inertia.determinant().abs() > 0.0 { inertia.inverse() * l } else { DVec3::ZERO };
+            omega.to_array().to_vec()
+        }
     }
+}
+
+/// Angular momentum and inertia tensor of point masses `(m, x, v)` about their centre of mass.
+fn spin(points: impl Iterator<Item = (f64, DVec3, DVec3)> + Clone) -> (DVec3, DMat3) {
+    let (m, mx, mv) = points
+        .clone()
+        .fold((0.0, DVec3::ZERO, DVec3::ZERO), |(m, mx, mv), (mi, x, v)| (m + mi, mx + mi * x, mv + mi * v));
+    if m <= 0.0 {
+        return (DVec3::ZERO, DMat3::ZERO);
+    }
+    let (c, vc) = (mx / m, mv / m);
+    points.fold((DVec3::ZERO, DMat3::ZERO), |(l, inertia), (mi, x, v)| {
+        let r = x - c;
+        let arm = DMat3::from_diagonal(DVec3::splat(r.length_squared())) - outer(r, r);
+        (l + mi * r.cross(v - vc), inertia + arm * mi)
+    })
+}
+
+fn outer(a: DVec3, b: DVec3) -> DMat3 {
+    DMat3::from_cols(a * b.x, a * b.y, a * b.z)
 }
 
 fn speed(v: Vec4) -> f64 {

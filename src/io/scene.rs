@@ -272,6 +272,9 @@ pub struct BodySpec {
     /// Initial velocity \[m/s\].
     #[serde(default)]
     pub velocity: [f32; 3],
+    /// Initial angular velocity about the body's centre of mass \[rad/s\].
+    #[serde(default)]
+    pub angular_velocity: [f32; 3],
     /// Friction coefficient against obstacles and other bodies (pairs use the mean).
     #[serde(default = "default_friction")]
     pub friction: f32,
@@ -577,6 +580,12 @@ pub enum ProbeKind {
     KineticEnergy,
     /// Bounding box of the selection `[min x, min y, min z, max x, max y, max z]` \[m\].
     Bbox,
+    /// Angular momentum of the selection about its centre of mass \[kg·m²/s\] (3 values).
+    AngularMomentum,
+    /// Angular velocity of the selection \[rad/s\] (3 values): `I⁻¹ L`, with `I` the inertia
+    /// tensor and `L` the angular momentum of the lumped masses about their centre of mass (the
+    /// rigid part of the motion; 0 for a selection without inertia).
+    AngularVelocity,
 }
 
 /// A probe: a quantity over selected vertices of one body, recorded every frame.

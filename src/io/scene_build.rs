@@ -285,6 +285,7 @@ impl Scene {
             ));
         }
         let velocity = finite3(format!("{field}.velocity"), b.velocity)?;
+        let angular_velocity = finite3(format!("{field}.angular_velocity"), b.angular_velocity)?;
         let (geometry, mut render) = body_geometry(&field, b, base, material)?;
         if let Some(e) = render.as_mut() {
             let e: &mut EmbeddedMesh = e;
@@ -316,6 +317,7 @@ impl Scene {
                     .rotation(rotation)
                     .translation(translation)
                     .velocity(velocity)
+                    .angular_velocity(angular_velocity)
                     .pins(pins)
                     .build()
                     .map_err(body_err)?

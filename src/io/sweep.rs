@@ -66,7 +66,17 @@ fn set(root: &mut Value, path: &str, value: Value) -> Result<(), SceneError> {
 
 /// Leaves that may be swept even when the scene omits them (they have defaults).
 fn is_optional_leaf(key: &str) -> bool {
-    matches!(key, "damping" | "linear_damping" | "friction" | "velocity" | "translation" | "rotation_deg" | "split")
+    matches!(
+        key,
+        "damping"
+            | "linear_damping"
+            | "friction"
+            | "velocity"
+            | "angular_velocity"
+            | "translation"
+            | "rotation_deg"
+            | "split"
+    )
 }
 
 /// Expands a scene's JSON into its sweep variants (one variant if there is no sweep).
