@@ -72,7 +72,9 @@ struct Params {
     // CLAMP_LOCK_SHARE: of a body's surface vertices, the share that may end held by their
     // displacement bounds.
     clamp_share: f32,
-    _pad0: u32,
+    // The gravity a body's weight is taken under for the residual rule: |g|, at least
+    // MIN_WEIGHT_GRAVITY [m/s²].
+    weight_gravity: f32,
     _pad1: u32,
     _pad2: u32,
     contact: ContactLayout,
@@ -290,8 +292,8 @@ fn main(
             if a != b {
                 join(a, b);
                 // Positive floats order as their bits.
-                atomicMax(&soft[SOFT_WORDS * a + 2u], bitcast<u32>(constants[b].x * params.gravity));
-                atomicMax(&soft[SOFT_WORDS * b + 2u], bitcast<u32>(constants[a].x * params.gravity));
+                atomicMax(&soft[SOFT_WORDS * a + 2u], bitcast<u32>(constants[b].x * params.weight_gravity));
+                atomicMax(&soft[SOFT_WORDS * b + 2u], bitcast<u32>(constants[a].x * params.weight_gravity));
                 if contrasting(constants[a], constants[b]) {
                     atomicOr(&soft[SOFT_WORDS * a + 1u], STRICT);
                     atomicOr(&soft[SOFT_WORDS * b + 1u], STRICT);
@@ -330,7 +332,7 @@ fn main(
     let first = bitcast<f32>(atomicLoad(&soft[SOFT_WORDS * b]));
     let word = atomicLoad(&soft[SOFT_WORDS * b + 1u]);
     let c = constants[b];
-    let weight = max(c.x * params.gravity, 1e-3);
+    let weight = max(c.x * params.weight_gravity, 1e-3);
     // The force a stall is measured against: the heaviest weight among the body and those it
     // touches (src/solver/check/mod.rs residual_verdict's `carried`).
     let carried = max(weight, bitcast<f32>(atomicLoad(&soft[SOFT_WORDS * b + 2u])));

@@ -1,6 +1,7 @@
 // Inertia and initial guess of a VBD step, one invocation per vertex: the GPU twin of the
-// per-vertex part of the prepare phase in src/solver/vbd.rs (Integrator::vertex_step and
-// Initialization::offset). Host wrapper: src/gpu/vbd/vbd_inertia.rs; prepended: lib/step.wgsl.
+// per-vertex part of the predict phase in src/solver/vbd/predict.rs (Integrator::vertex_step,
+// BodySpin::turn with vbd_spin's output, and Initialization::offset).
+// Host wrapper: src/gpu/vbd/vbd_inertia.rs; prepended: lib/step.wgsl.
 
 struct Params {
     gravity: vec3<f32>,
@@ -10,7 +11,12 @@ struct Params {
     integrator: u32,
     // 0 previous, 1 inertia, 2 inertia and gravity, 3 adaptive.
     initialization: u32,
-    _pad: u32,
+    // 1 when `turns` holds vbd_spin's output (bodies turn their rigid spin exactly).
+    spin: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
 }
 
 // ã this close to 1 counts as free fall (src/solver/init.rs).
@@ -24,6 +30,8 @@ const FREE_FALL_SNAP: f32 = 1e-3;
 @group(0) @binding(5) var<storage, read> flags: array<u32>;
 @group(0) @binding(6) var<storage, read> targets: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read_write> steps: array<VertexStep>;
+// Per vertex, from vbd_spin: the predictor's shift ρ, then the velocity's κ.
+@group(0) @binding(8) var<storage, read> turns: array<vec4<f32>>;
 
 fn initial_offset(predictor: vec3<f32>, weight: f32, accel: vec3<f32>) -> vec3<f32> {
     let g = params.gravity;
@@ -67,6 +75,12 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         predictor = vel * h - accel * (0.5 * h * h);
         c1 = 1.5 / h;
         c0 = accel * (0.25 * h) - vel * 0.5;
+    }
+    if params.spin != 0u && (flag & VERTEX_KINEMATIC) == 0u {
+        // The body's rigid spin turns exactly (src/solver/vbd/spin.rs BodySpin::turn).
+        let shift = turns[2u * v].xyz;
+        predictor += shift;
+        c0 += turns[2u * v + 1u].xyz - shift * c1;
     }
     var offset = initial_offset(predictor, weight, accel);
     if (flag & VERTEX_KINEMATIC) != 0u {

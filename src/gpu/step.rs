@@ -60,6 +60,7 @@ use crate::gpu::vbd::vbd_color::VbdColor;
 use crate::gpu::vbd::vbd_divergence::VbdDivergence;
 use crate::gpu::vbd::vbd_finish::VbdFinish;
 use crate::gpu::vbd::vbd_inertia::{GpuVertexStep, VbdInertia};
+use crate::gpu::vbd::vbd_spin::VbdSpin;
 use crate::gpu::{GpuContext, GpuError};
 use crate::solver::{SurfaceContactSettings, VbdSettings};
 use crate::state::{SimState, VERTEX_KINEMATIC};
@@ -143,6 +144,8 @@ struct StepBuffers {
     tets: wgpu::Buffer,
     records: wgpu::Buffer,
     body_toi: wgpu::Buffer,
+    /// Per vertex: `vbd_spin`'s output (two vec4s).
+    turns: wgpu::Buffer,
     /// Counters, flags and per-body words shared by the kernels ([`crate::gpu::contact::layout`]), the
     /// Chebyshev frozen flags among them.
     control: wgpu::Buffer,
@@ -169,6 +172,7 @@ struct StepBuffers {
 
 /// The compiled kernels of a step.
 struct Kernels {
+    spin: VbdSpin,
     inertia: VbdInertia,
     advance: VbdAdvance,
     color: VbdColor,
@@ -268,6 +272,7 @@ impl GpuStepper {
             tets: storage(c, "tets", &st.tets, false),
             records: storage(c, "records", &records, false),
             body_toi: output::<u32>(c, "body_toi", bodies),
+            turns: output::<Vec4>(c, "turns", 2 * n),
             control: output::<u32>(c, "control", control_words(bodies)),
             no_contacts: output::<u32>(c, "no contacts", 4),
             smallest: output::<[f32; 2]>(c, "smallest", bodies),
@@ -281,6 +286,7 @@ impl GpuStepper {
             gate: crate::gpu::buffers::control_words(c, "al_gate control", al_gate::CONTROL_WORDS),
         };
         let kernels = Kernels {
+            spin: VbdSpin::new(c),
             inertia: VbdInertia::new(c),
             advance: VbdAdvance::new(c),
             color: VbdColor::new(c),

@@ -8,7 +8,7 @@ use crate::gpu::GpuContext;
 use crate::gpu::contact::layout::ContactLayout;
 use crate::gpu::kernel::{Bound, ComputeKernel, WORKGROUP};
 use crate::solver::check::{
-    CLAMP_LOCK_SHARE, DIVERGED_WEIGHTS, MASS_CONTRAST, RESIDUAL_WEIGHT_SHARE, STIFFNESS_CONTRAST,
+    CLAMP_LOCK_SHARE, DIVERGED_WEIGHTS, MASS_CONTRAST, MIN_WEIGHT_GRAVITY, RESIDUAL_WEIGHT_SHARE, STIFFNESS_CONTRAST,
 };
 use crate::solver::check::{ENERGY_FLOOR, ENERGY_GAIN, SOFT_LIMIT, SOFT_WINDOW};
 use crate::state::SimState;
@@ -58,7 +58,8 @@ struct Params {
     energy_floor: f32,
     margin: f32,
     clamp_share: f32,
-    _pad: [u32; 3],
+    weight_gravity: f32,
+    _pad: [u32; 2],
     contact: ContactLayout,
 }
 
@@ -145,7 +146,8 @@ impl StepSoft {
             energy_floor: ENERGY_FLOOR as f32,
             margin: s.margin,
             clamp_share: CLAMP_LOCK_SHARE,
-            _pad: [0; 3],
+            weight_gravity: s.gravity.max(MIN_WEIGHT_GRAVITY as f32),
+            _pad: [0; 2],
             contact: s.contact.unwrap_or_default(),
         };
         let per_body = s.bodies * WORKGROUP;

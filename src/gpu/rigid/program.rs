@@ -85,6 +85,11 @@ impl RigidState {
         })
     }
 
+    /// The correction's words (each body's flags: free, volumetric).
+    pub fn words(&self) -> &wgpu::Buffer {
+        &self.buffer
+    }
+
     /// Binds the correction's dispatches for contact constants `model`, `initialization` and
     /// `obstacles`; `contacts` is the contacts buffer and its layout when the scene has surface
     /// contact, else any buffer (bound, never read) and `None`.

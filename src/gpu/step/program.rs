@@ -17,6 +17,7 @@ use crate::gpu::vbd::vbd_color::{VbdColorBuffers, VbdColorSetup};
 use crate::gpu::vbd::vbd_divergence::VbdDivergenceBuffers;
 use crate::gpu::vbd::vbd_finish::VbdFinishBuffers;
 use crate::gpu::vbd::vbd_inertia::{VbdInertiaBuffers, VbdInertiaParams};
+use crate::gpu::vbd::vbd_spin::VbdSpinBuffers;
 use crate::solver::vbd::chebyshev::ChebyshevSchedule;
 
 /// Every dispatch of a substep, by phase.
@@ -25,7 +26,8 @@ pub(super) struct Program {
     pub obstacles: GpuObstacleSet,
     /// Check: the start's energies, before anything moves.
     pub check_start: Vec<Bound>,
-    /// Predict: `vbd_inertia`, the rigid correction's groups, `vbd_advance`, the correction.
+    /// Predict: `vbd_spin`, `vbd_inertia`, the rigid correction's groups, `vbd_advance`, the
+    /// correction.
     pub predict: Vec<Bound>,
     /// Detect (and the sweeps' re-detections): surface contact, and its sweeps between
     /// detections (0: once per step).
@@ -165,8 +167,23 @@ impl GpuStepper {
         let (ctx, k, b, l) = (&*self.ctx, &self.kernels, &self.buffers, &self.layout);
         let n = self.vertices;
         let v = &s.vbd;
-        let inertia = VbdInertiaParams::new(n as usize, s.h, v.gravity, v.integrator, v.initialization);
-        let mut predict = vec![k.inertia.bind(
+        let rigid_state = self.rigid.as_ref().and_then(|r| r.as_ref()).filter(|_| v.rigid_correction);
+        let mut predict = Vec::new();
+        let mut inertia = VbdInertiaParams::new(n as usize, s.h, v.gravity, v.integrator, v.initialization);
+        if let Some(state) = rigid_state {
+            // The free volumetric bodies' spins (`solver::vbd::spin`), from x^n and v^n.
+            let spin = VbdSpinBuffers {
+                positions: &b.positions,
+                velocities: &b.velocities,
+                masses: &b.masses,
+                records: &b.records,
+                rigid: state.words(),
+                turns: &b.turns,
+            };
+            predict.push(k.spin.bind(ctx, self.bodies, self.records.bodies, s.h, &spin));
+            inertia = inertia.with_spins();
+        }
+        predict.push(k.inertia.bind(
             ctx,
             &inertia,
             &VbdInertiaBuffers {
@@ -177,8 +194,9 @@ impl GpuStepper {
                 flags: &b.flags,
                 targets: &b.targets,
                 steps: &b.steps,
+                turns: &b.turns,
             },
-        )];
+        ));
         let advance = k.advance.bind(
             ctx,
             n,
@@ -197,7 +215,7 @@ impl GpuStepper {
             },
         );
         let buffers = self.state_buffers();
-        let rigid = self.rigid.as_ref().and_then(|r| r.as_ref()).filter(|_| v.rigid_correction).map(|state| {
+        let rigid = rigid_state.map(|state| {
             let pairs = (contact.contacts, contact.state.map(|c| c.layout()));
             state.bind(ctx, &v.contact, v.initialization, obstacles, &buffers, pairs)
         });

@@ -24,7 +24,9 @@ pub struct VbdInertiaParams {
     pub integrator: u32,
     /// 0 previous, 1 inertia, 2 inertia and gravity, 3 adaptive.
     pub initialization: u32,
-    _pad: u32,
+    /// 1 when `turns` holds `vbd_spin`'s output.
+    pub spin: u32,
+    _pad: [u32; 4],
 }
 
 impl VbdInertiaParams {
@@ -44,8 +46,15 @@ impl VbdInertiaParams {
                 Initialization::InertiaAndGravity => 2,
                 Initialization::Adaptive => 3,
             },
-            _pad: 0,
+            spin: 0,
+            _pad: [0; 4],
         }
+    }
+
+    /// The same, turning each body's rigid spin exactly with `vbd_spin`'s output
+    /// (`solver::vbd::spin`).
+    pub fn with_spins(self) -> Self {
+        Self { spin: 1, ..self }
     }
 }
 
@@ -82,6 +91,8 @@ pub struct VbdInertiaBuffers<'a> {
     pub targets: &'a wgpu::Buffer,
     /// Output, one [`GpuVertexStep`] per vertex.
     pub steps: &'a wgpu::Buffer,
+    /// `vbd_spin`'s per-vertex output (read with spins only).
+    pub turns: &'a wgpu::Buffer,
 }
 
 /// The compiled kernel.
@@ -97,7 +108,7 @@ impl VbdInertia {
 
     /// The dispatch over `params.count` vertices.
     pub fn bind(&self, ctx: &GpuContext, params: &VbdInertiaParams, b: &VbdInertiaBuffers<'_>) -> Bound {
-        let buffers = [b.positions, b.velocities, b.accelerations, b.masses, b.flags, b.targets, b.steps];
+        let buffers = [b.positions, b.velocities, b.accelerations, b.masses, b.flags, b.targets, b.steps, b.turns];
         self.kernel.bind_pod(ctx, params, &buffers, params.count)
     }
 }
@@ -155,6 +166,7 @@ mod tests {
             storage(&ctx, "targets", &targets, false),
         ];
         let steps = output::<GpuVertexStep>(&ctx, "steps", n);
+        let unused = output::<Vec4>(&ctx, "unused", 1);
         let h = 1.0 / 60.0;
         for integrator in [Integrator::BackwardEuler, Integrator::Newmark] {
             for init in [
@@ -173,6 +185,7 @@ mod tests {
                     flags: &bufs[4],
                     targets: &bufs[5],
                     steps: &steps,
+                    turns: &unused,
                 };
                 record_pass(&mut encoder, "vbd_inertia", &[kernel.bind(&ctx, &params, &b)]);
                 ctx.queue.submit([encoder.finish()]);

@@ -68,6 +68,10 @@ pub const RESIDUAL_WEIGHT_SHARE: f64 = 0.25;
 /// A residual that grew to this many times the body's weight is a hard failure (the sweeps
 /// diverged), not a soft flag.
 pub const DIVERGED_WEIGHTS: f64 = 100.0;
+/// The residual rule takes a body's weight under at least this gravity \[m/s²\]: without
+/// gravity the weight is no scale for the forces a step leaves (a spun 8 kg cube's elements carry
+/// 80 N of centripetal force), and the rule's 1 mN floor flagged its first step as diverged.
+pub const MIN_WEIGHT_GRAVITY: f64 = 1.0;
 /// Ratio of shear moduli between two tet bodies in contact beyond which the fast path's
 /// per-vertex sweeps cannot carry the force across (docs/algorithms.md §8's stiffness ratios): there
 /// the sweeps stall for good (a 1e9 Pa block on a 1e4 Pa sheet ends each step 1.0–1.3× above
@@ -184,7 +188,7 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
     weight.clear();
     weight.resize(st.bodies.len(), 0.0);
     for (&m, &b) in st.masses.iter().zip(&st.vertex_body) {
-        weight[b as usize] += m as f64 * c.gravity as f64;
+        weight[b as usize] += m as f64 * (c.gravity as f64).max(MIN_WEIGHT_GRAVITY);
     }
     let bodies = BodyConstants { shear, vertex_mass, weight };
     read_contacts(st, &bodies, c.fast.contact_pairs(), strict, carried);

@@ -32,6 +32,7 @@ use carrier::CarrierSweep;
 use contact::{SurfaceContactScratch, SurfaceContactSettings, begin_step, surface_contact_on};
 use rigid_correction::{RigidMotion, RigidScratch};
 use shared::{SubstepFlags, SubstepPlan};
+use spin::BodySpin;
 
 pub(crate) mod carrier;
 pub mod chebyshev;
@@ -44,6 +45,7 @@ mod result;
 pub(crate) mod rigid_correction;
 mod rigid_energy;
 mod shared;
+pub(crate) mod spin;
 mod sweep;
 pub(crate) mod vertex;
 
@@ -63,6 +65,8 @@ struct BodyScratch {
     frozen: Vec<u32>,
     /// Rigid correction.
     motions: Vec<RigidMotion>,
+    /// The rigid spin each free volumetric body turns by exactly (`spin`).
+    spins: Vec<Option<BodySpin>>,
     /// Residual of the last sweep, and the smallest in the step.
     residual2: Vec<f64>,
     min_residual2: Vec<f64>,
@@ -77,6 +81,7 @@ impl BodyScratch {
         self.touching.resize(bodies, false);
         self.frozen.resize(bodies, 0);
         self.motions.resize(bodies, RigidMotion::IDENTITY);
+        self.spins.resize(bodies, None);
         self.residual2.resize(bodies, 0.0);
         self.min_residual2.resize(bodies, f64::INFINITY);
         self.first_residual2.resize(bodies, 0.0);
@@ -198,6 +203,20 @@ impl Vbd {
                     bs.touching[b as usize] = true;
                 }
             }
+        }
+        for (b, body) in state.bodies.iter().enumerate() {
+            let range = body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize;
+            let volumetric = !range.is_empty() && !state.tet_adjacency.row(range.start).is_empty();
+            bs.spins[b] = (bs.eligible[b] && volumetric)
+                .then(|| {
+                    BodySpin::of(
+                        &state.positions[range.clone()],
+                        &state.velocities[range.clone()],
+                        &state.masses[range],
+                        substep.h,
+                    )
+                })
+                .flatten();
         }
         bs.toi.fill(1.0);
         bs.frozen.fill(0);

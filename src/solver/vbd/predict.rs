@@ -41,7 +41,13 @@ impl Vbd {
                 // flight: exact for a released body; for one resting on an obstacle the path
                 // clamp stops it and the next step's history is real.
                 let accel = if flag & VERTEX_NO_HISTORY != 0 { s.gravity } else { Vec3A::from_vec4(sh.acc.get(v)) };
-                let step = s.integrator.vertex_step(sh.substep.h, vel, accel);
+                let mut step = s.integrator.vertex_step(sh.substep.h, vel, accel);
+                if let Some(spin) = sh.spins[st.vertex_body[v] as usize].filter(|_| flag & VERTEX_KINEMATIC == 0) {
+                    // The body's rigid spin turns exactly (`spin`).
+                    let turn = spin.turn(x, sh.substep.h);
+                    step.predictor += turn.shift;
+                    step.c0 += turn.velocity - turn.shift * step.c1;
+                }
                 sh.start.set(v, x4);
                 sh.predictor.set(v, step.predictor.extend(step.weight));
                 let m_over_w = st.masses[v] / step.weight;

@@ -58,14 +58,13 @@
 //! 3. **Lone bodies do not turn** (`rotates` needs `coupled`). Turning them too (with 1.) rolled
 //!    the μ = 0.9 ball 1.02 m, but the block of `incline_slide` on its box obstacle then slid at
 //!    a third of its acceleration, its coarse rotation alternating ±7–17 mrad a step.
-//! 4. **The integrator damps turning.** Newmark (γ = 3/2) treats a turning body as an
-//!    oscillation of every coordinate: a 0.2 m cube spun at 10 rad/s in zero gravity keeps 37 %
-//!    of its angular momentum after 2 s. Turning each free body's rigid part exactly in the
-//!    predictor and velocity update keeps 98.3 %; the rest is Rayleigh damping, whose `μ Ḟ`
-//!    stress rate is not zero for a rotation (with `k_d` = 0 the momentum holds to 4 digits).
+//! 4. **The integrator damped turning** (fixed in `spin`). Newmark (γ = 3/2) treated a turning
+//!    body as an oscillation of every coordinate: a 0.2 m cube spun at 10 rad/s in zero gravity
+//!    kept 37 % of its angular momentum after 2 s; it now keeps 98.3 % (the rest is Rayleigh
+//!    damping's `μ Ḟ`, see `spin`).
 //!
 //! With 1., 3. and 4. together the μ = 0.9 ball rolled 1.00 m in 1 s (ω 11.9 rad/s where rolling
-//! needs 19.7), with 2. as well 1.00 m (ω 14.3): the fix needs all four, on the CPU and the GPU.
+//! needs 19.7), with 2. as well 1.00 m (ω 14.3): rolling needs all four, on the CPU and the GPU.
 
 use std::ops::Range;
 

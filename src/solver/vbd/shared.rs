@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use super::carrier::{Carrier, CarrierSweep};
 use super::contact::{ContactContext, SurfaceContactScratch};
 use super::rigid_correction::{RigidBuffers, RigidMotion, RigidScratch};
+use super::spin::BodySpin;
 use super::vertex::VertexInputs;
 use super::{Vbd, VbdSettings};
 use crate::collision::Obstacle;
@@ -97,6 +98,8 @@ pub(super) struct Shared<'a> {
     pub eligible: &'a [bool],
     /// Per body: touched another body at the last detection.
     pub touching: &'a [bool],
+    /// Per body: the rigid spin it turns by exactly.
+    pub spins: &'a [Option<BodySpin>],
     /// Per body: no Chebyshev mixing (`FROZEN_*`).
     pub frozen: SharedSlice<'a, u32>,
     /// Per body: the rigid correction's motion.
@@ -229,6 +232,7 @@ impl Vbd {
                 body_toi: SharedSlice::new(&mut b.toi),
                 eligible: &b.eligible,
                 touching: &b.touching,
+                spins: &b.spins,
                 frozen: SharedSlice::new(&mut b.frozen),
                 motions: SharedSlice::new(&mut b.motions),
                 body_residual2: SharedSlice::new(&mut b.residual2),
