@@ -67,3 +67,26 @@ fn rotation_of(theta: vec3<f32>) -> mat3x3<f32> {
         vec3<f32>(xz + a.y * s, yz - a.x * s, a.z * a.z * omc + c),
     );
 }
+
+// The inverse of a 3×3 matrix (garbage for a singular one; callers check first).
+fn inverse3(m: mat3x3<f32>) -> mat3x3<f32> {
+    let a0 = cross(m[1], m[2]);
+    let a1 = cross(m[2], m[0]);
+    let a2 = cross(m[0], m[1]);
+    let det = dot(m[0], a0);
+    return transpose(mat3x3<f32>(a0, a1, a2)) * (1.0 / det);
+}
+
+// A point's share `w (|r|² I − r rᵀ)` of an inertia tensor, as (xx, yy, zz, xy, xz, yz).
+fn inertia_terms(r: vec3<f32>, w: f32) -> array<f32, 6> {
+    let r2 = dot(r, r);
+    return array<f32, 6>(
+        (r2 - r.x * r.x) * w,
+        (r2 - r.y * r.y) * w,
+        (r2 - r.z * r.z) * w,
+        -r.x * r.y * w,
+        -r.x * r.z * w,
+        -r.y * r.z * w,
+    );
+}
+

@@ -88,14 +88,10 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     for (var v = first + lane; v < end; v += 64u) {
         let q = vertex_quadratic(v, damping);
         let r = positions[v].xyz - center;
-        let r2 = dot(r, r);
-        let a = q.w;
-        sums[0] += (r2 - r.x * r.x) * a;
-        sums[1] += (r2 - r.y * r.y) * a;
-        sums[2] += (r2 - r.z * r.z) * a;
-        sums[3] -= r.x * r.y * a;
-        sums[4] -= r.x * r.z * a;
-        sums[5] -= r.y * r.z * a;
+        let terms = inertia_terms(r, q.w);
+        for (var k = 0u; k < 6u; k++) {
+            sums[k] += terms[k];
+        }
         let tq = cross(r, q.xyz);
         sums[6] += q.x;
         sums[7] += q.y;
@@ -103,7 +99,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         sums[9] += tq.x;
         sums[10] += tq.y;
         sums[11] += tq.z;
-        sums[12] = max(sums[12], sqrt(r2));
+        sums[12] = max(sums[12], length(r));
     }
     for (var k = 0u; k < SUMS; k++) {
         partial[lane * SUMS + k] = sums[k];

@@ -749,10 +749,3 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     }
 }
 
-fn inverse3(m: mat3x3<f32>) -> mat3x3<f32> {
-    let a0 = cross(m[1], m[2]);
-    let a1 = cross(m[2], m[0]);
-    let a2 = cross(m[0], m[1]);
-    let det = dot(m[0], a0);
-    return transpose(mat3x3<f32>(a0, a1, a2)) * (1.0 / det);
-}

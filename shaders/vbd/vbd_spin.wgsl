@@ -43,13 +43,6 @@ fn reduce(lane: u32, width: u32) {
     }
 }
 
-fn inverse_of(m: mat3x3<f32>) -> mat3x3<f32> {
-    let a0 = cross(m[1], m[2]);
-    let a1 = cross(m[2], m[0]);
-    let a2 = cross(m[0], m[1]);
-    return transpose(mat3x3<f32>(a0, a1, a2)) * (1.0 / dot(m[0], a0));
-}
-
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let b = group.x;
@@ -105,17 +98,14 @@ fn find_spin(lane: u32, first: u32, end: u32) {
     for (var v = first + lane; v < end; v += 64u) {
         let m = masses[v];
         let r = positions[v].xyz - center;
-        let r2 = dot(r, r);
         let l = cross(r, velocities[v].xyz) * m;
         sums[0] += l.x;
         sums[1] += l.y;
         sums[2] += l.z;
-        sums[3] += (r2 - r.x * r.x) * m;
-        sums[4] += (r2 - r.y * r.y) * m;
-        sums[5] += (r2 - r.z * r.z) * m;
-        sums[6] -= r.x * r.y * m;
-        sums[7] -= r.x * r.z * m;
-        sums[8] -= r.y * r.z * m;
+        let terms = inertia_terms(r, m);
+        for (var k = 0u; k < 6u; k++) {
+            sums[3u + k] += terms[k];
+        }
     }
     for (var k = 0u; k < SUMS; k++) {
         partial[lane * SUMS + k] = sums[k];
@@ -135,7 +125,7 @@ fn find_spin(lane: u32, first: u32, end: u32) {
     if !(mass > 0.0 && det > 0.0) || non_finite(vec4<f32>(l, det)) {
         return;
     }
-    let inverse = inverse_of(inertia);
+    let inverse = inverse3(inertia);
     let omega = inverse * l;
     let speed = length(omega);
     if !(speed > MIN_SPIN) || non_finite(vec4<f32>(omega, speed)) {
