@@ -176,7 +176,8 @@ impl Vbd {
 
     /// What a substep decides before its first phase: the threads, whether surface contact and
     /// edge contacts are on, which bodies take the rigid correction and which start from `x^n`
-    /// (touching another), and the carriers' start; per-body arrays reset.
+    /// (touching another), each free body's spin, and the carriers' start; per-body arrays
+    /// reset.
     fn plan_substep(&mut self, state: &SimState, substep: &Substep<'_>, s: &VbdSettings) {
         let n = state.vertex_count();
         self.resize(n, state.color_vertices.len(), state.tets.len());
@@ -204,6 +205,7 @@ impl Vbd {
                 }
             }
         }
+        // The free volumetric bodies' spins over the substep (`spin`), from x^n and v^n.
         for (b, body) in state.bodies.iter().enumerate() {
             let range = body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize;
             let volumetric = !range.is_empty() && !state.tet_adjacency.row(range.start).is_empty();
