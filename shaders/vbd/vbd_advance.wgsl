@@ -7,7 +7,10 @@
 //      (times in [0, 1] order as their bits, so an integer atomicMin is exact: no float
 //      atomics);
 //   2  per vertex: shorten the offset by the body's time, keep vertices already inside an
-//      obstacle from starting deeper, and start the iterates and Chebyshev's history there.
+//      obstacle from starting deeper, and start the iterates and Chebyshev's history there;
+//   3  per vertex, after vbd_spans' limit (phase 0 over its per-body fractions before it):
+//      scale the offsets of the bodies it holds back, and restart their iterates there (the
+//      CPU's scale_advance).
 // Host wrapper: src/gpu/vbd/vbd_advance.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl.
 
 struct Params {
@@ -15,7 +18,9 @@ struct Params {
     count: u32,
     // Where vertex_body starts in `index`.
     vertex_body: u32,
-    _pad: u32,
+    // Phase 0: the first word it resets in `body_toi`; phase 3: where vbd_spans' per-body
+    // fractions start there (after the per-body times of phase 1).
+    span_toi: u32,
     obstacles: ObstacleSet,
 }
 
@@ -36,7 +41,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         return;
     }
     if params.phase == 0u {
-        atomicStore(&body_toi[i], bitcast<u32>(1.0));
+        atomicStore(&body_toi[params.span_toi + i], bitcast<u32>(1.0));
         return;
     }
     let kinematic = (flags[i] & VERTEX_KINEMATIC) != 0u;
@@ -56,6 +61,21 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         if toi < 1.0 {
             atomicMin(&body_toi[index[params.vertex_body + i]], time_bits(toi));
         }
+        return;
+    }
+    if params.phase == 3u {
+        // The spans' limit (vbd_spans): only bodies it holds back, their offsets scaled.
+        let toi = bitcast<f32>(atomicLoad(&body_toi[params.span_toi + index[params.vertex_body + i]]));
+        if kinematic || toi >= 1.0 {
+            return;
+        }
+        offset *= toi;
+        let x4 = vec4<f32>(x + offset, 0.0);
+        steps[i].offset = vec4<f32>(offset, steps[i].offset.w);
+        positions[i] = x4;
+        initial[i] = x4;
+        previous[i] = x4;
+        before_previous[i] = x4;
         return;
     }
     var x0 = x + offset;

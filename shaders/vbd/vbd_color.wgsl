@@ -8,8 +8,10 @@
 // staged, as on the CPU: updates go to `updates` and a second dispatch (phase 1) commits them,
 // so such pairs update Jacobi-style and no invocation reads a position another one is writing.
 // Nothing is accumulated across invocations in floating point.
+// Surface edges and triangles get the contacts vbd_spans detected against boxes and spheres,
+// and their limit (add_edge_terms and limit_edge_move in src/solver/vbd/vertex.rs).
 // Host wrapper: src/gpu/vbd/vbd_color.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
+// lib/spans.wgsl, lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
 // lib/contact_layout.wgsl, lib/contact.wgsl.
 
 struct Params {
@@ -42,7 +44,19 @@ struct Params {
     phase: u32,
     // 1: write updates to `updates` (committed by phase 1) instead of in place.
     staged: u32,
+    // 1: a box or a sphere is among the obstacles, and the span records (lib/spans.wgsl)
+    // start at `updates[span_base]`.
+    spans: u32,
+    span_base: u32,
+    // The vertex → span adjacency (row offsets, entries) and the surface's edges and triangles
+    // in `index`, and the edge count.
+    span_offsets: u32,
+    span_entries: u32,
+    surface_edges: u32,
+    surface_triangles: u32,
+    edge_count: u32,
     _pad0: u32,
+    _pad1: u32,
     // Surface contact: pairs and bounds in `contacts`.
     bounds: SurfaceBounds,
     obstacles: ObstacleSet,
@@ -68,6 +82,134 @@ struct Params {
 fn velocity_estimate(i: u32) -> vec3<f32> {
     let s = steps[i];
     return (positions[i].xyz - s.start.xyz) * s.velocity.w + s.velocity.xyz;
+}
+
+fn span_of(i: u32) -> Span {
+    return span_at(params.surface_edges, params.surface_triangles, params.edge_count, i);
+}
+
+fn vertex_mass(i: u32) -> f32 {
+    return steps[i].inertia.w * steps[i].predictor.w;
+}
+
+// The contact and friction of vertex v's span contacts (add_edge_terms): the span's point at
+// the detected weights, its stiffness sized for the weighted mass and scaled, the stiffened
+// layer; `body_friction` is the vertex's body's μ.
+fn add_span_terms(v: u32, f: ptr<function, vec3<f32>>, h: ptr<function, mat3x3<f32>>, body_friction: f32) -> bool {
+    var in_contact = false;
+    for (var e = index[params.span_offsets + v]; e < index[params.span_offsets + v + 1u]; e++) {
+        let entry = index[params.span_entries + e];
+        let i = entry >> 2u;
+        let slot = entry & 3u;
+        let span = span_of(i);
+        for (var k = 0u; k < params.obstacles.count; k++) {
+            let record = updates[span_slot(params.span_base, i, k)];
+            if !(record.z > 0.0) {
+                continue;
+            }
+            let o = params.obstacles.items[k];
+            let w = span_weights(record, span.count);
+            var p = vec3<f32>(0.0);
+            var moved = vec3<f32>(0.0);
+            var mass = 0.0;
+            for (var j = 0u; j < span.count; j++) {
+                let vj = span.v[j];
+                let xj = positions[vj].xyz;
+                p += xj * w[j];
+                moved += (xj - steps[vj].start.xyz) * w[j];
+                mass += vertex_mass(vj) * w[j];
+            }
+            let sd = obstacle_distance(o, p);
+            if sd.d >= params.offset {
+                continue;
+            }
+            var k_c = params.stiffness;
+            if params.stiffness_per_mass == 1u {
+                k_c *= mass;
+            }
+            k_c *= record.z;
+            let lagged = stiffened_layer(k_c, params.offset, record.w);
+            let now = stiffened_layer(k_c, params.offset, sd.d);
+            let touching = add_contact(f, h, sd.d, sd.n, w[slot], moved, 0.5 * (body_friction + o.friction),
+                                       lagged.x * max(lagged.y - record.w, 0.0), now.x, now.y, params.static_slip);
+            in_contact = in_contact || touching;
+        }
+    }
+    return in_contact;
+}
+
+// Limits vertex v's move x → goal so none of its detected spans enters its box or sphere
+// (limit_edge_move): per span, the vertex may approach the span's separating plane by its
+// clearance less the gap; violated planes are projected onto, then the move is scaled.
+fn limit_span_move(v: u32, x: vec3<f32>, goal: vec3<f32>) -> vec3<f32> {
+    let reach = length(goal - x);
+    if reach == 0.0 {
+        return goal;
+    }
+    var planes: array<vec4<f32>, 8>;
+    var count = 0u;
+    for (var e = index[params.span_offsets + v]; e < index[params.span_offsets + v + 1u] && count < 8u; e++) {
+        let entry = index[params.span_entries + e];
+        let i = entry >> 2u;
+        let slot = entry & 3u;
+        let span = span_of(i);
+        var pts: array<vec3<f32>, 3>;
+        for (var j = 0u; j < span.count; j++) {
+            pts[j] = positions[span.v[j]].xyz;
+        }
+        pts[slot] = x;
+        for (var k = 0u; k < params.obstacles.count; k++) {
+            if count == 8u {
+                break;
+            }
+            if updates[span_slot(params.span_base, i, k)].z < 0.0 {
+                continue;
+            }
+            let o = params.obstacles.items[k];
+            var normal: vec3<f32>;
+            if span.count == 2u {
+                normal = segment_closest(o, pts[0], pts[1]).n;
+            } else {
+                let c = triangle_closest(o, pts[0], pts[1], pts[2]);
+                if !c.found {
+                    continue;
+                }
+                normal = c.n;
+            }
+            let n = separating_normal(o, pts, span.count, normal);
+            let support = obstacle_support(o, n);
+            var low = 3.4e38;
+            for (var j = 0u; j < span.count; j++) {
+                low = min(low, dot(n, pts[j]) - support);
+            }
+            if low < -params.offset {
+                continue;
+            }
+            let budget = max(dot(n, x) - support - SPAN_GAP, 0.0);
+            if budget >= reach {
+                continue;
+            }
+            planes[count] = vec4<f32>(n, budget);
+            count += 1u;
+        }
+    }
+    var d = goal - x;
+    for (var round = 0u; round < 4u; round++) {
+        for (var j = 0u; j < count; j++) {
+            let along = dot(planes[j].xyz, d);
+            if along < -planes[j].w {
+                d += planes[j].xyz * (-planes[j].w - along);
+            }
+        }
+    }
+    var scale = 1.0;
+    for (var j = 0u; j < count; j++) {
+        let along = dot(planes[j].xyz, d);
+        if along < -planes[j].w - 0.1 * SPAN_GAP {
+            scale = min(scale, planes[j].w / -along);
+        }
+    }
+    return x + d * scale;
 }
 
 @compute @workgroup_size(64)
@@ -112,6 +254,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         let lagged = k_c * max(params.offset - obstacle_distance(o, s.start.xyz).d, 0.0);
         let touching = add_contact(&f, &h, sd.d, sd.n, 1.0, dx, 0.5 * (body_record.z + o.friction), lagged, k_c,
                                    params.offset, params.static_slip);
+        in_contact = in_contact || touching;
+    }
+    if params.spans == 1u {
+        let touching = add_span_terms(v, &f, &h, body_record.z);
         in_contact = in_contact || touching;
     }
     for (var e = index[params.tet_offsets + v]; e < index[params.tet_offsets + v + 1u]; e++) {
@@ -289,6 +435,11 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     var target_x = x;
     if abs(det) > 1e-6 * abs(tr * tr * tr) {
         target_x = x + vec3<f32>(dot(a0, f), dot(a1, f), dot(a2, f)) * (1.0 / det);
+    }
+    // A span of the vertex may not enter a box or a sphere either. Its limit projects onto
+    // planes, so it goes first: the two limits after it only shorten the move.
+    if params.spans == 1u {
+        target_x = limit_span_move(v, x, target_x);
     }
     // Within the displacement bound since the last detection (no surface can be crossed), then
     // exact CCD against the static obstacles: the step may end on a surface, never inside.

@@ -68,6 +68,26 @@ impl ContactModel {
     }
 }
 
+impl ContactParams<f32> {
+    /// The constants that make [`add_contact`] at signed distance `distance` apply a layer
+    /// that stiffens as it is pressed: `E(d) = k δ² (d/δ − 1 − ln(d/δ))` over `d ∈ [δ/10, δ]`,
+    /// continued quadratically below `δ/10`. `E` agrees with the penalty `½ k (δ − d)²` to
+    /// second order at `δ`, but its force `k δ (δ/d − 1)` grows without bound as `d → 0`, so
+    /// the layer holds any load short of the surface (a penalty holds at most `k δ`).
+    pub fn stiffened_at(self, distance: f32) -> Self {
+        let (k, delta) = (self.stiffness, self.offset);
+        if distance >= delta || !(k > 0.0) {
+            return self;
+        }
+        let floor = 0.1 * delta;
+        let d = distance.max(floor);
+        let force = k * delta * (delta / d - 1.0) + k * (delta / floor).powi(2) * (floor - distance).max(0.0);
+        let stiffness = k * (delta / d).powi(2);
+        // add_contact applies `stiffness (offset − distance)`.
+        Self { stiffness, offset: distance + force / stiffness, ..self }
+    }
+}
+
 /// One contact as seen from one of its vertices.
 #[derive(Clone, Copy, Debug)]
 pub struct ContactPoint<R: Real> {
@@ -164,6 +184,42 @@ pub fn add_contact<R: Real>(f: &mut R::V3, h: &mut R::M3, c: &ContactPoint<R>, p
 mod tests {
     use super::*;
     use glam::{DMat3, DVec3};
+
+    /// The stiffened layer's force is `−E'(d)` and its stiffness `E''(d)` (finite differences
+    /// of `E(d) = k δ² (d/δ − 1 − ln(d/δ))`, quadratic below δ/10), and it meets the penalty
+    /// at δ to second order.
+    #[test]
+    fn the_stiffened_layer_is_the_derivative_of_its_energy() {
+        let (k, delta) = (2.0e3f64, 1e-3f64);
+        let floor = 0.1 * delta;
+        let energy = |d: f64| {
+            let log = |d: f64| k * delta * delta * (d / delta - 1.0 - (d / delta).ln());
+            if d >= delta {
+                0.0
+            } else if d >= floor {
+                log(d)
+            } else {
+                let (f0, f1) = (-k * delta * (delta / floor - 1.0), k * (delta / floor).powi(2));
+                log(floor) + f0 * (d - floor) + 0.5 * f1 * (d - floor).powi(2)
+            }
+        };
+        let p = ContactParams { stiffness: k as f32, offset: delta as f32, static_slip: 1e-6 };
+        for d in [-2e-4, 0.0, 5e-5, 1e-4, 2e-4, 5e-4, 9e-4, 9.99e-4, 1.2e-3] {
+            let s = p.stiffened_at(d as f32);
+            let force = (s.stiffness * (s.offset - d as f32).max(0.0)) as f64;
+            let h = 1e-7;
+            let fd_force = -(energy(d + h) - energy(d - h)) / (2.0 * h);
+            assert!((force - fd_force).abs() <= 1e-3 * fd_force.abs() + 1e-6, "force at {d}: {force} vs {fd_force}");
+            if d < delta - 1e-5 && (d - floor).abs() > 1e-6 {
+                let fd_stiffness = (energy(d + h) - 2.0 * energy(d) + energy(d - h)) / (h * h);
+                let got = s.stiffness as f64;
+                assert!((got - fd_stiffness).abs() <= 2e-2 * fd_stiffness, "stiffness at {d}: {got} vs {fd_stiffness}");
+            }
+        }
+        // Near the offset it is the penalty.
+        let s = p.stiffened_at(0.999e-3);
+        assert!((s.stiffness - p.stiffness).abs() < 1e-2 * p.stiffness);
+    }
 
     #[test]
     fn friction_potential_derivatives_match_finite_differences() {

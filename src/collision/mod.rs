@@ -4,6 +4,7 @@
 
 pub mod bvh;
 pub mod ccd;
+mod closest;
 mod contact;
 
 pub mod intersection;
@@ -18,7 +19,7 @@ pub use contact::{
     friction_f1_prime,
 };
 pub use obstacle::{Obstacle, ObstacleError, ObstacleShape, limit_step};
-pub(crate) use obstacle::{SegmentClosest, ball_signed_distance, box_signed_distance};
+pub(crate) use obstacle::{ball_signed_distance, box_signed_distance};
 #[cfg(test)]
 pub(crate) use posed::test_geometry;
 pub use posed::{ObstacleGeometry, PosedShape, RigidPose};

@@ -89,12 +89,31 @@ impl Obstacle {
         }
     }
 
-    /// Whether soft surface edges are tested against this obstacle (see `solver::vbd::edges`):
-    /// a shape of its own (a rapier collider) whose pose is given. A carrier's pose is solved
-    /// with its vertices' contacts only, so its edges stay vertex-only.
+    /// Whether soft surface edges are tested against this obstacle (see `solver::vbd::spans`):
+    /// a box, a sphere, or a shape of its own (a rapier collider) whose pose is given. A
+    /// half-space needs no edge test (the distance is linear along an edge, so its ends are
+    /// always its closest points), and a carrier's pose is solved with its vertices' contacts
+    /// only, so its edges stay vertex-only.
     #[inline]
     pub(crate) fn tests_edges(&self) -> bool {
-        matches!(&self.shape, ObstacleShape::Posed(p) if p.carrier.is_none())
+        match &self.shape {
+            ObstacleShape::Posed(p) => p.carrier.is_none(),
+            ObstacleShape::Cuboid { .. } | ObstacleShape::Sphere { .. } => true,
+            ObstacleShape::Plane { .. } => false,
+        }
+    }
+
+    /// Whether the obstacle is a sphere.
+    #[inline]
+    pub(crate) fn is_sphere(&self) -> bool {
+        matches!(self.shape, ObstacleShape::Sphere { .. })
+    }
+
+    /// Whether soft surface triangles are tested against this obstacle, for a corner or a cap
+    /// inside them (see [`Obstacle::triangle_closest`]): a box or a sphere.
+    #[inline]
+    pub(crate) fn tests_triangles(&self) -> bool {
+        matches!(self.shape, ObstacleShape::Cuboid { .. } | ObstacleShape::Sphere { .. })
     }
 
     /// Whether the solid is convex (the analytic shapes always; a posed shape when its collider
@@ -113,47 +132,24 @@ impl Obstacle {
         matches!(&self.shape, ObstacleShape::Posed(p) if p.start != p.end)
     }
 
-    /// Whether the box `lo..hi` widened by `r` can reach the obstacle (always for the analytic
-    /// shapes, which have no box).
+    /// Whether the box `lo..hi` widened by `r` can reach the obstacle's bounding box (always
+    /// for a half-space).
     #[inline]
     pub(crate) fn box_reaches(&self, lo: Vec3A, hi: Vec3A, r: f32) -> bool {
-        match &self.shape {
-            ObstacleShape::Posed(p) => {
-                let (olo, ohi) = p.world_box();
-                !((hi + Vec3A::splat(r)).cmplt(olo).any() || (lo - Vec3A::splat(r)).cmpgt(ohi).any())
+        let (olo, ohi) = match self.shape {
+            ObstacleShape::Posed(ref p) => p.world_box(),
+            ObstacleShape::Sphere { center, radius } => {
+                (Vec3A::from(center) - Vec3A::splat(radius), Vec3A::from(center) + Vec3A::splat(radius))
             }
-            _ => true,
-        }
-    }
-
-    /// The point of the segment `a → b` closest to the obstacle (at its end pose): parameter,
-    /// signed distance and the obstacle's outward normal there, and the signed distances of the
-    /// two ends.
-    ///
-    /// A signed distance is convex along a line for a convex solid, so a golden-section search
-    /// finds the minimum; nine samples first pick the bracket, which also finds the deepest dip
-    /// of a non-convex shape (a trimesh) unless two are closer than an eighth of the segment.
-    pub(crate) fn segment_closest(&self, a: Vec3A, b: Vec3A) -> SegmentClosest {
-        self.segment_closest_at(a, b, false, None)
-    }
-
-    /// [`Self::segment_closest`] with the obstacle at its start pose (for a segment of the
-    /// step's start).
-    #[cfg(test)]
-    pub(crate) fn segment_closest_start(&self, a: Vec3A, b: Vec3A) -> SegmentClosest {
-        self.segment_closest_at(a, b, true, None)
-    }
-
-    /// [`Self::segment_closest`] (at the start pose if `start`) given the two ends' signed
-    /// distances and normals, which a scan over a mesh's edges measures once per vertex.
-    pub(crate) fn segment_closest_from_ends(
-        &self,
-        a: Vec3A,
-        b: Vec3A,
-        start: bool,
-        ends: [(f32, Vec3A); 2],
-    ) -> SegmentClosest {
-        self.segment_closest_at(a, b, start, Some(ends))
+            ObstacleShape::Cuboid { center, half_extents, rotation } => {
+                let m = glam::Mat3::from_quat(rotation);
+                let reach = Vec3A::from(m.x_axis.abs() * half_extents.x + m.y_axis.abs() * half_extents.y)
+                    + Vec3A::from(m.z_axis.abs() * half_extents.z);
+                (Vec3A::from(center) - reach, Vec3A::from(center) + reach)
+            }
+            ObstacleShape::Plane { .. } => return true,
+        };
+        !((hi + Vec3A::splat(r)).cmplt(olo).any() || (lo - Vec3A::splat(r)).cmpgt(ohi).any())
     }
 
     /// Signed distance and outward normal from the geometry itself at the end pose (at the
@@ -183,56 +179,6 @@ impl Obstacle {
             ObstacleShape::Posed(s) => s.end.apply(s.start.invert(x)) - x,
             _ => Vec3A::ZERO,
         }
-    }
-
-    fn segment_closest_at(&self, a: Vec3A, b: Vec3A, start: bool, ends: Option<[(f32, Vec3A); 2]>) -> SegmentClosest {
-        const SAMPLES: usize = 9;
-        let exact = |p: Vec3A| self.signed_distance_exact(p, start);
-        // A convex solid's distance is convex along the segment: if it rises from both ends
-        // into the segment, the nearer end is the closest point (the common case of an edge
-        // lying on or above a face), and two queries answer.
-        if self.is_convex() {
-            let [(da, na), (db, nb)] = ends.unwrap_or_else(|| [exact(a), exact(b)]);
-            // The distance's slope into the segment at each end (the normal is its gradient):
-            // a convex function rising from one end has its minimum there.
-            if na.dot(b - a) >= 0.0 {
-                return SegmentClosest { t: 0.0, distance: da, normal: na, ends: [da, db] };
-            }
-            if nb.dot(a - b) >= 0.0 {
-                return SegmentClosest { t: 1.0, distance: db, normal: nb, ends: [da, db] };
-            }
-        }
-        let at = |t: f32| exact(a + (b - a) * t).0;
-        let mut d = [0.0f32; SAMPLES];
-        for (k, dk) in d.iter_mut().enumerate() {
-            *dk = at(k as f32 / (SAMPLES - 1) as f32);
-        }
-        let best = (0..SAMPLES).min_by(|&i, &j| d[i].total_cmp(&d[j])).unwrap_or(0);
-        let step = 1.0 / (SAMPLES - 1) as f32;
-        let (mut lo, mut hi) =
-            ((best as f32 - 1.0).max(0.0) * step, (best as f32 + 1.0).min((SAMPLES - 1) as f32) * step);
-        // Golden section: 16 rounds shrink the bracket (a quarter of the segment) to 5e-5 of it.
-        const INV_PHI: f32 = 0.618_034;
-        let (mut t1, mut t2) = (hi - INV_PHI * (hi - lo), lo + INV_PHI * (hi - lo));
-        let (mut f1, mut f2) = (at(t1), at(t2));
-        for _ in 0..16 {
-            if f1 <= f2 {
-                hi = t2;
-                (t2, f2) = (t1, f1);
-                t1 = hi - INV_PHI * (hi - lo);
-                f1 = at(t1);
-            } else {
-                lo = t1;
-                (t1, f1) = (t2, f2);
-                t2 = lo + INV_PHI * (hi - lo);
-                f2 = at(t2);
-            }
-        }
-        let (t, found) = if f1 <= f2 { (t1, f1) } else { (t2, f2) };
-        // An end (or a sample) may still be the closest point.
-        let t = if d[best] < found { best as f32 * step } else { t };
-        let (distance, normal) = exact(a + (b - a) * t);
-        SegmentClosest { t, distance, normal, ends: [d[0], d[SAMPLES - 1]] }
     }
 
     /// The ground: the half-space below `y = height`.
@@ -494,29 +440,6 @@ impl Obstacle {
         }
         let stop = a + (b - a) * (t * (1.0 - 1e-4));
         Some(if self.signed_distance(stop).0 >= 0.0 { stop } else { a })
-    }
-}
-
-/// The closest point of a segment to an obstacle (see [`Obstacle::segment_closest`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct SegmentClosest {
-    /// Parameter along the segment, 0 at its start.
-    pub t: f32,
-    /// Signed distance there \[m\].
-    pub distance: f32,
-    /// The obstacle's outward unit normal there.
-    pub normal: Vec3A,
-    /// Signed distances of the two ends \[m\].
-    pub ends: [f32; 2],
-}
-
-impl SegmentClosest {
-    /// How far the segment dips below the straight interpolation of its ends' distances \[m\]
-    /// (0 when an end is closest, or the segment lies along a flat face): what a contact of
-    /// the segment's interior adds to its ends' contacts.
-    #[inline]
-    pub fn excess(&self) -> f32 {
-        ((1.0 - self.t) * self.ends[0] + self.t * self.ends[1] - self.distance).max(0.0)
     }
 }
 

@@ -88,6 +88,7 @@ pub(crate) const SHADERS: &[KernelSource] = &[
     kernel!(vbd, vbd_divergence),
     kernel!(vbd, vbd_finish),
     kernel!(vbd, vbd_inertia),
+    kernel!(vbd, vbd_spans),
     kernel!(vbd, vbd_spin),
 ];
 

@@ -36,6 +36,12 @@ impl GpuObstacleSet {
         self.count as usize
     }
 
+    /// Whether a box or a sphere is in the set: surface spans are tested against them
+    /// (`gpu::vbd::vbd_spans`).
+    pub fn has_spans(&self) -> bool {
+        self.items[..self.count()].iter().any(|o| o.kind == 1 || o.kind == 2)
+    }
+
     /// Packs `obstacles`; more than [`MAX_OBSTACLES`] is an error naming the count.
     pub fn pack(obstacles: &[Obstacle]) -> Result<Self, GpuError> {
         if obstacles.len() > MAX_OBSTACLES {

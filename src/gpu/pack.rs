@@ -30,6 +30,11 @@ pub struct IndexLayout {
     pub surface_triangles: u32,
     /// `surface_edges`, two u32 each.
     pub surface_edges: u32,
+    /// Vertex → surface span (`span << 2 | slot`; the surface edges, then the surface
+    /// triangles: `gpu::vbd::vbd_spans`) row offsets and entries.
+    pub span_offsets: u32,
+    /// See `span_offsets`.
+    pub span_entries: u32,
     /// Total length.
     pub len: u32,
 }
@@ -57,7 +62,7 @@ pub fn pack_index(st: &SimState) -> (Vec<u32>, IndexLayout) {
     layout.vertex_body = index.len() as u32;
     index.extend_from_slice(&st.vertex_body);
     // An adjacency without rows (no cloth) still answers every vertex with an empty row.
-    let mut csr = |c: &crate::mesh::Csr| {
+    let csr = |index: &mut Vec<u32>, c: &crate::mesh::Csr| {
         let offsets = index.len() as u32;
         if c.offsets.is_empty() {
             index.resize(index.len() + st.vertex_count() + 1, 0);
@@ -68,16 +73,31 @@ pub fn pack_index(st: &SimState) -> (Vec<u32>, IndexLayout) {
         index.extend_from_slice(&c.entries);
         (offsets, entries)
     };
-    (layout.tri_offsets, layout.tri_entries) = csr(&st.tri_adjacency);
-    (layout.hinge_offsets, layout.hinge_entries) = csr(&st.hinge_adjacency);
+    (layout.tri_offsets, layout.tri_entries) = csr(&mut index, &st.tri_adjacency);
+    (layout.hinge_offsets, layout.hinge_entries) = csr(&mut index, &st.hinge_adjacency);
     layout.surface_vertices = index.len() as u32;
     index.extend_from_slice(&st.surface_vertices);
     layout.surface_triangles = index.len() as u32;
     index.extend(st.surface_triangles.iter().flatten());
     layout.surface_edges = index.len() as u32;
     index.extend(st.surface_edges.iter().flatten());
+    (layout.span_offsets, layout.span_entries) = csr(&mut index, &span_adjacency(st));
     layout.len = index.len() as u32;
     (index, layout)
+}
+
+/// The surface spans (edges, then triangles) each vertex belongs to.
+fn span_adjacency(st: &SimState) -> crate::mesh::Csr {
+    const NONE: u32 = u32::MAX;
+    let spans = st.surface_edges.iter().map(|&[a, b]| [a, b, NONE]).chain(st.surface_triangles.iter().copied());
+    let mut csr = crate::mesh::Csr::default();
+    csr.fill_vertex_elements(st.vertex_count(), spans, |v| v != NONE);
+    csr
+}
+
+/// The number of surface spans: edges and triangles.
+pub fn span_count(st: &SimState) -> u32 {
+    (st.surface_edges.len() + st.surface_triangles.len()) as u32
 }
 
 /// Where each record table starts in the packed `records` buffer (in vec4s; the materials

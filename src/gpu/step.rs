@@ -50,7 +50,7 @@ use crate::gpu::contact::layout::{
     CONTROL_OVERFLOW_FRAME, CONTROL_PAIRS_DROPPED, CONTROL_PAIRS_REQUESTED, control_words,
 };
 use crate::gpu::contact::program::ContactState;
-use crate::gpu::pack::{IndexLayout, RecordLayout, pack_index, pack_records};
+use crate::gpu::pack::{IndexLayout, RecordLayout, pack_index, pack_records, span_count};
 use crate::gpu::readback::ReadbackRing;
 use crate::gpu::rigid::program::RigidState;
 use crate::gpu::submit::Submitter;
@@ -60,6 +60,7 @@ use crate::gpu::vbd::vbd_color::VbdColor;
 use crate::gpu::vbd::vbd_divergence::VbdDivergence;
 use crate::gpu::vbd::vbd_finish::VbdFinish;
 use crate::gpu::vbd::vbd_inertia::{GpuVertexStep, VbdInertia};
+use crate::gpu::vbd::vbd_spans::{self, VbdSpans};
 use crate::gpu::vbd::vbd_spin::VbdSpin;
 use crate::gpu::{GpuContext, GpuError};
 use crate::solver::{SurfaceContactSettings, VbdSettings};
@@ -138,7 +139,8 @@ struct StepBuffers {
     previous: wgpu::Buffer,
     before_previous: wgpu::Buffer,
     /// Per vertex: a staged colour update and its squared residual (vec4; the sign bit set when
-    /// the displacement bound held the vertex).
+    /// the displacement bound held the vertex); then per surface span and obstacle, its contact
+    /// record (`vbd_spans`).
     updates: wgpu::Buffer,
     index: wgpu::Buffer,
     tets: wgpu::Buffer,
@@ -175,6 +177,7 @@ struct Kernels {
     spin: VbdSpin,
     inertia: VbdInertia,
     advance: VbdAdvance,
+    spans: VbdSpans,
     color: VbdColor,
     divergence: VbdDivergence,
     chebyshev: VbdChebyshev,
@@ -267,11 +270,12 @@ impl GpuStepper {
             initial: output::<Vec4>(c, "initial", n),
             previous: output::<Vec4>(c, "previous", n),
             before_previous: output::<Vec4>(c, "before_previous", n),
-            updates: output::<Vec4>(c, "updates", n),
+            updates: output::<Vec4>(c, "updates", vbd_spans::updates_len(n as u32, span_count(st))),
             index: storage(c, "index", &index, false),
             tets: storage(c, "tets", &st.tets, false),
             records: storage(c, "records", &records, false),
-            body_toi: output::<u32>(c, "body_toi", bodies),
+            // Per body, twice (the obstacle advance's, then `vbd_spans`').
+            body_toi: output::<u32>(c, "body_toi", 2 * bodies),
             turns: output::<Vec4>(c, "turns", 2 * n),
             control: output::<u32>(c, "control", control_words(bodies)),
             no_contacts: output::<u32>(c, "no contacts", 4),
@@ -289,6 +293,7 @@ impl GpuStepper {
             spin: VbdSpin::new(c),
             inertia: VbdInertia::new(c),
             advance: VbdAdvance::new(c),
+            spans: VbdSpans::new(c),
             color: VbdColor::new(c),
             divergence: VbdDivergence::new(c),
             chebyshev: VbdChebyshev::new(c),

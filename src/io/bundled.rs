@@ -9,6 +9,7 @@ pub const BUNDLED_SCENES: &[(&str, &str)] = &[
     ("cantilever_fine", include_str!("../../examples/scenes/cantilever_fine.json")),
     ("cantilever_medium", include_str!("../../examples/scenes/cantilever_medium.json")),
     ("cloth_drape_sphere", include_str!("../../examples/scenes/cloth_drape_sphere.json")),
+    ("cloth_on_table_edge", include_str!("../../examples/scenes/cloth_on_table_edge.json")),
     ("cloth_self_fold", include_str!("../../examples/scenes/cloth_self_fold.json")),
     ("cloth_stack", include_str!("../../examples/scenes/cloth_stack.json")),
     ("drop_cube", include_str!("../../examples/scenes/drop_cube.json")),

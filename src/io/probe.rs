@@ -1,6 +1,8 @@
 //! Probe evaluation.
 
-use glam::{DMat3, DVec3, Vec3, Vec4};
+use glam::{DMat3, DVec3, Vec3, Vec3A, Vec4};
+
+use crate::collision::Obstacle;
 
 use super::scene::ProbeKind;
 use super::scene_build::{LoadedScene, ResolvedProbe};
@@ -55,7 +57,34 @@ pub fn evaluate(loaded: &LoadedScene, p: &ResolvedProbe) -> Vec<f64> {
             let omega = if inertia.determinant().abs() > 0.0 { inertia.inverse() * l } else { DVec3::ZERO };
             omega.to_array().to_vec()
         }
+        ProbeKind::ObstacleDepth => {
+            let surface = &w.bodies[body.handle].shared().surface;
+            vec![surface_depth(surface, &|i| pos(i).into(), &w.obstacles) as f64]
+        }
     }
+}
+
+/// Subdivisions of a triangle's edges in [`surface_depth`]: 28 samples per triangle, 1/6 of an
+/// edge apart.
+const DEPTH_GRID: u32 = 6;
+
+/// The deepest point \[m\] (0 if none is inside) of the triangles `surface`, over vertex
+/// positions `x`, inside any of `obstacles`, sampled on a barycentric grid.
+pub(crate) fn surface_depth(surface: &[[u32; 3]], x: &dyn Fn(usize) -> Vec3A, obstacles: &[Obstacle]) -> f32 {
+    let mut deepest = 0.0f32;
+    for t in surface {
+        let [a, b, c] = t.map(|i| x(i as usize));
+        for i in 0..=DEPTH_GRID {
+            for j in 0..=DEPTH_GRID - i {
+                let (u, v) = (i as f32 / DEPTH_GRID as f32, j as f32 / DEPTH_GRID as f32);
+                let p = a + (b - a) * u + (c - a) * v;
+                for o in obstacles {
+                    deepest = deepest.max(-o.signed_distance(p).0);
+                }
+            }
+        }
+    }
+    deepest
 }
 
 /// Angular momentum and inertia tensor of point masses `(m, x, v)` about their centre of mass.

@@ -586,6 +586,12 @@ pub enum ProbeKind {
     /// tensor and `L` the angular momentum of the lumped masses about their centre of mass (the
     /// rigid part of the motion; 0 for a selection without inertia).
     AngularVelocity,
+    /// How deep the body's surface reaches into the scene's obstacles \[m\] (1 value, ≥ 0): the
+    /// largest depth over points sampled inside every surface triangle (a 28-point barycentric
+    /// grid, vertices and edges included) against every obstacle of the scene file. Catches an
+    /// obstacle's edge or corner poking through between vertices, which no vertex probe sees.
+    /// The selection is ignored (the whole surface is sampled).
+    ObstacleDepth,
 }
 
 /// A probe: a quantity over selected vertices of one body, recorded every frame.

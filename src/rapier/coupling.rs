@@ -477,9 +477,9 @@ impl Accumulator {
                     let idx = self.vertices.len() - 1;
                     self.shares.push((idx, k, depth, x - n * d, d));
                 }
-                // The vertex's edge contacts (`solver::vbd::edges`) share by their penalty depth too,
+                // The vertex's edge contacts (`solver::vbd::spans`) share by their penalty depth too,
                 // weighted by the vertex's part of the edge point.
-                let edges = ctx.fast.obstacle_edges();
+                let edges = ctx.fast.obstacle_spans();
                 for (j, w, scale, p, d, n) in edges.near(v, ctx.obstacles, &st.positions, reach) {
                     let Some(k) = j.checked_sub(ctx.moving_start) else { continue };
                     if first {

@@ -51,8 +51,9 @@ pub enum Intersection {
         /// Depth below the obstacle's surface \[m\].
         depth: f32,
     },
-    /// A surface edge passes through an obstacle between its two vertices (a rapier collider's
-    /// edge or a thin rod cutting into the surface; see `solver::vbd::edges`).
+    /// A surface edge passes through an obstacle between its two vertices (a box's or a rapier
+    /// collider's edge, a sphere or a thin rod cutting into the surface; see
+    /// `solver::vbd::spans`).
     EdgeInsideObstacle {
         /// The body.
         body: SoftBodyHandle,
@@ -345,7 +346,7 @@ impl World {
 
     /// Every pair of crossing surface triangles in the current state (body–body and self
     /// contact alike), found with exact predicates, every vertex inside an obstacle, and every
-    /// surface edge through a rapier collider between its vertices. Empty
+    /// surface edge through a box, a sphere or a rapier collider between its vertices. Empty
     /// for a valid state; the solver keeps it so. Costs one broadphase build over all surface
     /// triangles.
     pub fn find_intersections(&mut self) -> Vec<Intersection> {

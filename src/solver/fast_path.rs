@@ -19,7 +19,7 @@ use glam::{Vec3A, Vec4};
 use crate::collision::surface_pairs::ContactPair;
 use crate::collision::{ContactModel, Obstacle};
 use crate::solver::vbd::carrier::Carrier;
-use crate::solver::vbd::edges::EdgeContacts;
+use crate::solver::vbd::spans::SpanContacts;
 use crate::state::SimState;
 
 /// What a fast path is given for one substep besides the state and its settings.
@@ -87,7 +87,7 @@ pub(crate) trait FastResult {
     fn body_residuals(&self, st: &SimState, out: &mut Vec<(f64, f64)>);
 
     /// Surface edges' contacts with posed obstacles of the last substep.
-    fn obstacle_edges(&self) -> &EdgeContacts;
+    fn obstacle_spans(&self) -> &SpanContacts;
 
     /// With carriers: the substep's obstacles with each carrier's at the pose the substep
     /// solved (empty without carriers).

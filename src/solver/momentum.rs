@@ -51,7 +51,7 @@ pub(crate) fn remove_momentum_residual(
         }
         buf.masses[b as usize] += state.masses[i];
         let x = Vec3A::from_vec4(state.positions[i]);
-        let by_edge = fast.obstacle_edges().near(i, obstacles, &state.positions, reach).next().is_some();
+        let by_edge = fast.obstacle_spans().near(i, obstacles, &state.positions, reach).next().is_some();
         buf.held.push(by_edge || obstacles.iter().any(|o| o.applies_to(b) && o.signed_distance(x).0 < reach));
     }
     buf.residuals.clear();

@@ -8,15 +8,18 @@ use crate::gpu::buffers::StateBuffers;
 use crate::gpu::check::step_guard::StepGuardBuffers;
 use crate::gpu::contact::layout::{CONTROL_HEADER, SurfaceBounds};
 use crate::gpu::contact::program::{ContactProgram, ContactState};
+use crate::gpu::contact::surface::GpuSurface;
 use crate::gpu::kernel::Bound;
 use crate::gpu::obstacles::GpuObstacleSet;
+use crate::gpu::pack::span_count;
 use crate::gpu::rigid::program::RigidState;
 use crate::gpu::vbd::vbd_advance::VbdAdvanceBuffers;
-use crate::gpu::vbd::vbd_chebyshev::VbdChebyshevBuffers;
+use crate::gpu::vbd::vbd_chebyshev::{SpanRows, VbdChebyshevBuffers};
 use crate::gpu::vbd::vbd_color::{VbdColorBuffers, VbdColorSetup};
 use crate::gpu::vbd::vbd_divergence::VbdDivergenceBuffers;
 use crate::gpu::vbd::vbd_finish::VbdFinishBuffers;
 use crate::gpu::vbd::vbd_inertia::{VbdInertiaBuffers, VbdInertiaParams};
+use crate::gpu::vbd::vbd_spans::VbdSpansBuffers;
 use crate::gpu::vbd::vbd_spin::VbdSpinBuffers;
 use crate::solver::vbd::chebyshev::ChebyshevSchedule;
 
@@ -32,6 +35,10 @@ pub(super) struct Program {
     /// Detect (and the sweeps' re-detections): surface contact, and its sweeps between
     /// detections (0: once per step).
     pub contact: Option<(ContactProgram, u32)>,
+    /// Detect, with a box or a sphere among the obstacles: the spans' advance limit (around
+    /// surface contact's advance: `vbd_advance`'s reset, `vbd_spans`' limit, `vbd_advance`'s
+    /// shortening) and, after surface detection, the span contacts.
+    pub spans: Option<([Bound; 3], Bound)>,
     /// Solve: one per colour.
     pub colors: Vec<Bound>,
     /// Check: the residual rule's sum after the first sweep.
@@ -93,6 +100,7 @@ impl GpuStepper {
     fn bind_program(&self, s: &GpuStepSettings, obstacles: &GpuObstacleSet) -> Program {
         let (contact, binding) = self.bind_contact(s);
         let predict = self.bind_predict(s, obstacles, &binding);
+        let spans = self.bind_spans(s, obstacles);
         let (colors, divergence, chebyshev) = self.bind_solve(s, obstacles, &binding);
         let [flag, roll_back, count] = self.bind_guard(s);
         let mut check = vec![flag.clone()];
@@ -110,6 +118,7 @@ impl GpuStepper {
             check_start,
             predict,
             contact,
+            spans,
             colors,
             first_sweep,
             divergence,
@@ -229,11 +238,55 @@ impl GpuStepper {
                 }
             }
         }
-        predict.extend(advance);
+        predict.extend(advance.into_iter().take(3));
         if let Some(r) = rigid {
             predict.extend(r.correct);
         }
         predict
+    }
+
+    /// The spans' advance limit and detection (`vbd_spans`), when a box or a sphere is among
+    /// the obstacles and the surface has spans.
+    fn bind_spans(&self, s: &GpuStepSettings, obstacles: &GpuObstacleSet) -> Option<([Bound; 3], Bound)> {
+        let spans = span_count(&self.state);
+        if !obstacles.has_spans() || spans == 0 {
+            return None;
+        }
+        let (ctx, k, b, l) = (&*self.ctx, &self.kernels, &self.buffers, &self.layout);
+        let [_, _, _, reset, shorten] = k.advance.bind(
+            ctx,
+            self.vertices,
+            self.bodies,
+            l.vertex_body,
+            obstacles,
+            &VbdAdvanceBuffers {
+                positions: &b.positions,
+                steps: &b.steps,
+                flags: &b.flags,
+                index: &b.index,
+                body_toi: &b.body_toi,
+                initial: &b.initial,
+                previous: &b.previous,
+                before_previous: &b.before_previous,
+            },
+        );
+        let surface = GpuSurface::new(&self.state, l, self.records.bodies, &s.vbd.contact, &Default::default());
+        let [limit, detect] = k.spans.bind(
+            ctx,
+            &surface,
+            self.vertices,
+            self.bodies,
+            obstacles,
+            &VbdSpansBuffers {
+                positions: &b.positions,
+                steps: &b.steps,
+                index: &b.index,
+                records: &b.records,
+                updates: &b.updates,
+                body_toi: &b.body_toi,
+            },
+        );
+        Some(([reset, limit, shorten], detect))
     }
 
     /// The solve phase's passes: the colours, and with Chebyshev its divergence guard and one
@@ -247,7 +300,10 @@ impl GpuStepper {
         let (ctx, k, b, l) = (&*self.ctx, &self.kernels, &self.buffers, &self.layout);
         let frozen = CONTROL_HEADER as u32;
         let (bounds, contacts) = (contact.bounds, contact.contacts);
-        let setup = VbdColorSetup { layout: *l, records: self.records, contact: s.vbd.contact, bounds, obstacles };
+        let spans = (obstacles.has_spans() && span_count(&self.state) > 0)
+            .then_some((self.state.surface_edges.len() as u32, self.vertices));
+        let setup =
+            VbdColorSetup { layout: *l, records: self.records, contact: s.vbd.contact, bounds, obstacles, spans };
         let color_buffers = VbdColorBuffers {
             positions: &b.positions,
             steps: &b.steps,
@@ -290,6 +346,8 @@ impl GpuStepper {
             control: &b.control,
             frozen,
             contacts,
+            updates: &b.updates,
+            spans: spans.map(|(_, base)| SpanRows { base, offsets: l.span_offsets, entries: l.span_entries }),
         };
         let chebyshev = (0..s.vbd.iterations - 1)
             .map(|_| {

@@ -111,7 +111,8 @@ fn record_phases(p: &Program, pass: &mut wgpu::ComputePass<'_>, iterations: u32,
     recorder.all(&p.check_start);
     // Predict: inertia targets, the initial guess and its rigid correction.
     recorder.all(&p.predict);
-    // Detect: the trees (now and then), the CCD-limited advance, a detection.
+    // Detect: the trees (now and then), the spans' limit on the advance, the CCD-limited
+    // advance, a detection, the span contacts.
     let (detect, redetect, interval): (Vec<&Bound>, Vec<&Bound>, u32) = match &p.contact {
         Some((c, interval)) => {
             let rebuild = c.rebuild.iter().filter(|_| rebuild);
@@ -120,7 +121,15 @@ fn record_phases(p: &Program, pass: &mut wgpu::ComputePass<'_>, iterations: u32,
         }
         None => (Vec::new(), Vec::new(), 0),
     };
+    // The spans' limit goes first, as on the CPU: surface contact's advance then certifies
+    // what is left of the paths.
+    if let Some((limit, _)) = &p.spans {
+        recorder.all(limit);
+    }
     recorder.all(detect);
+    if let Some((_, spans)) = &p.spans {
+        recorder.all([spans]);
+    }
     // Solve: per sweep a scheduled re-detection, the colours, (after the first, the check's
     // residual sum), the divergence guard and the Chebyshev mix.
     for sweep in 0..iterations as usize {

@@ -16,7 +16,7 @@ struct Params {
     phase: u32,
     count: u32,
     vertex_body: u32,
-    _pad: u32,
+    span_toi: u32,
     obstacles: GpuObstacleSet,
 }
 
@@ -30,7 +30,8 @@ pub struct VbdAdvanceBuffers<'a> {
     pub flags: &'a wgpu::Buffer,
     /// [`crate::gpu::pack::pack_index`].
     pub index: &'a wgpu::Buffer,
-    /// Per body: the time of first obstacle contact, as f32 bits (u32 scratch).
+    /// Per body: the time of first obstacle contact, then per body the fraction its spans allow
+    /// (`vbd_spans`), as f32 bits (u32 scratch).
     pub body_toi: &'a wgpu::Buffer,
     /// `x^(0)` (vec4), kept for the velocity update.
     pub initial: &'a wgpu::Buffer,
@@ -51,8 +52,9 @@ impl VbdAdvance {
         Self { kernel: ComputeKernel::new(ctx, "vbd_advance", SHADER) }
     }
 
-    /// The three phases, in order, for `vertices` vertices of `bodies` bodies; `vertex_body`
-    /// is where that table starts in `index`.
+    /// The phases 0–2 for `vertices` vertices of `bodies` bodies (`vertex_body` is where that
+    /// table starts in `index`), then the span limit's: phase 0 over its per-body fractions
+    /// (`body_toi[bodies..]`) and phase 3.
     pub fn bind(
         &self,
         ctx: &GpuContext,
@@ -61,12 +63,16 @@ impl VbdAdvance {
         vertex_body: u32,
         obstacles: &GpuObstacleSet,
         b: &VbdAdvanceBuffers<'_>,
-    ) -> [Bound; 3] {
+    ) -> [Bound; 5] {
         let buffers = [b.positions, b.steps, b.flags, b.index, b.body_toi, b.initial, b.previous, b.before_previous];
-        [(0, bodies), (1, vertices), (2, vertices)].map(|(phase, count)| {
-            let params = Params { phase, count, vertex_body, _pad: 0, obstacles: *obstacles };
-            self.kernel.bind_pod(ctx, &params, &buffers, count)
-        })
+        [(0, 0, bodies), (1, 0, vertices), (2, 0, vertices), (0, bodies, bodies), (3, 0, vertices)].map(
+            |(phase, first, count)| {
+                // Phase 0 resets `count` words from `span_toi` on.
+                let span_toi = if phase == 0 { first } else { bodies };
+                let params = Params { phase, count, vertex_body, span_toi, obstacles: *obstacles };
+                self.kernel.bind_pod(ctx, &params, &buffers, count)
+            },
+        )
     }
 }
 
@@ -137,7 +143,7 @@ mod tests {
         record_pass(
             &mut encoder,
             "vbd_advance",
-            &VbdAdvance::new(&ctx).bind(&ctx, n as u32, bodies as u32, 7, &set, &b),
+            &VbdAdvance::new(&ctx).bind(&ctx, n as u32, bodies as u32, 7, &set, &b)[..3],
         );
         ctx.queue.submit([encoder.finish()]);
         let gpu_steps: Vec<GpuVertexStep> = read_blocking(&ctx, &bufs[1], n).expect("steps");

@@ -11,6 +11,7 @@ use bytemuck::{Pod, Zeroable};
 pub const SHADER: &str = crate::gpu::kernel::compose!(
     "vbd/vbd_chebyshev",
     "obstacles",
+    "spans",
     "distance",
     "mat3",
     "friction",
@@ -26,8 +27,23 @@ struct Params {
     count: u32,
     vertex_body: u32,
     frozen: u32,
+    spans: u32,
+    span_base: u32,
+    span_offsets: u32,
+    span_entries: u32,
     bounds: SurfaceBounds,
     obstacles: GpuObstacleSet,
+}
+
+/// Where the span records and the vertex → span adjacency are (`gpu::vbd::vbd_spans`).
+#[derive(Clone, Copy, Debug)]
+pub struct SpanRows {
+    /// First span record in `updates` (vec4s).
+    pub base: u32,
+    /// The adjacency's row offsets in `index`.
+    pub offsets: u32,
+    /// Its entries in `index`.
+    pub entries: u32,
 }
 
 /// What the kernel reads and writes.
@@ -48,6 +64,11 @@ pub struct VbdChebyshevBuffers<'a> {
     /// The `contacts` words ([`crate::gpu::contact::layout::ContactLayout`]; unread without surface
     /// contact).
     pub contacts: &'a wgpu::Buffer,
+    /// The span records after the per-vertex entries (vec4; unread without `spans`).
+    pub updates: &'a wgpu::Buffer,
+    /// The spans, when a box or a sphere is among the obstacles: their vertices keep their
+    /// Gauss–Seidel result.
+    pub spans: Option<SpanRows>,
 }
 
 /// The compiled kernel.
@@ -74,8 +95,20 @@ impl VbdChebyshev {
         obstacles: &GpuObstacleSet,
         b: &VbdChebyshevBuffers<'_>,
     ) -> Bound {
-        let params = Params { omega, count, vertex_body, frozen: b.frozen, bounds: *bounds, obstacles: *obstacles };
-        let buffers = [b.positions, b.previous, b.before_previous, b.index, b.control, b.contacts];
+        let rows = b.spans.unwrap_or(SpanRows { base: 0, offsets: 0, entries: 0 });
+        let params = Params {
+            omega,
+            count,
+            vertex_body,
+            frozen: b.frozen,
+            spans: b.spans.is_some() as u32,
+            span_base: rows.base,
+            span_offsets: rows.offsets,
+            span_entries: rows.entries,
+            bounds: *bounds,
+            obstacles: *obstacles,
+        };
+        let buffers = [b.positions, b.previous, b.before_previous, b.index, b.control, b.contacts, b.updates];
         self.kernel.bind_pod(ctx, &params, &buffers, count)
     }
 }
@@ -137,6 +170,8 @@ mod tests {
             control: &bufs[4],
             frozen: CONTROL_HEADER as u32,
             contacts: &bufs[5],
+            updates: &bufs[5],
+            spans: None,
         };
         let bounds = SurfaceBounds::new(layout, 1e-5);
         let omega = 1.7;

@@ -15,6 +15,7 @@ pub const SHADER: &str = crate::gpu::kernel::compose!(
     "vbd/vbd_color",
     "step",
     "obstacles",
+    "spans",
     "distance",
     "mat3",
     "friction",
@@ -46,7 +47,14 @@ struct Params {
     frozen: u32,
     phase: u32,
     staged: u32,
-    _pad: u32,
+    spans: u32,
+    span_base: u32,
+    span_offsets: u32,
+    span_entries: u32,
+    surface_edges: u32,
+    surface_triangles: u32,
+    edge_count: u32,
+    _pad: [u32; 2],
     bounds: SurfaceBounds,
     obstacles: GpuObstacleSet,
 }
@@ -91,6 +99,9 @@ pub struct VbdColorSetup<'a> {
     pub bounds: SurfaceBounds,
     /// The obstacles.
     pub obstacles: &'a GpuObstacleSet,
+    /// Span contacts (`gpu::vbd::vbd_spans`): the surface's edge count and where the span
+    /// records start in `updates`, when a box or a sphere is among the obstacles.
+    pub spans: Option<(u32, u32)>,
 }
 
 /// The compiled kernel.
@@ -140,7 +151,14 @@ impl VbdColor {
             frozen: b.frozen,
             phase: 0,
             staged: setup.bounds.enabled,
-            _pad: 0,
+            spans: setup.spans.is_some() as u32,
+            span_base: setup.spans.map_or(0, |(_, base)| base),
+            span_offsets: l.span_offsets,
+            span_entries: l.span_entries,
+            surface_edges: l.surface_edges,
+            surface_triangles: l.surface_triangles,
+            edge_count: setup.spans.map_or(0, |(edges, _)| edges),
+            _pad: [0; 2],
             bounds: setup.bounds,
             obstacles: *setup.obstacles,
         };
@@ -161,10 +179,13 @@ mod tests {
     use crate::collision::Obstacle;
     use crate::gpu::buffers::{output, read_blocking, storage};
     use crate::gpu::contact::layout::{CONTROL_BOUND_HIT, CONTROL_HEADER, ContactLayout, control_words};
+    use crate::gpu::contact::surface::GpuSurface;
     use crate::gpu::kernel::record_pass;
+    use crate::gpu::pack::span_count;
     use crate::gpu::pack::{pack_index, pack_records};
     use crate::gpu::test_support;
     use crate::gpu::vbd::vbd_inertia::GpuVertexStep;
+    use crate::gpu::vbd::vbd_spans::{VbdSpans, VbdSpansBuffers, updates_len};
     use crate::prelude::*;
     use crate::solver::Integrator;
     use crate::solver::SurfaceContactSettings;
@@ -177,8 +198,9 @@ mod tests {
     /// Every colour pass of one sweep on two damped boxes (stable neo-Hookean with linear drag,
     /// StVK) pressed into the ground, a sphere and a tilted box, a third box 3 mm over the first
     /// (surface contact pairs and bounds from a CPU detection), and a damped cloth crumpled over
-    /// the ground (membranes and hinges), with sliding velocities: GPU against the CPU's
-    /// `update_vertex` on the same iterate.
+    /// the ground (membranes and hinges), with sliding velocities, the surface spans near the
+    /// sphere and the box in contact (`vbd_spans` on the GPU, `SpanContacts::detect` on the
+    /// CPU): GPU against the CPU's `update_vertex` on the same iterate.
     #[test]
     fn colour_passes_match_the_cpu_vertex_update() {
         let Some(ctx) = test_support::context() else { return };
@@ -248,7 +270,10 @@ mod tests {
             ContactModel { stiffness: ContactStiffness::default_for(9.81, 1e-3), offset: 1e-3, static_slip: 1e-4 * h };
         // Surface contact detected at the iterate, as a step's detection leaves it.
         let settings = SurfaceContactSettings::default();
-        let (surface_pairs, clamp) = detect_once(st, contact, settings, &mut positions.clone());
+        let (mut surface_pairs, clamp) = detect_once(st, contact, settings, &mut positions.clone());
+        // Span contacts with the sphere and the tilted box, detected at the iterate.
+        surface_pairs.obstacle_spans.detect(st, &obstacles, &positions, contact.offset);
+        assert!(surface_pairs.obstacle_spans.contacts.iter().filter(|c| c.scale > 0.0).count() > 5);
         assert!(surface_pairs.pairs.iter().filter(|p| p.has_energy()).count() > 20);
         let (contact_layout, words) =
             ContactLayout::new(n as u32, st.bodies.len() as u32, 0, surface_pairs.pairs.len() as u32);
@@ -261,7 +286,7 @@ mod tests {
             storage(&ctx, "index", &index, false),
             storage(&ctx, "tets", &st.tets, false),
             storage(&ctx, "records", &records, false),
-            output::<Vec4>(&ctx, "updates", n),
+            output::<Vec4>(&ctx, "updates", updates_len(n as u32, span_count(st))),
             output::<u32>(&ctx, "control", control_words(st.bodies.len())),
             storage(&ctx, "contacts", &contacts, false),
         ];
@@ -278,13 +303,25 @@ mod tests {
         };
         let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
         let bounds = SurfaceBounds::new(contact_layout, settings.ccd.min_separation);
-        let setup = VbdColorSetup { layout, records: record_layout, contact, bounds, obstacles: &set };
+        let spans = Some((st.surface_edges.len() as u32, n as u32));
+        let setup = VbdColorSetup { layout, records: record_layout, contact, bounds, obstacles: &set, spans };
         let kernel = VbdColor::new(&ctx);
-        let passes: Vec<Bound> = (0..st.color_count())
-            .flat_map(|c| {
+        let toi = storage(&ctx, "body_toi", &vec![0u32; st.bodies.len()], true);
+        let span_buffers = VbdSpansBuffers {
+            positions: &bufs[0],
+            steps: &bufs[1],
+            index: &bufs[2],
+            records: &bufs[4],
+            updates: &bufs[5],
+            body_toi: &toi,
+        };
+        let surface = GpuSurface::new(st, &layout, record_layout.bodies, &contact, &Default::default());
+        let [_, detect] = VbdSpans::new(&ctx).bind(&ctx, &surface, n as u32, 0, &set, &span_buffers);
+        let passes: Vec<Bound> = std::iter::once(detect)
+            .chain((0..st.color_count()).flat_map(|c| {
                 let (first, end) = (st.color_offsets[c], st.color_offsets[c + 1]);
                 kernel.bind(&ctx, first, end - first, &setup, &b)
-            })
+            }))
             .collect();
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         record_pass(&mut encoder, "vbd_color", &passes);

@@ -36,7 +36,7 @@ use crate::collision::surface_pairs::{
 use crate::mesh::{Csr, unpack_entry};
 use crate::solver::parallel::{PhaseCell, SharedSlice, SpinBarrier, chunk};
 use crate::solver::union_find::UnionFind;
-use crate::solver::vbd::edges::EdgeContacts;
+use crate::solver::vbd::spans::SpanContacts;
 use crate::state::SimState;
 
 /// Fraction γ_p of the distance to the nearest primitive that a vertex may move between two
@@ -143,9 +143,9 @@ pub struct SurfaceContactScratch {
     last_bounds: Vec<Vec4>,
     /// `last_bounds`, `pairs` and `vertex_pairs` belong to the current topology.
     bounds_valid: bool,
-    /// Surface edges against posed obstacles (`edges`): kept here because the vertex
+    /// Surface spans against boxes, spheres and colliders (`spans`): kept here because the vertex
     /// updates read them through the same phase cell as the pairs.
-    pub(crate) obstacle_edges: EdgeContacts,
+    pub(crate) obstacle_spans: SpanContacts,
 }
 
 impl SurfaceContactScratch {
@@ -157,7 +157,7 @@ impl SurfaceContactScratch {
         self.vertex_pairs.entries.clear();
         self.vertex_pairs.offsets.clear();
         self.bounds_valid = false;
-        self.obstacle_edges.clear(0);
+        self.obstacle_spans.clear(0);
     }
 
     /// Keeps the step's last bounds for [`advance_certified`] (after the sweeps).

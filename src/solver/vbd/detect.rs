@@ -1,9 +1,9 @@
 //! The detect phase of a VBD substep, the collision stage whose contact set the sweeps consume:
-//! each body's initial advance `x^n → x^(0)` scaled back so that none of its surface edges
-//! enters a posed obstacle (`edges`) and no surface path crosses another (additive CCD, or the
+//! each body's initial advance `x^n → x^(0)` scaled back so that none of its surface spans
+//! enters a box, a sphere or a collider (`spans`) and no surface path crosses another (additive CCD, or the
 //! last substep's bounds where they certify the paths; `contact`), then a detection at `x^(0)`
 //! (pairs, vertex → pair lists, displacement bounds) that lets pins catch up as far as the new
-//! bounds allow, and the surface edges' contacts with posed obstacles.
+//! bounds allow, and the surface spans' contacts with boxes, spheres and colliders.
 
 use std::sync::atomic::Ordering;
 
@@ -24,13 +24,13 @@ impl Vbd {
         let obstacles = unsafe { sh.obstacles() };
         // SAFETY: `start` is read-only after the prepare phase.
         let start = unsafe { sh.start.as_slice() };
-        // Scales each body's initial advance x^n → x^(0) by `scale` (per body), pinned vertices
-        // too if `pins` (a detection then lets them catch up).
-        let scale_advance = |scale: &[f32], pins: bool| {
+        // Scales each vertex's initial advance x^n → x^(0) by `scale(v)`, pinned vertices too
+        // if `pins` (a detection then lets them catch up).
+        let scale_advance = |scale: &dyn Fn(usize) -> f32, pins: bool| {
             for v in chunk(n, threads, t) {
                 // SAFETY: own range only.
                 unsafe {
-                    let s = scale[st.vertex_body[v] as usize];
+                    let s = scale(v);
                     if s < 1.0 && (pins || sh.flags.get(v) & VERTEX_KINEMATIC == 0) {
                         let offset = Vec3A::from_vec4(sh.init_offset.get(v)) * s;
                         let x = (Vec3A::from_vec4(start[v]) + offset).extend(0.0);
@@ -49,15 +49,16 @@ impl Vbd {
             if t == 0 {
                 // SAFETY: thread 0 alone until the barrier; `pos` is only read.
                 unsafe {
-                    let edges = &mut sh.surface.get_mut().obstacle_edges;
-                    let held = edges.advance(st, obstacles, start, sh.pos.as_slice());
+                    let edges = &mut sh.surface.get_mut().obstacle_spans;
+                    let held = edges.advance(st, obstacles, start, sh.pos.as_slice(), sh.settings.contact.offset);
                     sh.raised.edge_held.store(held, Ordering::Relaxed);
                 }
             }
             barrier.wait();
             if sh.raised.edge_held.load(Ordering::Relaxed) {
                 // SAFETY: the scale is read-only until the next detection.
-                scale_advance(unsafe { &sh.surface.get().obstacle_edges.body_scale }, false);
+                let scale = unsafe { &sh.surface.get().obstacle_spans.body_scale };
+                scale_advance(&|v| scale[st.vertex_body[v] as usize], false);
             }
         }
         if sh.plan.surface_on {
@@ -74,7 +75,8 @@ impl Vbd {
             }
             barrier.wait();
             // SAFETY: the scratch is read-only until the next detection.
-            scale_advance(unsafe { &sh.surface.get().body_scale }, true);
+            let scale = unsafe { &sh.surface.get().body_scale };
+            scale_advance(&|v| scale[st.vertex_body[v] as usize], true);
             Self::detect_and_catch_up(sh, t, barrier);
         }
         if sh.plan.edge_obstacles {
@@ -82,7 +84,7 @@ impl Vbd {
                 // SAFETY: thread 0 alone until the barrier; `pos` is only read.
                 unsafe {
                     let offset = sh.settings.contact.offset;
-                    sh.surface.get_mut().obstacle_edges.detect(st, obstacles, sh.pos.as_slice(), offset)
+                    sh.surface.get_mut().obstacle_spans.detect(st, obstacles, sh.pos.as_slice(), offset)
                 }
             }
             barrier.wait();

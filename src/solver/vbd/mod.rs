@@ -6,7 +6,7 @@
 //! ```text
 //! predict   x^n, predictor, inertia targets, x^(0) advanced per body to its first obstacle
 //!           contact, damping rates, the rigid correction of x^(0)               predict.rs
-//! detect    x^(0) limited so no edge enters a posed obstacle and no surface path crosses
+//! detect    x^(0) limited so no surface span enters an obstacle and no surface path crosses
 //!           another; contact pairs and displacement bounds at x^(0)             detect.rs
 //! solve     N × (colour passes → [Chebyshev mix] → [carriers]), with contact detected again
 //!           every `detection_interval` sweeps                                     sweep.rs
@@ -14,9 +14,10 @@
 //! ```
 //!
 //! Below those: the per-vertex update (`vertex`), the contact set and its bounds (`contact`),
-//! surface edges against posed obstacles (`edges`), the rigid correction of the initial guess
-//! (`rigid_correction`, `rigid_energy`) and the dynamic rigid bodies solved with the sweeps
-//! (`carrier`). Modules name only those listed before them: `edges` ← `contact` ← `vertex` ←
+//! surface edges and triangles against boxes, spheres and colliders (`spans`), the rigid
+//! correction of the initial guess (`rigid_correction`, `rigid_energy`) and the dynamic rigid
+//! bodies solved with the sweeps (`carrier`). Modules name only those listed before them:
+//! `spans` ← `contact` ← `vertex` ←
 //! `rigid_correction` ← `carrier` ← the phases.
 
 use glam::{Mat3A, Vec3A, Vec4};
@@ -38,13 +39,13 @@ pub(crate) mod carrier;
 pub mod chebyshev;
 pub(crate) mod contact;
 mod detect;
-pub(crate) mod edges;
 mod finish;
 mod predict;
 mod result;
 pub(crate) mod rigid_correction;
 mod rigid_energy;
 mod shared;
+pub(crate) mod spans;
 pub(crate) mod spin;
 mod sweep;
 pub(crate) mod vertex;
@@ -232,10 +233,11 @@ impl Vbd {
             self.carrier_sweep.begin(substep.obstacles, substep.carriers, state, &state.positions, substep.h);
             &self.carrier_sweep.obstacles[..]
         };
-        // Surface edges against posed obstacles (`edges`), detected at x^(0).
+        // Surface edges and triangles against boxes, spheres and colliders (`spans`), detected
+        // at x^(0).
         let edge_obstacles = obstacles.iter().any(Obstacle::tests_edges);
         if !edge_obstacles {
-            self.surface.obstacle_edges.clear(n);
+            self.surface.obstacle_spans.clear(n);
         }
         // Chebyshev needs a few sweeps to pay off ([VBD] §3.8).
         let chebyshev = s.chebyshev_rho.filter(|_| s.iterations >= 4);

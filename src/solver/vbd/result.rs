@@ -8,7 +8,7 @@
 use glam::{Vec3A, Vec4};
 
 use super::Vbd;
-use super::edges::EdgeContacts;
+use super::spans::SpanContacts;
 use crate::collision::surface_pairs::ContactPair;
 use crate::collision::{ContactModel, Obstacle};
 use crate::solver::fast_path::FastResult;
@@ -38,8 +38,8 @@ impl FastResult for Vbd {
         }
     }
 
-    fn obstacle_edges(&self) -> &EdgeContacts {
-        &self.surface.obstacle_edges
+    fn obstacle_spans(&self) -> &SpanContacts {
+        &self.surface.obstacle_spans
     }
 
     fn moved_obstacles(&self) -> &[Obstacle] {

@@ -26,7 +26,7 @@ pub(super) struct SubstepPlan {
     pub threads: usize,
     /// Body–body and self contact is detected (`contact::surface_contact_on`).
     pub surface_on: bool,
-    /// Some obstacle tests surface edges (`edges`).
+    /// Some obstacle tests surface spans (`spans`).
     pub edge_obstacles: bool,
     /// Some body takes the rigid correction.
     pub any_eligible: bool,
@@ -43,7 +43,7 @@ pub(super) struct SubstepFlags {
     pub bound_hit: AtomicBool,
     /// Some vertex's initial path leaves the last substep's bounds: the CCD advance must run.
     pub advance_needed: AtomicBool,
-    /// Some body's initial advance is held back by one of its edges (`edges`).
+    /// Some body's initial advance is held back by one of its spans (`spans`).
     pub edge_held: AtomicBool,
 }
 

@@ -193,8 +193,8 @@ fn chebyshev_mix(sh: &Shared<'_>, inputs: &VertexInputs<'_>, omega: f32, t: usiz
             let x_nm2 = Vec3A::from_vec4(sh.prev2.get(v));
             let mut x = x_bar;
             // Frozen bodies stay at the Gauss–Seidel result (see above), and so do the vertices
-            // of edge contacts, whose limit assumes the edge's other end holds still (`edges`).
-            let edge = !sh.surface.get().obstacle_edges.row(v).is_empty();
+            // of span contacts, whose limit assumes the span's other vertices hold still (`spans`).
+            let edge = !sh.surface.get().obstacle_spans.row(v).is_empty();
             if sh.frozen.get(st.vertex_body[v] as usize) == 0 && !edge {
                 let mixed = mix(omega, x_bar, x_nm2);
                 // SAFETY: the pair lists change only in detection phases.

@@ -11,7 +11,7 @@ use crate::math::solve_sym3;
 use crate::mesh::unpack_entry;
 use crate::solver::parallel::{PhaseCell, SharedSlice};
 use crate::solver::vbd::contact::{SurfaceContactScratch, limit_move, relative_displacement};
-use crate::solver::vbd::edges::{EdgeContacts, GAP};
+use crate::solver::vbd::spans::{self, GAP, SpanContacts};
 use crate::state::SimState;
 
 /// Read-only per-step inputs of the vertex update.
@@ -67,13 +67,13 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     // surface, never inside (the contact force then pushes the vertex out).
     // SAFETY: the clamp data is written only in detection phases.
     let surface = unsafe { inp.surface.get() };
-    // An edge of the vertex may not enter a collider either (`edges`). Its limit projects
+    // A span of the vertex may not enter an obstacle either (`spans`). Its limit projects
     // onto planes, so it goes first: the two limits after it only shorten the move towards x
-    // (or push out of an obstacle), which keeps it inside the edges' half-spaces.
-    let target = limit_edge_move(v, x, target, pos, inp, &surface.obstacle_edges);
-    let within = limit_move(v, target, unsafe { inp.clamp.get(v) }, surface);
+    // (or push out of an obstacle), which keeps it inside the spans' half-spaces.
+    let limited = limit_edge_move(v, x, target, pos, inp, &surface.obstacle_spans);
+    let within = limit_move(v, limited, unsafe { inp.clamp.get(v) }, surface);
     let position = limit_step(inp.obstacles, st.vertex_body[v], x, within);
-    VertexUpdate { position, residual2, in_contact, bounded: within != target }
+    VertexUpdate { position, residual2, in_contact, bounded: within != limited }
 }
 
 /// The force on vertex `v` from everything but obstacles and pins (inertia with gravity, drag,
@@ -116,7 +116,7 @@ fn vertex_system(
     let mut edge_contact = false;
     if obstacles {
         // SAFETY: the edge contacts change only in detection phases, never in a color pass.
-        let edges = unsafe { &inp.surface.get().obstacle_edges };
+        let edges = unsafe { &inp.surface.get().obstacle_spans };
         edge_contact = add_edge_terms(v, pos, inp, edges, &mut f, &mut h);
     }
     (f, h, ext.in_contact || pair_contact || edge_contact)
@@ -303,44 +303,49 @@ fn add_damping(f: &mut Vec3A, h: &mut Mat3A, term: Vec3A, hb: Mat3A, damping: f3
     *h += hb * (damping * c1);
 }
 
-/// Adds the contact and friction terms of vertex `v`'s edge contacts to its Newton system;
+/// Adds the contact and friction terms of vertex `v`'s span contacts to its Newton system;
 /// returns whether one acted.
 #[inline]
 pub(crate) fn add_edge_terms(
     v: usize,
     pos: &SharedSlice<'_, Vec4>,
     inp: &VertexInputs<'_>,
-    edges: &EdgeContacts,
+    spans: &SpanContacts,
     f: &mut Vec3A,
     h: &mut Mat3A,
 ) -> bool {
     let st = inp.state;
     let mut in_contact = false;
-    for &entry in edges.row(v) {
+    for &entry in spans.row(v) {
         let (k, slot) = unpack_entry(entry);
-        let c = &edges.contacts[k as usize];
-        let Some(o) = inp.obstacles.get(c.obstacle as usize) else { continue };
-        let [a, b] = c.vertices;
-        let (xa, xb) = (load(pos, a), load(pos, b));
-        let p = xa + (xb - xa) * c.t;
+        let c = &spans.contacts[k as usize];
+        let Some(o) = inp.obstacles.get(c.obstacle as usize).filter(|_| c.scale > 0.0) else { continue };
+        let p = c.point(|i| load(pos, i));
         let (distance, normal) = o.signed_distance(p);
-        let w = [1.0 - c.t, c.t];
-        let mass = w[0] * st.masses[a as usize] + w[1] * st.masses[b as usize] + o.load_mass();
+        let vertices = &c.vertices[..c.len()];
+        let mass = vertices.iter().zip(c.weights).map(|(&i, w)| w * st.masses[i as usize]).sum::<f32>() + o.load_mass();
         let mut params = inp.contact.params(mass);
         if distance >= params.offset {
             continue;
         }
         params.stiffness *= c.scale;
-        let moved = |i: u32, x: Vec3A| x - Vec3A::from_vec4(inp.start[i as usize]);
+        // A span's contact carries what hangs on it (a table's corner under a cloth holds the
+        // cloth on both sides), which a penalty sized for the span's own mass cannot: it holds
+        // at most `k δ` (here about 100 span weights), and the corner sank 1 mm into the table.
+        // The stiffened layer holds any load short of the surface.
+        let lagged = params.stiffened_at(c.distance);
+        let friction_normal_force = lagged.stiffness * (lagged.offset - c.distance).max(0.0);
+        let params = params.stiffened_at(distance);
+        let moved = c.point(|i| load(pos, i) - Vec3A::from_vec4(inp.start[i as usize]));
         let body = &st.bodies[st.vertex_body[v] as usize];
         let point = ContactPoint::<f32> {
             distance,
             normal,
-            weight: w[slot as usize],
-            // Friction acts on the edge point's motion relative to the obstacle's surface.
-            relative_displacement: moved(a, xa) * w[0] + moved(b, xb) * w[1] - o.surface_displacement(p),
+            weight: c.weights[slot as usize],
+            // Friction acts on the span point's motion relative to the obstacle's surface.
+            relative_displacement: moved - o.surface_displacement(p),
             friction: 0.5 * (body.friction + o.friction),
-            friction_normal_force: params.stiffness * (params.offset - c.distance).max(0.0),
+            friction_normal_force,
             friction_normal: normal,
         };
         in_contact |= add_contact::<f32>(f, h, &point, &params);
@@ -348,16 +353,17 @@ pub(crate) fn add_edge_terms(
     in_contact
 }
 
-/// Limits vertex `v`'s move `x → target` so that none of its contact edges reaches a collider
-/// that holds still over the step (the other end of each edge holds still during the vertex's
-/// color pass). Against a moving collider the sweeps see only its end pose, so a plane there
+/// Limits vertex `v`'s move `x → target` so that none of its contact spans reaches an
+/// obstacle that holds still over the step (the span's other vertices hold still during the
+/// vertex's color pass). Against a moving collider the sweeps see only its end pose, so a plane there
 /// certifies nothing about the path, and it is wrong where the collider carries the surface:
 /// a lifting jaw's end pose has its rim above soft material that rises with it, and the plane
 /// under the rim kept that material (and the 6³ cube of the gripper test) on the floor. There
-/// the edge contact's force acts alone. Per edge, the vertex may approach the obstacle along the normal at the edge's closest point by at
-/// most the distance there less [`GAP`] (the separating plane of [`plane_fraction`]), and
+/// the span contact's force acts alone. Per span, the vertex may approach the obstacle along the normal at the span's closest point by at
+/// most the distance there less [`GAP`] (the separating plane of `spans::plane_fraction`), and
 /// move along it or away freely. Violated half-spaces are projected onto, then the move is
-/// scaled towards `x` until all hold (as `contact::limit_move` does for pairs).
+/// scaled towards `x` until all hold (as `contact::limit_move` does for pairs). A triangle
+/// whose closest point has left its interior holds nothing here: its edges' contacts do.
 #[inline]
 pub(crate) fn limit_edge_move(
     v: usize,
@@ -365,13 +371,14 @@ pub(crate) fn limit_edge_move(
     target: Vec3A,
     pos: &SharedSlice<'_, Vec4>,
     inp: &VertexInputs<'_>,
-    edges: &EdgeContacts,
+    spans: &SpanContacts,
 ) -> Vec3A {
-    let row = edges.row(v);
+    let row = spans.row(v);
     if row.is_empty() || target == x {
         return target;
     }
-    // Each edge's half-space for this vertex's move: n·Δ ≥ −budget.
+    let reach = (target - x).length();
+    // Each span's half-space for this vertex's move: n·Δ ≥ −budget.
     let mut planes = [(Vec3A::ZERO, 0.0f32); 8];
     let mut count = 0;
     for &entry in row {
@@ -379,17 +386,36 @@ pub(crate) fn limit_edge_move(
             break;
         }
         let (k, slot) = unpack_entry(entry);
-        let c = &edges.contacts[k as usize];
+        let c = &spans.contacts[k as usize];
         let Some(o) = inp.obstacles.get(c.obstacle as usize).filter(|o| !o.moves()) else { continue };
-        let other = load(pos, c.vertices[1 - slot as usize]);
-        let closest = if slot == 0 { o.segment_closest(x, other) } else { o.segment_closest(other, x) };
-        // An edge already inside (a collider pressed or moved into it between the vertices)
+        let at = |i: usize| if i == slot as usize { x } else { load(pos, c.vertices[i]) };
+        let slot = slot as usize;
+        let (normal, clearance, low) = if c.len() == 2 {
+            let span = [at(0), at(1)];
+            let closest = o.segment_closest(span[0], span[1]);
+            let (n, clearance) = spans::clearances(o, closest.distance, closest.normal, &span);
+            (n, clearance[slot], clearance.into_iter().fold(f32::INFINITY, f32::min))
+        } else {
+            let span = [at(0), at(1), at(2)];
+            let Some(closest) = o.triangle_closest(span) else { continue };
+            let (n, clearance) = spans::clearances(o, closest.distance, closest.normal, &span);
+            (n, clearance[slot], clearance.into_iter().fold(f32::INFINITY, f32::min))
+        };
+        // A span already inside (a collider pressed or moved into it between the vertices)
         // is left to its contact force, as a vertex inside is: its nearest face need not be
-        // the way out, and holding it there would pin the body to the collider.
-        if closest.distance < 0.0 {
+        // the way out, and holding it there would pin the body to the collider. A box's or a
+        // sphere's plane is a way out; it holds a span a rounding error inside.
+        let floor = if o.support(normal).is_some() { -inp.contact.offset } else { 0.0 };
+        if low < floor {
             continue;
         }
-        planes[count] = (closest.normal, (closest.distance - GAP).max(0.0));
+        let budget = (clearance - GAP).max(0.0);
+        // A plane farther than the whole move cannot bind (most spans of a vertex resting on
+        // a face).
+        if budget >= reach {
+            continue;
+        }
+        planes[count] = (normal, budget);
         count += 1;
     }
     let planes = &planes[..count];

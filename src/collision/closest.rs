@@ -1,0 +1,376 @@
+//! The point of a soft surface edge or triangle closest to an obstacle: where an obstacle's
+//! edge, corner or curved face comes closer to the surface between its vertices than to any
+//! vertex (`solver::vbd::spans` turns these into contacts).
+
+use glam::{Quat, Vec3, Vec3A};
+
+use super::obstacle::{Obstacle, ObstacleShape};
+
+/// The closest point of a segment to an obstacle (see [`Obstacle::segment_closest`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SegmentClosest {
+    /// Parameter along the segment, 0 at its start.
+    pub t: f32,
+    /// Signed distance there \[m\].
+    pub distance: f32,
+    /// The obstacle's outward unit normal there.
+    pub normal: Vec3A,
+    /// Signed distances of the two ends \[m\].
+    pub ends: [f32; 2],
+}
+
+impl SegmentClosest {
+    /// How far the segment dips below the straight interpolation of its ends' distances \[m\]
+    /// (0 when an end is closest, or the segment lies along a flat face): what a contact of
+    /// the segment's interior adds to its ends' contacts.
+    #[inline]
+    pub fn excess(&self) -> f32 {
+        ((1.0 - self.t) * self.ends[0] + self.t * self.ends[1] - self.distance).max(0.0)
+    }
+}
+
+/// The point inside a triangle closest to an obstacle (see [`Obstacle::triangle_closest`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct TriangleClosest {
+    /// Barycentric weights of the point (each ≥ 0, summing to 1).
+    pub weights: [f32; 3],
+    /// Signed distance there \[m\].
+    pub distance: f32,
+    /// The obstacle's outward unit normal there.
+    pub normal: Vec3A,
+}
+
+impl TriangleClosest {
+    /// How far the triangle dips below the linear interpolation of its vertices' distances
+    /// `ends` \[m\] (0 when it lies on a flat face).
+    #[inline]
+    pub fn excess(&self, ends: [f32; 3]) -> f32 {
+        let [wa, wb, wc] = self.weights;
+        (wa * ends[0] + wb * ends[1] + wc * ends[2] - self.distance).max(0.0)
+    }
+}
+
+impl Obstacle {
+    /// The point of the segment `a → b` closest to the obstacle (at its end pose): parameter,
+    /// signed distance and the obstacle's outward normal there, and the signed distances of the
+    /// two ends.
+    ///
+    /// A sphere's is the point nearest its centre. For other shapes: a signed distance is
+    /// convex along a line for a convex solid, so a golden-section search finds the minimum;
+    /// nine samples first pick the bracket, which also finds the deepest dip of a non-convex
+    /// shape (a trimesh) unless two are closer than an eighth of the segment.
+    pub(crate) fn segment_closest(&self, a: Vec3A, b: Vec3A) -> SegmentClosest {
+        self.segment_closest_at(a, b, false, None)
+    }
+
+    /// [`Self::segment_closest`] with the obstacle at its start pose (for a segment of the
+    /// step's start).
+    #[cfg(test)]
+    pub(crate) fn segment_closest_start(&self, a: Vec3A, b: Vec3A) -> SegmentClosest {
+        self.segment_closest_at(a, b, true, None)
+    }
+
+    /// [`Self::segment_closest`] (at the start pose if `start`) given the two ends' signed
+    /// distances and normals, which a scan over a mesh's edges measures once per vertex.
+    pub(crate) fn segment_closest_from_ends(
+        &self,
+        a: Vec3A,
+        b: Vec3A,
+        start: bool,
+        ends: [(f32, Vec3A); 2],
+    ) -> SegmentClosest {
+        self.segment_closest_at(a, b, start, Some(ends))
+    }
+
+    /// The largest `n · y` over the solid's points `y` (its support function), for a sphere or a
+    /// box; `None` for a half-space (unbounded but along its normal) and a posed shape.
+    pub(crate) fn support(&self, n: Vec3A) -> Option<f32> {
+        match self.shape {
+            ObstacleShape::Sphere { center, radius } => Some(n.dot(Vec3A::from(center)) + radius * n.length()),
+            ObstacleShape::Cuboid { center, half_extents, rotation } => {
+                let local = Vec3A::from(rotation.inverse() * Vec3::from(n));
+                Some(n.dot(Vec3A::from(center)) + local.abs().dot(Vec3A::from(half_extents)))
+            }
+            ObstacleShape::Plane { .. } | ObstacleShape::Posed(_) => None,
+        }
+    }
+
+    /// For a box or a sphere, the plane `n · y = support(n)` with the solid behind it that
+    /// keeps the span with vertices `x` (an edge or a triangle) furthest in front: its normal
+    /// and the clearance of each vertex from it. `None` for other shapes.
+    ///
+    /// Candidates are the separating axes of a box and a convex polygon (the box's axes, the
+    /// span's edges crossed with them, a triangle's normal), both ways, and `normal`, the
+    /// obstacle's normal at the span's closest point. The closest point's normal alone is no
+    /// certificate: within a few µm of a box's edge it turns by tens of degrees when the
+    /// closest point moves by a µm, so a search's closest point has a plane that can pass
+    /// behind one of the span's vertices (measured: 0.5 mm behind, on a cloth draped over a
+    /// table's edge).
+    pub(crate) fn separating_plane<const K: usize>(&self, x: &[Vec3A; K], normal: Vec3A) -> Option<(Vec3A, [f32; K])> {
+        let mut best: Option<(Vec3A, [f32; K])> = None;
+        let mut consider = |n: Vec3A| {
+            let Some(n) = n.try_normalize() else { return };
+            for n in [n, -n] {
+                let Some(h) = self.support(n) else { return };
+                let clearance = x.map(|p| n.dot(p) - h);
+                let low = clearance.iter().copied().fold(f32::INFINITY, f32::min);
+                if best.is_none_or(|(_, c)| low > c.iter().copied().fold(f32::INFINITY, f32::min)) {
+                    best = Some((n, clearance));
+                }
+            }
+        };
+        consider(normal);
+        match self.shape {
+            ObstacleShape::Sphere { .. } => {}
+            ObstacleShape::Cuboid { rotation, .. } => {
+                let axes = [Vec3::X, Vec3::Y, Vec3::Z].map(|a| Vec3A::from(rotation * a));
+                for a in axes {
+                    consider(a);
+                    for k in 0..K {
+                        consider((x[(k + 1) % K] - x[k]).cross(a));
+                    }
+                }
+                if K == 3 {
+                    consider((x[1] - x[0]).cross(x[2] - x[0]));
+                }
+            }
+            ObstacleShape::Plane { .. } | ObstacleShape::Posed(_) => return None,
+        }
+        best
+    }
+
+    /// The point inside the triangle `x` closest to a sphere or a box, when that point is not
+    /// on the triangle's boundary (there the edges' and vertices' own tests answer); `None`
+    /// for a half-space (a triangle's closest point to it is always a vertex) and for a posed
+    /// shape (not tested).
+    ///
+    /// A sphere's is the projection of its centre onto the triangle's plane. A box's is the
+    /// projection of one of its corners: the distance between a plane and a convex polytope on
+    /// one side of it is reached at a vertex of the polytope, so the deepest of the eight
+    /// corners' projections that fall inside the triangle is it.
+    pub(crate) fn triangle_closest(&self, x: [Vec3A; 3]) -> Option<TriangleClosest> {
+        let [a, b, c] = x;
+        let n = (b - a).cross(c - a);
+        let area2 = n.length_squared();
+        if !(area2 > 0.0 && area2.is_finite()) {
+            return None;
+        }
+        let mut best: Option<TriangleClosest> = None;
+        let mut consider = |q: Vec3A| {
+            let p = q - n * (n.dot(q - a) / area2);
+            let weights = [(b - p).cross(c - p), (c - p).cross(a - p), (a - p).cross(b - p)].map(|m| n.dot(m) / area2);
+            if weights.iter().all(|&w| w >= 0.0) {
+                let (distance, normal) = self.signed_distance(p);
+                if best.is_none_or(|k| distance < k.distance) {
+                    best = Some(TriangleClosest { weights, distance, normal });
+                }
+            }
+        };
+        match self.shape {
+            ObstacleShape::Sphere { center, .. } => consider(Vec3A::from(center)),
+            ObstacleShape::Cuboid { center, half_extents, rotation } => {
+                for k in 0..8 {
+                    consider(corner(center, half_extents, rotation, k));
+                }
+            }
+            ObstacleShape::Plane { .. } | ObstacleShape::Posed(_) => return None,
+        }
+        best
+    }
+
+    fn segment_closest_at(&self, a: Vec3A, b: Vec3A, start: bool, ends: Option<[(f32, Vec3A); 2]>) -> SegmentClosest {
+        const SAMPLES: usize = 9;
+        let exact = |p: Vec3A| self.signed_distance_exact(p, start);
+        // A convex solid's distance is convex along the segment: if it rises from both ends
+        // into the segment, the nearer end is the closest point (the common case of an edge
+        // lying on or above a face), and two queries answer.
+        if self.is_convex() {
+            let [(da, na), (db, nb)] = ends.unwrap_or_else(|| [exact(a), exact(b)]);
+            // The distance's slope into the segment at each end (the normal is its gradient):
+            // a convex function rising from one end has its minimum there.
+            if na.dot(b - a) >= 0.0 {
+                return SegmentClosest { t: 0.0, distance: da, normal: na, ends: [da, db] };
+            }
+            if nb.dot(a - b) >= 0.0 {
+                return SegmentClosest { t: 1.0, distance: db, normal: nb, ends: [da, db] };
+            }
+        }
+        if let ObstacleShape::Sphere { center, .. } = self.shape {
+            // The point nearest the centre is the closest.
+            let (ab, ac) = (b - a, Vec3A::from(center) - a);
+            let t = (ac.dot(ab) / ab.length_squared()).clamp(0.0, 1.0);
+            if t.is_finite() {
+                let [(da, _), (db, _)] = ends.unwrap_or_else(|| [exact(a), exact(b)]);
+                let (distance, normal) = exact(a + ab * t);
+                return SegmentClosest { t, distance, normal, ends: [da, db] };
+            }
+        }
+        let at = |t: f32| exact(a + (b - a) * t).0;
+        let mut d = [0.0f32; SAMPLES];
+        for (k, dk) in d.iter_mut().enumerate() {
+            *dk = at(k as f32 / (SAMPLES - 1) as f32);
+        }
+        let best = (0..SAMPLES).min_by(|&i, &j| d[i].total_cmp(&d[j])).unwrap_or(0);
+        let step = 1.0 / (SAMPLES - 1) as f32;
+        let (mut lo, mut hi) =
+            ((best as f32 - 1.0).max(0.0) * step, (best as f32 + 1.0).min((SAMPLES - 1) as f32) * step);
+        // Golden section: 16 rounds shrink the bracket (a quarter of the segment) to 5e-5 of it.
+        const INV_PHI: f32 = 0.618_034;
+        let (mut t1, mut t2) = (hi - INV_PHI * (hi - lo), lo + INV_PHI * (hi - lo));
+        let (mut f1, mut f2) = (at(t1), at(t2));
+        for _ in 0..16 {
+            if f1 <= f2 {
+                hi = t2;
+                (t2, f2) = (t1, f1);
+                t1 = hi - INV_PHI * (hi - lo);
+                f1 = at(t1);
+            } else {
+                lo = t1;
+                (t1, f1) = (t2, f2);
+                t2 = lo + INV_PHI * (hi - lo);
+                f2 = at(t2);
+            }
+        }
+        let (t, found) = if f1 <= f2 { (t1, f1) } else { (t2, f2) };
+        // An end (or a sample) may still be the closest point.
+        let t = if d[best] < found { best as f32 * step } else { t };
+        let (distance, normal) = exact(a + (b - a) * t);
+        SegmentClosest { t, distance, normal, ends: [d[0], d[SAMPLES - 1]] }
+    }
+}
+
+/// Corner `k` (bits 0–2: the sign along each box axis) of a box.
+#[inline]
+fn corner(center: Vec3, half_extents: Vec3, rotation: Quat, k: u32) -> Vec3A {
+    let sign = |bit: u32| if k >> bit & 1 == 1 { 1.0 } else { -1.0 };
+    Vec3A::from(center + rotation * (half_extents * Vec3::new(sign(0), sign(1), sign(2))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::Rng;
+
+    fn table() -> Obstacle {
+        Obstacle::cuboid(Vec3::new(0.1, 0.2, -0.1), Vec3::new(0.4, 0.2, 0.3), Quat::from_rotation_y(0.4), 0.3)
+            .expect("box")
+    }
+
+    fn ball() -> Obstacle {
+        Obstacle::sphere(Vec3::new(0.0, 0.25, 0.0), 0.25, 0.3).expect("sphere")
+    }
+
+    /// The smallest signed distance over a dense barycentric grid of the triangle `x`, and
+    /// whether that grid point is off the triangle's boundary by a twentieth of it.
+    fn sampled_min(o: &Obstacle, x: [Vec3A; 3]) -> (f32, bool) {
+        let n = 60;
+        let (mut low, mut interior) = (f32::INFINITY, false);
+        for i in 0..=n {
+            for j in 0..=n - i {
+                let (u, v) = (i as f32 / n as f32, j as f32 / n as f32);
+                let d = o.signed_distance(x[0] + (x[1] - x[0]) * u + (x[2] - x[0]) * v).0;
+                if d < low {
+                    (low, interior) = (d, u.min(v).min(1.0 - u - v) > 0.05);
+                }
+            }
+        }
+        (low, interior)
+    }
+
+    /// A random triangle of about `size` near point `at`.
+    fn triangle_near(rng: &mut Rng, at: Vec3A, size: f32) -> [Vec3A; 3] {
+        [0; 3].map(|_| at + rng.vec().as_vec3a() * size)
+    }
+
+    #[test]
+    fn the_support_function_is_the_farthest_corner_or_the_sphere_rim() {
+        let mut rng = Rng(2);
+        let (b, s) = (table(), ball());
+        let ObstacleShape::Cuboid { center, half_extents, rotation } = b.shape else { unreachable!() };
+        for _ in 0..100 {
+            let n = rng.vec().as_vec3a().normalize();
+            let corners = (0..8).map(|k| n.dot(corner(center, half_extents, rotation, k))).fold(f32::MIN, f32::max);
+            assert!((b.support(n).expect("box") - corners).abs() < 1e-5);
+            assert!((s.support(n).expect("sphere") - (n.dot(Vec3A::new(0.0, 0.25, 0.0)) + 0.25)).abs() < 1e-6);
+        }
+        assert!(Obstacle::ground(0.0, 0.5).support(Vec3A::Y).is_none());
+    }
+
+    #[test]
+    fn a_triangle_s_closest_point_to_a_corner_or_a_cap_is_its_deepest() {
+        let mut rng = Rng(9);
+        let (b, s) = (table(), ball());
+        let ObstacleShape::Cuboid { center, half_extents, rotation } = b.shape else { unreachable!() };
+        let (mut inside, mut checked) = (0, 0);
+        for k in 0..400 {
+            let (o, at) = if k % 2 == 0 {
+                (&b, corner(center, half_extents, rotation, k as u32 % 8))
+            } else {
+                (&s, Vec3A::new(0.0, 0.25, 0.0) + rng.vec().as_vec3a().normalize() * 0.25)
+            };
+            let x = triangle_near(&mut rng, at, 0.05);
+            let (low, interior) = sampled_min(o, x);
+            if low < 1e-4 {
+                // Through the solid: not the case the projections answer.
+                continue;
+            }
+            checked += 1;
+            let found = o.triangle_closest(x);
+            if let Some(c) = found {
+                assert!(c.weights.iter().all(|&w| w >= -1e-5) && (c.weights.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+                let p = x[0] * c.weights[0] + x[1] * c.weights[1] + x[2] * c.weights[2];
+                assert!((o.signed_distance(p).0 - c.distance).abs() < 1e-5);
+                // A point of the triangle: never nearer than the grid's best, less the grid's
+                // spacing's reach.
+                assert!(c.distance > low - 2e-4, "{} vs sampled {low}", c.distance);
+            }
+            if interior {
+                // The closest point is inside: it is found, and it is the closest.
+                inside += 1;
+                let c = found.unwrap_or_else(|| panic!("closest point inside, not found (sampled {low})"));
+                assert!(c.distance <= low + 1e-5, "{} vs sampled {low}", c.distance);
+            }
+        }
+        assert!(checked > 100 && inside > 5, "{inside} of {checked}");
+    }
+
+    #[test]
+    fn a_span_clear_of_a_box_or_a_sphere_has_a_separating_plane() {
+        let mut rng = Rng(4);
+        let (b, s) = (table(), ball());
+        let ObstacleShape::Cuboid { center, half_extents, rotation } = b.shape else { unreachable!() };
+        let mut checked = 0;
+        for k in 0..600 {
+            let (o, at) = if k % 2 == 0 {
+                (&b, corner(center, half_extents, rotation, k as u32 % 8))
+            } else {
+                (&s, Vec3A::new(0.0, 0.25, 0.0) + rng.vec().as_vec3a().normalize() * 0.25)
+            };
+            let x = triangle_near(&mut rng, at, 0.04);
+            let (low, _) = sampled_min(o, x);
+            if low < 2e-4 {
+                continue;
+            }
+            // A box's plane is one of its separating axes whatever the normal given; a sphere's
+            // is the normal at the span's closest point (where a triangle's is inside it, as
+            // the limits use it).
+            let c = o.segment_closest(x[0], x[1]);
+            let normal = match (k % 2, o.triangle_closest(x)) {
+                (0, _) => c.normal,
+                (_, Some(t)) => t.normal,
+                (_, None) => continue,
+            };
+            checked += 1;
+            let (n, clearance) = o.separating_plane(&x, normal).expect("plane");
+            assert!((n.length() - 1.0).abs() < 1e-5);
+            let worst = clearance.into_iter().fold(f32::INFINITY, f32::min);
+            assert!(worst > 0.0, "triangle {low} m clear, plane leaves a vertex {worst} m behind");
+            // The solid is behind the plane: its support is the plane's offset.
+            assert!(clearance.iter().zip(&x).all(|(&c, &p)| (n.dot(p) - o.support(n).unwrap() - c).abs() < 1e-6));
+            let edge = [x[0], x[1]];
+            let (_, clearance) = o.separating_plane(&edge, c.normal).expect("plane");
+            assert!(clearance.into_iter().fold(f32::INFINITY, f32::min) > 0.0);
+        }
+        assert!(checked > 60, "{checked}");
+    }
+}
