@@ -130,6 +130,21 @@ impl GpuStepper {
         }
     }
 
+    /// What `vbd_advance` binds (the predict phase's advance and the spans' limit).
+    fn advance_buffers(&self) -> VbdAdvanceBuffers<'_> {
+        let b = &self.buffers;
+        VbdAdvanceBuffers {
+            positions: &b.positions,
+            steps: &b.steps,
+            flags: &b.flags,
+            index: &b.index,
+            body_toi: &b.body_toi,
+            initial: &b.initial,
+            previous: &b.previous,
+            before_previous: &b.before_previous,
+        }
+    }
+
     /// The step's state buffers as the contact and rigid-correction programs bind them.
     fn state_buffers(&self) -> StateBuffers<'_> {
         let b = &self.buffers;
@@ -206,23 +221,7 @@ impl GpuStepper {
                 turns: &b.turns,
             },
         ));
-        let advance = k.advance.bind(
-            ctx,
-            n,
-            self.bodies,
-            l.vertex_body,
-            obstacles,
-            &VbdAdvanceBuffers {
-                positions: &b.positions,
-                steps: &b.steps,
-                flags: &b.flags,
-                index: &b.index,
-                body_toi: &b.body_toi,
-                initial: &b.initial,
-                previous: &b.previous,
-                before_previous: &b.before_previous,
-            },
-        );
+        let advance = k.advance.bind(ctx, n, self.bodies, l.vertex_body, obstacles, &self.advance_buffers());
         let buffers = self.state_buffers();
         let rigid = rigid_state.map(|state| {
             let pairs = (contact.contacts, contact.state.map(|c| c.layout()));
@@ -253,23 +252,8 @@ impl GpuStepper {
             return None;
         }
         let (ctx, k, b, l) = (&*self.ctx, &self.kernels, &self.buffers, &self.layout);
-        let [_, _, _, reset, shorten] = k.advance.bind(
-            ctx,
-            self.vertices,
-            self.bodies,
-            l.vertex_body,
-            obstacles,
-            &VbdAdvanceBuffers {
-                positions: &b.positions,
-                steps: &b.steps,
-                flags: &b.flags,
-                index: &b.index,
-                body_toi: &b.body_toi,
-                initial: &b.initial,
-                previous: &b.previous,
-                before_previous: &b.before_previous,
-            },
-        );
+        let [_, _, _, reset, shorten] =
+            k.advance.bind(ctx, self.vertices, self.bodies, l.vertex_body, obstacles, &self.advance_buffers());
         let surface = GpuSurface::new(&self.state, l, self.records.bodies, &s.vbd.contact, &Default::default());
         let [limit, detect] = k.spans.bind(
             ctx,
