@@ -295,14 +295,8 @@ impl SpanContacts {
                 }
                 let ends = ends_of(&mut cache, o, x, [a, b], true);
                 let c = o.segment_closest_from_ends(x[0], x[1], true, ends);
-                if o.is_sphere() && c.distance < search_radius(st, body, offset) {
-                    continue;
-                }
-                let s = step_fraction(o, c.distance, c.normal, &x, &d);
-                if s < self.body_scale[body as usize] {
-                    self.body_scale[body as usize] = s;
-                    held = true;
-                }
+                let near = search_radius(st, body, offset);
+                held |= hold(&mut self.body_scale[body as usize], o, near, (c.distance, c.normal), &x, &d);
             }
             self.end_scan(cache);
             for &t in st.surface_triangles.iter().filter(|_| o.tests_triangles()) {
@@ -317,18 +311,35 @@ impl SpanContacts {
                     continue;
                 }
                 let Some(c) = o.triangle_closest(x) else { continue };
-                if o.is_sphere() && c.distance < search_radius(st, body, offset) {
-                    continue;
-                }
-                let s = step_fraction(o, c.distance, c.normal, &x, &d);
-                if s < self.body_scale[body as usize] {
-                    self.body_scale[body as usize] = s;
-                    held = true;
-                }
+                let near = search_radius(st, body, offset);
+                held |= hold(&mut self.body_scale[body as usize], o, near, (c.distance, c.normal), &x, &d);
             }
         }
         held
     }
+}
+
+/// Cuts a body's advance fraction `scale` to what a span of the step's start (vertices `x`,
+/// moving by `moves`, its closest point at `(distance, normal)`) allows against `o`, unless the
+/// span is already within `near` of a sphere (see [`SpanContacts::advance`]); returns whether it
+/// cut.
+fn hold<const K: usize>(
+    scale: &mut f32,
+    o: &Obstacle,
+    near: f32,
+    (distance, normal): (f32, Vec3A),
+    x: &[Vec3A; K],
+    moves: &[Vec3A; K],
+) -> bool {
+    if o.is_sphere() && distance < near {
+        return false;
+    }
+    let s = step_fraction(o, distance, normal, x, moves);
+    let cut = s < *scale;
+    if cut {
+        *scale = s;
+    }
+    cut
 }
 
 /// The largest fraction `s ∈ [0, 1]` of the moves `moves` of a span's vertices (all at once)
