@@ -204,7 +204,19 @@ fn pinned_and_driven_bodies_match_the_cpu_after_60_frames() {
 /// intersections, and the stack must stand where it landed.
 #[test]
 fn stack_matches_the_cpu_after_60_frames() {
-    let (Some(mut gpu), mut cpu) = (gpu_world(config()), World::new(config()).expect("cpu world")) else { return };
+    stack_matches_the_cpu(config(), "stack");
+}
+
+/// The same stack with the stiffening contact layer (`StepConfig::contact_stiffening`): the
+/// layer, its majorised vertex step (`vbd_color`), its lagged normal force (`contact_detect`)
+/// and the coarse problem's layer energy (`rigid_solve`) against the CPU's.
+#[test]
+fn stack_with_the_stiffening_layer_matches_the_cpu_after_60_frames() {
+    stack_matches_the_cpu(StepConfig { contact_stiffening: true, ..config() }, "stack, stiffening layer");
+}
+
+fn stack_matches_the_cpu(config: StepConfig, name: &str) {
+    let (Some(mut gpu), mut cpu) = (gpu_world(config.clone()), World::new(config).expect("cpu world")) else { return };
     let build = |w: &mut World| -> Vec<SoftBodyHandle> {
         (0..3)
             .map(|k| {
@@ -239,7 +251,7 @@ fn stack_matches_the_cpu_after_60_frames() {
     }
     assert!(pairs_seen > 100, "the GPU reported at most {pairs_seen} contact pairs");
     let d = largest_difference(gpu.positions(), cpu.positions());
-    eprintln!("stack: largest GPU − CPU position difference after 60 frames {d:.3e} m, up to {pairs_seen} pairs");
+    eprintln!("{name}: largest GPU − CPU position difference after 60 frames {d:.3e} m, up to {pairs_seen} pairs");
     assert!(d < 1e-3, "{d}");
     // Landed and stacked: each cube's centre about a cube's height (plus the contact offsets)
     // above the one below.
@@ -248,7 +260,7 @@ fn stack_matches_the_cpu_after_60_frames() {
         p.iter().map(|p| p.y).sum::<f32>() / p.len() as f32
     };
     let heights: Vec<f32> = cubes.iter().map(|&h| centre(h)).collect();
-    eprintln!("stack: centre heights {heights:?}");
+    eprintln!("{name}: centre heights {heights:?}");
     for k in 0..3 {
         assert!((heights[k] - (0.1 + 0.2 * k as f32)).abs() < 5e-3, "{heights:?}");
     }

@@ -28,9 +28,10 @@ struct Params {
     edges: Tree,
     phase: u32,
     count: u32,
-    // Contact penalty: stiffness [N/m], or [N/m per kg] when stiffness_per_mass is 1; pairs
-    // take pair_factor times the obstacle rule (src/solver/vbd/contact.rs PAIR_STIFFNESS_FACTOR).
-    stiffness_per_mass: u32,
+    // Contact stiffness [N/m], or [N/m per kg] with bit 0 of contact_flags; pairs take
+    // pair_factor times the obstacle rule (src/solver/vbd/contact.rs PAIR_STIFFNESS_FACTOR).
+    // Bit 1: the stiffening layer (lib/layer.wgsl) rather than the penalty.
+    contact_flags: u32,
     stiffness: f32,
     pair_factor: f32,
     _pad0: u32,
@@ -69,11 +70,15 @@ fn write_pair(k: u32, kind: u32, v: vec4<u32>, c: Closest) {
     let m = 0.5 * (abs(w.x) * masses[v.x] + abs(w.y) * masses[v.y] + abs(w.z) * masses[v.z]
         + abs(w.w) * masses[v.w]);
     var stiffness = params.stiffness;
-    if params.stiffness_per_mass == 1u {
+    if (params.contact_flags & 1u) == 1u {
         stiffness *= m;
     }
     stiffness *= params.pair_factor;
+    // The lagged normal force: the penalty's, or the stiffening layer's (lib/layer.wgsl).
     var force = stiffness * max(s.offset - c.distance, 0.0);
+    if (params.contact_flags & 2u) != 0u {
+        force = layer_force_stiffness(c.distance, stiffness, s.offset).x;
+    }
     if kind == PAIR_EDGE_EDGE {
         let end = min(min(w.x, w.y), min(-w.z, -w.w));
         let t = clamp(end / EDGE_END_BAND, 0.0, 1.0);

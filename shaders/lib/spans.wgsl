@@ -233,17 +233,3 @@ fn span_weights(record: vec4<f32>, count: u32) -> vec3<f32> {
     }
     return vec3<f32>(record.x, record.y, 1.0 - record.x - record.y);
 }
-
-// ContactParams::stiffened_at (src/collision/contact.rs): the stiffness and offset with which
-// add_contact applies the layer E(d) = k δ² (d/δ − 1 − ln(d/δ)) at signed distance d (quadratic
-// below δ/10), which holds any load short of the surface.
-fn stiffened_layer(k: f32, delta: f32, distance: f32) -> vec2<f32> {
-    if distance >= delta || !(k > 0.0) {
-        return vec2<f32>(k, delta);
-    }
-    let floor = 0.1 * delta;
-    let d = max(distance, floor);
-    let force = k * delta * (delta / d - 1.0) + k * (delta / floor) * (delta / floor) * max(floor - distance, 0.0);
-    let stiffness = k * (delta / d) * (delta / d);
-    return vec2<f32>(stiffness, distance + force / stiffness);
-}

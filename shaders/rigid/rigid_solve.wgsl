@@ -23,8 +23,9 @@ struct Params {
     bodies: u32,
     // 1 when `contacts` holds the pairs of a last detection.
     pairs: u32,
-    // Contact penalty: stiffness [N/m], or [N/m per kg] when stiffness_per_mass is 1.
-    stiffness_per_mass: u32,
+    // Contact stiffness [N/m], or [N/m per kg] with bit 0 of contact_flags; bit 1: the
+    // stiffening layer (lib/layer.wgsl) rather than the penalty.
+    contact_flags: u32,
     stiffness: f32,
     // Contact offset δ [m] and ε_v h [m].
     offset: f32,
@@ -136,15 +137,22 @@ fn shift(s: Side) -> vec3<f32> {
     return (t + cross(theta, s.arm)) * s.coef;
 }
 
-// src/solver/vbd/rigid_energy.rs contact_term: penalty on the gap along n̂, lagged friction on the
-// slip's part normal to n0.
+// src/solver/vbd/rigid_energy.rs contact_term: the contact layer on the gap along n̂ (the
+// penalty, or the stiffening layer of lib/layer.wgsl), lagged friction on the slip's part
+// normal to n0.
 fn contact_term(gap: f32, n: vec3<f32>, k: f32, n0: vec3<f32>, slip: vec3<f32>, mu_lambda: f32) -> Term {
     var t = Term(0.0, vec3<f32>(0.0), mat3x3<f32>());
-    let pen = params.offset - gap;
-    if pen > 0.0 {
-        t.e += 0.5 * k * pen * pen;
-        t.g -= n * (k * pen);
-        t.h += outer3(n, n) * k;
+    if gap < params.offset {
+        let pen = params.offset - gap;
+        var fs = vec2<f32>(k * pen, k);
+        var e = 0.5 * k * pen * pen;
+        if (params.contact_flags & 2u) != 0u {
+            fs = layer_force_stiffness(gap, k, params.offset);
+            e = layer_energy(gap, k, params.offset);
+        }
+        t.e += e;
+        t.g -= n * fs.x;
+        t.h += outer3(n, n) * fs.y;
     }
     if mu_lambda > 0.0 {
         let eps = params.static_slip;
@@ -181,13 +189,16 @@ fn candidate(s: u32, b: u32, v: u32, k: u32) -> Item {
     item.sides[0] = Side(s, 1.0, arm_of(b, x));
     item.sides[1] = Side(NONE, 0.0, vec3<f32>(0.0));
     var k_c = params.stiffness;
-    if params.stiffness_per_mass == 1u {
+    if (params.contact_flags & 1u) == 1u {
         k_c *= masses[v];
     }
     // Normal force and friction frame lagged from x^n.
     let start = steps[v].start.xyz;
     let at_start = obstacle_distance(o, start);
-    let lambda = k_c * max(params.offset - at_start.d, 0.0);
+    var lambda = k_c * max(params.offset - at_start.d, 0.0);
+    if (params.contact_flags & 2u) != 0u {
+        lambda = layer_force_stiffness(at_start.d, k_c, params.offset).x;
+    }
     let mu = 0.5 * (records[params.bodies + 2u * b].z + o.friction);
     let p = x + shift(item.sides[0]);
     let sd = obstacle_distance(o, p);

@@ -27,8 +27,9 @@ struct Params {
     bodies: u32,
     tris: u32,
     hinges: u32,
-    // Contact penalty: stiffness [N/m], or [N/m per kg] when stiffness_per_mass is 1.
-    stiffness_per_mass: u32,
+    // Contact stiffness [N/m], or [N/m per kg] with bit 0 of contact_flags; bit 1: the layer
+    // stiffens as it is pressed (lib/layer.wgsl) rather than being the penalty.
+    contact_flags: u32,
     stiffness: f32,
     // Contact offset δ [m] and ε_v h [m].
     offset: f32,
@@ -124,14 +125,14 @@ fn add_span_terms(v: u32, f: ptr<function, vec3<f32>>, h: ptr<function, mat3x3<f
                 continue;
             }
             var k_c = params.stiffness;
-            if params.stiffness_per_mass == 1u {
+            if (params.contact_flags & 1u) == 1u {
                 k_c *= mass;
             }
             k_c *= record.z;
-            let lagged = stiffened_layer(k_c, params.offset, record.w);
+            let lagged = layer_force_stiffness(record.w, k_c, params.offset).x;
             let now = stiffened_layer(k_c, params.offset, sd.d);
             let touching = add_contact(f, h, sd.d, sd.n, w[slot], moved, 0.5 * (body_friction + o.friction),
-                                       lagged.x * max(lagged.y - record.w, 0.0), now.x, now.y, params.static_slip);
+                                       lagged, now.x, now.y, params.static_slip);
             in_contact = in_contact || touching;
         }
     }
@@ -212,6 +213,63 @@ fn limit_span_move(v: u32, x: vec3<f32>, goal: vec3<f32>) -> vec3<f32> {
     return x + d * scale;
 }
 
+fn stiffening() -> bool {
+    return (params.contact_flags & 2u) != 0u;
+}
+
+// x + h⁻¹ f: the symmetric 3×3 solve through the adjugate, with src/math/sym3.rs's
+// singularity guard (x itself when h is singular).
+fn solve3(x: vec3<f32>, h: mat3x3<f32>, f: vec3<f32>) -> vec3<f32> {
+    let a0 = cross(h[1], h[2]);
+    let a1 = cross(h[2], h[0]);
+    let a2 = cross(h[0], h[1]);
+    let det = dot(h[0], a0);
+    let tr = (h[0].x + h[1].y + h[2].z) * (1.0 / 3.0);
+    if abs(det) > 1e-6 * abs(tr * tr * tr) {
+        return x + vec3<f32>(dot(a0, f), dot(a1, f), dot(a2, f)) * (1.0 / det);
+    }
+    return x;
+}
+
+// vertex.rs layer_majorant: the curvature vertex v's obstacle and pair layers gain along the
+// move x → goal beyond their curvature at x, each contact's distance at goal linearised along
+// its normal; k_c is the vertex's obstacle stiffness.
+fn layer_majorant(v: u32, x: vec3<f32>, goal: vec3<f32>, k_c: f32) -> mat3x3<f32> {
+    let step = goal - x;
+    var extra = mat3x3<f32>();
+    for (var k = 0u; k < params.obstacles.count; k++) {
+        let sd = obstacle_distance(params.obstacles.items[k], x);
+        let along = dot(sd.n, step);
+        if sd.d < params.offset && along < 0.0 {
+            let now = layer_force_stiffness(sd.d, k_c, params.offset).y;
+            let there = layer_force_stiffness(sd.d + along, k_c, params.offset).y;
+            extra += outer3(sd.n, sd.n) * (there - now);
+        }
+    }
+    if params.bounds.enabled != 0u {
+        let l = params.bounds.contact;
+        for (var e = contacts[l.offsets + v]; e < contacts[l.offsets + v + 1u]; e++) {
+            let entry = contacts[l.entries + e];
+            let p = load_pair(l, entry >> 2u);
+            if !(p.stiffness > 0.0) {
+                continue;
+            }
+            let pv = p.vertices;
+            let w = p.weights;
+            let gap = dot(p.normal, positions[pv.x].xyz * w.x + positions[pv.y].xyz * w.y
+                + positions[pv.z].xyz * w.z + positions[pv.w].xyz * w.w);
+            let wv = w[entry & 3u];
+            let along = wv * dot(p.normal, step);
+            if gap < params.offset && along < 0.0 {
+                let now = layer_force_stiffness(gap, p.stiffness, params.offset).y;
+                let there = layer_force_stiffness(gap + along, p.stiffness, params.offset).y;
+                extra += outer3(p.normal, p.normal) * ((there - now) * wv * wv);
+            }
+        }
+    }
+    return extra;
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if id.x >= params.count {
@@ -240,10 +298,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         f -= (dx * c1 + s.velocity.xyz) * am;
         h += diag3(am * c1);
     }
-    // Obstacles: penalty beyond the offset, lagged friction.
+    // Obstacles: the contact layer within the offset, lagged friction.
     var in_contact = false;
     var k_c = params.stiffness;
-    if params.stiffness_per_mass == 1u {
+    if (params.contact_flags & 1u) == 1u {
         k_c *= mass;
     }
     for (var k = 0u; k < params.obstacles.count; k++) {
@@ -251,9 +309,15 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         let sd = obstacle_distance(o, x);
         // Friction scaled by the normal force lagged from x^n; obstacles are static, so the
         // slip is the vertex's own displacement.
-        let lagged = k_c * max(params.offset - obstacle_distance(o, s.start.xyz).d, 0.0);
-        let touching = add_contact(&f, &h, sd.d, sd.n, 1.0, dx, 0.5 * (body_record.z + o.friction), lagged, k_c,
-                                   params.offset, params.static_slip);
+        let d_start = obstacle_distance(o, s.start.xyz).d;
+        var lagged = k_c * max(params.offset - d_start, 0.0);
+        var now = vec2<f32>(k_c, params.offset);
+        if stiffening() {
+            lagged = layer_force_stiffness(d_start, k_c, params.offset).x;
+            now = stiffened_layer(k_c, params.offset, sd.d);
+        }
+        let touching = add_contact(&f, &h, sd.d, sd.n, 1.0, dx, 0.5 * (body_record.z + o.friction), lagged, now.x,
+                                   now.y, params.static_slip);
         in_contact = in_contact || touching;
     }
     if params.spans == 1u {
@@ -417,8 +481,12 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             let gap = dot(p.normal, x0 * w.x + x1 * w.y + x2 * w.z + x3 * w.w);
             let slip = (x0 - steps[pv.x].start.xyz) * w.x + (x1 - steps[pv.y].start.xyz) * w.y
                 + (x2 - steps[pv.z].start.xyz) * w.z + (x3 - steps[pv.w].start.xyz) * w.w;
+            var now = vec2<f32>(p.stiffness, params.offset);
+            if stiffening() {
+                now = stiffened_layer(p.stiffness, params.offset, gap);
+            }
             let touching = add_contact(&f, &h, gap, p.normal, w[entry & 3u], slip, p.friction, p.friction_force,
-                                       p.stiffness, params.offset, params.static_slip);
+                                       now.x, now.y, params.static_slip);
             in_contact = in_contact || touching;
         }
     }
@@ -430,11 +498,15 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let a0 = cross(h[1], h[2]);
     let a1 = cross(h[2], h[0]);
     let a2 = cross(h[0], h[1]);
-    let det = dot(h[0], a0);
-    let tr = (h[0].x + h[1].y + h[2].z) * (1.0 / 3.0);
-    var target_x = x;
-    if abs(det) > 1e-6 * abs(tr * tr * tr) {
-        target_x = x + vec3<f32>(dot(a0, f), dot(a1, f), dot(a2, f)) * (1.0 / det);
+    var target_x = solve3(x, h, f);
+    if in_contact && stiffening() {
+        // The stiffening layer's curvature grows as it is pressed, so the step with its
+        // curvature at x overshoots into it; with the curvature where the step would end the
+        // step minimises a majorant of the vertex's energy (vertex.rs update_vertex).
+        let extra = layer_majorant(v, x, target_x, k_c);
+        if any(extra[0] != vec3<f32>(0.0)) || any(extra[1] != vec3<f32>(0.0)) || any(extra[2] != vec3<f32>(0.0)) {
+            target_x = solve3(x, h + extra, f);
+        }
     }
     // A span of the vertex may not enter a box or a sphere either. Its limit projects onto
     // planes, so it goes first: the two limits after it only shorten the move.

@@ -58,6 +58,9 @@ pub struct ContactModel {
     pub offset: f32,
     /// `ε_v h` \[m\].
     pub static_slip: f32,
+    /// Whether the layer stiffens as it is pressed ([`layer_force_stiffness`]) rather than
+    /// being the penalty `½ k (δ − d)²` at every load. Spans' contacts always stiffen.
+    pub stiffening: bool,
 }
 
 impl ContactModel {
@@ -66,23 +69,96 @@ impl ContactModel {
     pub fn params(&self, m: f32) -> ContactParams<f32> {
         ContactParams { stiffness: self.stiffness.for_mass(m), offset: self.offset, static_slip: self.static_slip }
     }
+
+    /// The constants with which [`add_contact`] applies the layer of `p` at `distance`: the
+    /// stiffening layer's there, or `p` itself (the penalty).
+    #[inline(always)]
+    pub fn layer_at(&self, p: ContactParams<f32>, distance: f32) -> ContactParams<f32> {
+        if self.stiffening { p.stiffened_at(distance) } else { p }
+    }
+
+    /// The normal force \[N\] of a contact of stiffness `k` at `distance` (what friction is
+    /// scaled by).
+    #[inline(always)]
+    pub fn normal_force<R: Real>(&self, k: R, distance: R) -> R {
+        let offset = R::lit(self.offset as f64);
+        if self.stiffening {
+            layer_force_stiffness(distance, k, offset).0
+        } else {
+            k * (offset - distance).max(R::ZERO)
+        }
+    }
+
+    /// The stiffness rule and layer as the GPU kernels read them: bit 0 of the flags is set
+    /// for a stiffness per kilogram, bit 1 for the stiffening layer.
+    pub(crate) fn gpu_flags(&self) -> (u32, f32) {
+        let (per_mass, k) = match self.stiffness {
+            ContactStiffness::Absolute(k) => (0, k),
+            ContactStiffness::PerMass(k) => (1, k),
+        };
+        (per_mass | (u32::from(self.stiffening) << 1), k)
+    }
 }
 
-impl ContactParams<f32> {
-    /// The constants that make [`add_contact`] at signed distance `distance` apply a layer
-    /// that stiffens as it is pressed: `E(d) = k δ² (d/δ − 1 − ln(d/δ))` over `d ∈ [δ/10, δ]`,
-    /// continued quadratically below `δ/10`. `E` agrees with the penalty `½ k (δ − d)²` to
-    /// second order at `δ`, but its force `k δ (δ/d − 1)` grows without bound as `d → 0`, so
-    /// the layer holds any load short of the surface (a penalty holds at most `k δ`).
-    pub fn stiffened_at(self, distance: f32) -> Self {
-        let (k, delta) = (self.stiffness, self.offset);
-        if distance >= delta || !(k > 0.0) {
+/// Where the contact layer stops stiffening, as a fraction of the offset `δ`: below `δ/10`
+/// the layer's energy continues as the quadratic that matches it there, so its stiffness stays
+/// at `100 k` and f32 sees no `1/d` blow-up at the surface.
+const LAYER_FLOOR: f64 = 0.1;
+
+/// The contact layer at signed distance `d` (Pliant; `docs/algorithms.md` §2.4): the force
+/// `−E'(d) ≥ 0` and the stiffness `E''(d)` of
+///
+/// ```text
+/// E(d) = k δ² (d/δ − 1 − ln(d/δ))      δ/10 ≤ d < δ, continued quadratically below δ/10.
+/// ```
+///
+/// `E` agrees with the penalty `½ k (δ − d)²` to second order at `δ`, so a lightly pressed
+/// contact (its own weight presses it 1 % of `δ`) is the penalty, but its force
+/// `k δ (δ/d − 1)` grows as the layer is pressed: a penalty holds at most `k δ` (100 vertex
+/// weights by default), so the bottom of a stack, the ground under a loaded mattress or the few
+/// vertices a ball stands on were pressed through the layer onto the path clamp, and a
+/// layer as soft at every load as 12 kPa foam let an eight-cube tower tip over.
+#[inline(always)]
+pub fn layer_force_stiffness<R: Real>(distance: R, stiffness: R, offset: R) -> (R, R) {
+    let (k, delta) = (stiffness, offset);
+    if !(distance < delta) || !(k > R::ZERO) {
+        return (R::ZERO, R::ZERO);
+    }
+    let floor = R::lit(LAYER_FLOOR) * delta;
+    let d = distance.max(floor);
+    let ratio = delta / d;
+    let at_floor = R::lit(1.0 / (LAYER_FLOOR * LAYER_FLOOR)) * k;
+    let force = k * delta * (ratio - R::ONE) + at_floor * (floor - distance).max(R::ZERO);
+    (force, k * ratio * ratio)
+}
+
+/// The contact layer's energy `E(d)` of [`layer_force_stiffness`] \[J\] (the coarse problems'
+/// line searches need it; the sweeps need only its derivatives).
+pub fn layer_energy(distance: f64, stiffness: f64, offset: f64) -> f64 {
+    let (k, delta) = (stiffness, offset);
+    if !(distance < delta) || !(k > 0.0) {
+        return 0.0;
+    }
+    let log = |d: f64| k * delta * delta * (d / delta - 1.0 - (d / delta).ln());
+    let floor = LAYER_FLOOR * delta;
+    if distance >= floor {
+        log(distance)
+    } else {
+        let (force, stiff) = layer_force_stiffness(floor, k, delta);
+        let below = floor - distance;
+        log(floor) + force * below + 0.5 * stiff * below * below
+    }
+}
+
+impl<R: Real> ContactParams<R> {
+    /// The constants with which [`add_contact`] applies the layer of [`layer_force_stiffness`]
+    /// at `distance` (its force and stiffness there) instead of the plain penalty; unchanged
+    /// from the offset on.
+    pub fn stiffened_at(self, distance: R) -> Self {
+        let (force, stiffness) = layer_force_stiffness(distance, self.stiffness, self.offset);
+        if !(stiffness > R::ZERO) {
             return self;
         }
-        let floor = 0.1 * delta;
-        let d = distance.max(floor);
-        let force = k * delta * (delta / d - 1.0) + k * (delta / floor).powi(2) * (floor - distance).max(0.0);
-        let stiffness = k * (delta / d).powi(2);
         // add_contact applies `stiffness (offset − distance)`.
         Self { stiffness, offset: distance + force / stiffness, ..self }
     }
@@ -192,17 +268,14 @@ mod tests {
     fn the_stiffened_layer_is_the_derivative_of_its_energy() {
         let (k, delta) = (2.0e3f64, 1e-3f64);
         let floor = 0.1 * delta;
-        let energy = |d: f64| {
-            let log = |d: f64| k * delta * delta * (d / delta - 1.0 - (d / delta).ln());
-            if d >= delta {
-                0.0
-            } else if d >= floor {
-                log(d)
-            } else {
-                let (f0, f1) = (-k * delta * (delta / floor - 1.0), k * (delta / floor).powi(2));
-                log(floor) + f0 * (d - floor) + 0.5 * f1 * (d - floor).powi(2)
-            }
-        };
+        let energy = |d: f64| layer_energy(d, k, delta);
+        // The energy itself, written out: the log above δ/10, its quadratic continuation below.
+        let log = |d: f64| k * delta * delta * (d / delta - 1.0 - (d / delta).ln());
+        assert!((energy(5e-4) - log(5e-4)).abs() <= 1e-12 * log(5e-4));
+        let (f0, f1) = (-k * delta * (delta / floor - 1.0), k * (delta / floor).powi(2));
+        let below = log(floor) + f0 * (-1e-4 - floor) + 0.5 * f1 * (-1e-4 - floor).powi(2);
+        assert!((energy(-1e-4) - below).abs() <= 1e-9 * below);
+        assert_eq!(energy(1.2e-3), 0.0);
         let p = ContactParams { stiffness: k as f32, offset: delta as f32, static_slip: 1e-6 };
         for d in [-2e-4, 0.0, 5e-5, 1e-4, 2e-4, 5e-4, 9e-4, 9.99e-4, 1.2e-3] {
             let s = p.stiffened_at(d as f32);
@@ -219,6 +292,33 @@ mod tests {
         // Near the offset it is the penalty.
         let s = p.stiffened_at(0.999e-3);
         assert!((s.stiffness - p.stiffness).abs() < 1e-2 * p.stiffness);
+    }
+
+    /// A vertex pulled into the stiffening layer (1D: `E(d) + ½ m (d − y)²`, minimiser at 0.3 δ):
+    /// the Newton step with the layer's curvature where it starts (0.9 δ) overshoots past the
+    /// minimiser, and the step retaken with the curvature where that one ended
+    /// (`vertex::update_vertex`) lands short of it with a lower energy than the start.
+    #[test]
+    fn the_majorised_step_into_the_layer_does_not_overshoot() {
+        let (k, delta, m, y) = (1e3f64, 1e-3f64, 1e3f64, -2e-3f64);
+        let total = |d: f64| layer_energy(d, k, delta) + 0.5 * m * (d - y).powi(2);
+        let gradient = |d: f64| -layer_force_stiffness(d, k, delta).0 + m * (d - y);
+        let curvature = |d: f64| layer_force_stiffness(d, k, delta).1 + m;
+        // The minimiser, by bisection on the gradient.
+        let (mut lo, mut hi) = (-delta, delta);
+        for _ in 0..100 {
+            let mid = 0.5 * (lo + hi);
+            if gradient(mid) > 0.0 { hi = mid } else { lo = mid }
+        }
+        let best = 0.5 * (lo + hi);
+        let d0 = 0.9 * delta;
+        let newton = d0 - gradient(d0) / curvature(d0);
+        // Here it ends past the surface, with more energy than it started with.
+        assert!(newton < best && total(newton) > total(d0), "the plain step {newton} did not overshoot {best}");
+        let extra = curvature(newton) - curvature(d0);
+        let majorised = d0 - gradient(d0) / (curvature(d0) + extra);
+        assert!(majorised > best && majorised < d0, "majorised step {majorised}, minimiser {best}");
+        assert!(total(majorised) < total(d0));
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub(crate) mod swept;
 
 pub use contact::{
     ContactModel, ContactParams, ContactPoint, ContactStiffness, add_contact, friction_f0, friction_f1_over_u,
-    friction_f1_prime,
+    friction_f1_prime, layer_energy, layer_force_stiffness,
 };
 pub use obstacle::{Obstacle, ObstacleError, ObstacleShape, limit_step};
 pub(crate) use obstacle::{ball_signed_distance, box_signed_distance};

@@ -23,6 +23,7 @@ pub const BUNDLED_SCENES: &[(&str, &str)] = &[
     ("pile_soft_box", include_str!("../../examples/scenes/pile_soft_box.json")),
     ("projectile_wall", include_str!("../../examples/scenes/projectile_wall.json")),
     ("stack_soft_cubes", include_str!("../../examples/scenes/stack_soft_cubes.json")),
+    ("stack_soft_cubes_8", include_str!("../../examples/scenes/stack_soft_cubes_8.json")),
     ("stiffness_sweep", include_str!("../../examples/scenes/stiffness_sweep.json")),
     ("twist_rods", include_str!("../../examples/scenes/twist_rods.json")),
     ("twist_rods_ci", include_str!("../../examples/scenes/twist_rods_ci.json")),

@@ -166,6 +166,9 @@ pub struct ContactSpec {
     /// Sweeps between contact detections (0 = once per substep).
     #[serde(default = "default_detection_interval")]
     pub detection_interval: u32,
+    /// A contact layer that stiffens as it is pressed (`StepConfig::contact_stiffening`).
+    #[serde(default)]
+    pub stiffening: bool,
 }
 
 fn default_detection_interval() -> u32 {
@@ -180,6 +183,7 @@ impl Default for ContactSpec {
             friction_eps_v: default_eps_v(),
             surface: true,
             detection_interval: default_detection_interval(),
+            stiffening: false,
         }
     }
 }

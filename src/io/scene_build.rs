@@ -105,6 +105,7 @@ fn config_field(f: &str) -> String {
         "dt" | "gravity" => f.to_owned(),
         "contact_stiffness" => "solver.contact.stiffness".into(),
         "contact_offset" => "solver.contact.offset".into(),
+        "contact_stiffening" => "solver.contact.stiffening".into(),
         "friction_eps_v" => "solver.contact.friction_eps_v".into(),
         other => format!("solver.{other}"),
     }
@@ -142,6 +143,7 @@ impl Scene {
             threads: self.solver.threads,
             contact_stiffness: self.solver.contact.stiffness,
             contact_offset: self.solver.contact.offset,
+            contact_stiffening: self.solver.contact.stiffening,
             friction_eps_v: self.solver.contact.friction_eps_v,
             rigid_correction: self.solver.rigid_correction,
             surface_contact: self.solver.contact.surface,

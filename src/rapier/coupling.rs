@@ -440,7 +440,7 @@ impl Accumulator {
 
     /// Reads this substep's contact and attachment impulses.
     pub fn after_substep(&mut self, ctx: &mut SubstepContext<'_>, frame: &Frame) {
-        let offset = ctx.contact.offset;
+        let (offset, model) = (ctx.contact.offset, ctx.contact);
         // A vertex the clamp stopped at the surface and the contact then pushed back out sits
         // near the offset; a little beyond it still counts as this obstacle's.
         let reach = 1.5 * offset;
@@ -471,9 +471,11 @@ impl Accumulator {
                         self.vertices.push(v as u32);
                         first = false;
                     }
-                    // Share of the vertex's impulse: by penalty depth against every obstacle
-                    // touching it (the ground takes its part), by nearness if none pushes.
-                    let depth = (offset - d).max(0.0);
+                    // Share of the vertex's impulse: by the contact layer's force per unit
+                    // stiffness (the penalty's depth, or the stiffening layer's) against every
+                    // obstacle touching it (the ground takes its part), by nearness if none
+                    // pushes.
+                    let depth = model.normal_force(1.0, d);
                     let idx = self.vertices.len() - 1;
                     self.shares.push((idx, k, depth, x - n * d, d));
                 }
@@ -501,9 +503,9 @@ impl Accumulator {
             let v = self.vertices[idx] as usize;
             let x = Vec3A::from_vec4(st.positions[v]);
             let b = st.vertex_body[v];
-            // Depth of the static obstacles' contact at this vertex.
+            // The static obstacles' share at this vertex.
             let static_depth: f32 =
-                ctx.obstacles[..ctx.moving_start].iter().map(|o| (offset - o.signed_distance(x).0).max(0.0)).sum();
+                ctx.obstacles[..ctx.moving_start].iter().map(|o| model.normal_force(1.0, o.signed_distance(x).0)).sum();
             let total: f32 = static_depth + self.shares[i..end].iter().map(|s| s.2).sum::<f32>();
             // With no penalty acting (a vertex the clamp stopped), the nearest collider takes
             // it, unless a static obstacle is nearer still.

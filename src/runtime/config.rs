@@ -113,6 +113,13 @@ pub struct StepConfig {
     pub contact_stiffness: Option<f32>,
     /// Contact offset δ \[m\]: bodies rest this far from obstacles. Default 1 mm.
     pub contact_offset: f32,
+    /// A contact layer that stiffens as it is pressed (default off): `E(d) = k δ² (d/δ − 1 −
+    /// ln(d/δ))` over `δ/10 ≤ d < δ`, the penalty `½ k (δ − d)²` to second order at `δ` but
+    /// holding any load short of the surface, where the penalty holds at most `k δ` (100
+    /// vertex weights by default) and is as soft under load as unloaded. Turn it on for
+    /// towers and heavy loads: a stack of eight soft cubes tips over without it (see
+    /// `docs/algorithms.md` §2.4 for what it changes and why it is not yet the default).
+    pub contact_stiffening: bool,
     /// Static-friction velocity threshold ε_v \[m/s\]; slip below `ε_v h` per step is static.
     /// Default 1e-4 m/s (creep ≤ 0.1 mm per second of sticking).
     pub friction_eps_v: f32,
@@ -182,6 +189,7 @@ impl Default for StepConfig {
             threads: 0,
             contact_stiffness: None,
             contact_offset: 1e-3,
+            contact_stiffening: false,
             friction_eps_v: 1e-4,
             rigid_correction: true,
             surface_contact: true,
@@ -265,6 +273,7 @@ impl StepConfig {
             ),
             offset: self.contact_offset,
             static_slip: self.friction_eps_v * h,
+            stiffening: self.contact_stiffening,
         }
     }
 

@@ -250,6 +250,7 @@ mod tests {
             stiffness: crate::collision::ContactStiffness::PerMass(1e5),
             offset: 1e-3,
             static_slip: 1e-6,
+            stiffening: false,
         };
         let surface = GpuSurface::new(st, &l, r.bodies, &model, &Default::default());
         let ([tris, edges], end) = TreeLayout::surface(st, &l);

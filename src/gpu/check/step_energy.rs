@@ -198,7 +198,12 @@ mod tests {
             *v = (rng.vec() * 2.0).as_vec3().extend(0.0);
         }
         let obstacles = [Obstacle::ground(0.0, 0.5)];
-        let contact = ContactModel { stiffness: ContactStiffness::PerMass(5e4), offset: 2e-3, static_slip: 1e-5 };
+        let contact = ContactModel {
+            stiffness: ContactStiffness::PerMass(5e4),
+            offset: 2e-3,
+            static_slip: 1e-5,
+            stiffening: false,
+        };
         let gravity = Vec3A::new(0.0, -9.81, 0.0);
         let h = 1.0 / 60.0;
         let (index, layout) = pack_index(&st);

@@ -110,7 +110,12 @@ mod tests {
                 pinned += 1;
             }
         }
-        let model = ContactModel { stiffness: ContactStiffness::PerMass(1e5), offset: 1e-3, static_slip: 1e-6 };
+        let model = ContactModel {
+            stiffness: ContactStiffness::PerMass(1e5),
+            offset: 1e-3,
+            static_slip: 1e-6,
+            stiffening: false,
+        };
         let settings = SurfaceContactSettings::default();
         let (pairs, clamp) = detect_once(&st, model, settings, &mut st.positions.clone());
         let (layout, words) = ContactLayout::new(n as u32, st.bodies.len() as u32, 0, pairs.pairs.len() as u32);

@@ -139,7 +139,12 @@ mod tests {
                 p + Vec4::new(0.0, offsets[b as usize], 0.0, 0.0) + (rng.vec() * 0.002).as_vec3().extend(0.0)
             })
             .collect();
-        let model = ContactModel { stiffness: ContactStiffness::PerMass(1e5), offset: 1e-3, static_slip: 1e-6 };
+        let model = ContactModel {
+            stiffness: ContactStiffness::PerMass(1e5),
+            offset: 1e-3,
+            static_slip: 1e-6,
+            stiffening: false,
+        };
         let settings = SurfaceContactSettings::default();
         let cpu_scale = advance_once(&st, model, settings, &start, &mut guess);
         let (n, nb) = (st.vertex_count(), st.bodies.len());

@@ -5,7 +5,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::collision::{ContactModel, ContactStiffness};
+use crate::collision::ContactModel;
 use crate::gpu::GpuContext;
 use crate::gpu::contact::bvh_build::TreeLayout;
 use crate::gpu::contact::layout::ContactLayout;
@@ -15,8 +15,15 @@ use crate::gpu::kernel::{Bound, ComputeKernel};
 use crate::solver::vbd::contact::PAIR_STIFFNESS_FACTOR;
 
 /// WGSL source.
-pub const SHADER: &str =
-    crate::gpu::kernel::compose!("contact/contact_detect", "bvh", "bvh_walk", "surface", "contact_layout", "distance");
+pub const SHADER: &str = crate::gpu::kernel::compose!(
+    "contact/contact_detect",
+    "bvh",
+    "bvh_walk",
+    "surface",
+    "contact_layout",
+    "distance",
+    "layer"
+);
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -28,7 +35,7 @@ struct Params {
     edges: TreeLayout,
     phase: u32,
     count: u32,
-    stiffness_per_mass: u32,
+    contact_flags: u32,
     stiffness: f32,
     pair_factor: f32,
     _pad: [u32; 3],
@@ -77,10 +84,7 @@ impl ContactDetect {
         model: &ContactModel,
         b: &ContactDetectBuffers<'_>,
     ) -> Vec<Bound> {
-        let (stiffness_per_mass, stiffness) = match model.stiffness {
-            ContactStiffness::Absolute(k) => (0, k),
-            ContactStiffness::PerMass(k) => (1, k),
-        };
+        let (contact_flags, stiffness) = model.gpu_flags();
         let buffers = [b.positions, b.index, b.records, b.masses, b.bvh, b.control, b.contacts];
         let dispatch = |phase: u32, count: u32| {
             let params = Params {
@@ -90,7 +94,7 @@ impl ContactDetect {
                 edges: *edges,
                 phase,
                 count,
-                stiffness_per_mass,
+                contact_flags,
                 stiffness,
                 pair_factor: PAIR_STIFFNESS_FACTOR,
                 _pad: [0; 3],
@@ -112,6 +116,7 @@ pub(crate) mod tests {
     use glam::{Vec3A, Vec4};
 
     use super::*;
+    use crate::collision::ContactStiffness;
     use crate::collision::surface_pairs::{ContactPair, PAIR_POINT_TRIANGLE};
     use crate::gpu::buffers::{output, read_blocking, storage};
     use crate::gpu::contact::bvh_build::{BvhBuild, BvhBuildBuffers};
@@ -167,8 +172,12 @@ pub(crate) mod tests {
             let amplitude = if v >= cloth { 0.004 } else { 0.002 };
             *p += (rng.vec() * amplitude).as_vec3().extend(0.0);
         }
-        let model =
-            ContactModel { stiffness: ContactStiffness::default_for(9.81, 1e-3), offset: 1e-3, static_slip: 1e-6 };
+        let model = ContactModel {
+            stiffness: ContactStiffness::default_for(9.81, 1e-3),
+            offset: 1e-3,
+            static_slip: 1e-6,
+            stiffening: false,
+        };
         (st, model)
     }
 

@@ -40,7 +40,8 @@ use crate::state::SimState;
 pub const REBUILD_INTERVAL: u32 = 16;
 
 /// Contact constants of a surface before a program binds the step's.
-const UNSET: ContactModel = ContactModel { stiffness: ContactStiffness::Absolute(0.0), offset: 0.0, static_slip: 0.0 };
+const UNSET: ContactModel =
+    ContactModel { stiffness: ContactStiffness::Absolute(0.0), offset: 0.0, static_slip: 0.0, stiffening: false };
 
 /// Indirect dispatch slots (three u32 each) of one contact program.
 const SLOTS: usize = 2 * MAX_ENTRIES;

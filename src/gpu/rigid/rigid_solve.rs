@@ -3,7 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::collision::{ContactModel, ContactStiffness};
+use crate::collision::ContactModel;
 use crate::gpu::GpuContext;
 use crate::gpu::contact::layout::ContactLayout;
 use crate::gpu::kernel::{Bound, ComputeKernel, WORKGROUP};
@@ -20,6 +20,7 @@ pub const SHADER: &str = crate::gpu::kernel::compose!(
     "friction",
     "contact_layout",
     "contact",
+    "layer",
     "rigid"
 );
 
@@ -32,7 +33,7 @@ struct Params {
     vertex_body: u32,
     bodies: u32,
     pairs: u32,
-    stiffness_per_mass: u32,
+    contact_flags: u32,
     stiffness: f32,
     offset: f32,
     static_slip: f32,
@@ -90,17 +91,14 @@ impl RigidSolve {
 
     /// One workgroup per body.
     pub fn bind(&self, ctx: &GpuContext, s: &RigidSolveSetup<'_>, b: &RigidSolveBuffers<'_>) -> Bound {
-        let (stiffness_per_mass, stiffness) = match s.model.stiffness {
-            ContactStiffness::Absolute(k) => (0, k),
-            ContactStiffness::PerMass(k) => (1, k),
-        };
+        let (contact_flags, stiffness) = s.model.gpu_flags();
         let params = Params {
             rigid: s.rigid,
             contact: s.contact.unwrap_or_default(),
             vertex_body: s.vertex_body,
             bodies: s.bodies,
             pairs: u32::from(s.contact.is_some()),
-            stiffness_per_mass,
+            contact_flags,
             stiffness,
             offset: s.model.offset,
             static_slip: s.model.static_slip,
@@ -117,6 +115,7 @@ mod tests {
     use glam::{Mat3A, Vec3A, Vec4};
 
     use super::*;
+    use crate::collision::ContactStiffness;
     use crate::collision::Obstacle;
     use crate::gpu::buffers::StateBuffers;
     use crate::gpu::buffers::{read_blocking, storage};
@@ -181,8 +180,12 @@ mod tests {
                 }
             })
             .collect();
-        let model =
-            ContactModel { stiffness: ContactStiffness::default_for(9.81, 1e-3), offset: 1e-3, static_slip: 1e-4 * h };
+        let model = ContactModel {
+            stiffness: ContactStiffness::default_for(9.81, 1e-3),
+            offset: 1e-3,
+            static_slip: 1e-4 * h,
+            stiffening: false,
+        };
         let obstacles = [Obstacle::ground(0.0, 0.5)];
         // The last detection, at x^n.
         let (pairs, clamp) = detect_once(&st, model, SurfaceContactSettings::default(), &mut start.clone());

@@ -2,7 +2,7 @@
 //! damping, inertia, obstacle contact and friction, body–body and self contact pairs, the
 //! surface displacement bound and the obstacle path clamp), positions updated in place.
 
-use crate::collision::{ContactModel, ContactStiffness};
+use crate::collision::ContactModel;
 use crate::gpu::GpuContext;
 use crate::gpu::contact::layout::SurfaceBounds;
 use crate::gpu::kernel::{Bound, ComputeKernel};
@@ -21,6 +21,7 @@ pub const SHADER: &str = crate::gpu::kernel::compose!(
     "friction",
     "contact_layout",
     "contact",
+    "layer",
     "elements"
 );
 
@@ -36,7 +37,7 @@ struct Params {
     bodies: u32,
     tris: u32,
     hinges: u32,
-    stiffness_per_mass: u32,
+    contact_flags: u32,
     stiffness: f32,
     offset: f32,
     static_slip: f32,
@@ -126,10 +127,7 @@ impl VbdColor {
         setup: &VbdColorSetup<'_>,
         b: &VbdColorBuffers<'_>,
     ) -> Vec<Bound> {
-        let (stiffness_per_mass, stiffness) = match setup.contact.stiffness {
-            ContactStiffness::Absolute(k) => (0, k),
-            ContactStiffness::PerMass(k) => (1, k),
-        };
+        let (contact_flags, stiffness) = setup.contact.gpu_flags();
         let l = &setup.layout;
         let params = Params {
             first: l.color_vertices + first,
@@ -140,7 +138,7 @@ impl VbdColor {
             bodies: setup.records.bodies,
             tris: setup.records.tris,
             hinges: setup.records.hinges,
-            stiffness_per_mass,
+            contact_flags,
             stiffness,
             offset: setup.contact.offset,
             static_slip: setup.contact.static_slip,
@@ -176,6 +174,7 @@ mod tests {
     use glam::{Mat3A, Quat, Vec3, Vec3A, Vec4};
 
     use super::*;
+    use crate::collision::ContactStiffness;
     use crate::collision::Obstacle;
     use crate::gpu::buffers::{output, read_blocking, storage};
     use crate::gpu::contact::layout::{CONTROL_BOUND_HIT, CONTROL_HEADER, ContactLayout, control_words};
@@ -266,8 +265,12 @@ mod tests {
                 }
             })
             .collect();
-        let contact =
-            ContactModel { stiffness: ContactStiffness::default_for(9.81, 1e-3), offset: 1e-3, static_slip: 1e-4 * h };
+        let contact = ContactModel {
+            stiffness: ContactStiffness::default_for(9.81, 1e-3),
+            offset: 1e-3,
+            static_slip: 1e-4 * h,
+            stiffening: false,
+        };
         // Surface contact detected at the iterate, as a step's detection leaves it.
         let settings = SurfaceContactSettings::default();
         let (mut surface_pairs, clamp) = detect_once(st, contact, settings, &mut positions.clone());

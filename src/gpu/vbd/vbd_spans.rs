@@ -133,8 +133,12 @@ mod tests {
             .zip(&guess)
             .map(|(s, g)| GpuVertexStep { start: s.to_array(), offset: (*g - *s).to_array(), ..Default::default() })
             .collect();
-        let contact =
-            ContactModel { stiffness: ContactStiffness::default_for(9.81, 1e-3), offset: 1e-3, static_slip: 1e-6 };
+        let contact = ContactModel {
+            stiffness: ContactStiffness::default_for(9.81, 1e-3),
+            offset: 1e-3,
+            static_slip: 1e-6,
+            stiffening: false,
+        };
         let (index, layout) = pack_index(st);
         let (records, record_layout) = pack_records(st);
         let spans = span_count(st);

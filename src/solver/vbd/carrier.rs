@@ -351,7 +351,7 @@ impl CarrierSweep {
             pb.bodies.clear();
             pb.candidates.clear();
             pb.couplings.clear();
-            (pb.delta, pb.static_slip) = (delta, contact.static_slip as f64);
+            (pb.delta, pb.static_slip, pb.stiffening) = (delta, contact.static_slip as f64, contact.stiffening);
             pb.bodies.push(BodyQuadratic {
                 center,
                 stiff: carrier.stiff,
@@ -373,7 +373,7 @@ impl CarrierSweep {
                     position,
                     start: x_start.as_dvec3(),
                     stiffness: k_c,
-                    lambda: k_c * (delta - d_start as f64).max(0.0),
+                    lambda: contact.normal_force(k_c, d_start as f64),
                     normal: n_start.as_dvec3(),
                     mu: 0.5 * (st.bodies[b as usize].friction as f64 + o.friction as f64),
                 });

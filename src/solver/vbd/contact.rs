@@ -547,7 +547,7 @@ fn make_pair(
         frame_normal: normal.to_array(),
         kind,
         stiffness,
-        friction_normal_force: stiffness * (ctx.model.offset - distance).max(0.0),
+        friction_normal_force: ctx.model.normal_force(stiffness, distance),
         friction: 0.5 * (st.bodies[ba as usize].friction + st.bodies[bb as usize].friction),
         distance,
         weights: *w,

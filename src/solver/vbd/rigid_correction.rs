@@ -325,6 +325,7 @@ impl RigidScratch {
         let members = self.starts[g] as usize..self.starts[g + 1] as usize;
         let c = &inp.contact;
         (self.problem.delta, self.problem.static_slip) = (c.offset as f64, c.static_slip as f64);
+        self.problem.stiffening = c.stiffening;
         let Some(reach) = self.body_quadratics(members.clone(), &x, free, inp) else {
             // Nothing to move (no mass): leave the whole group to the sweeps.
             return;
@@ -433,7 +434,7 @@ impl RigidScratch {
                             position,
                             start: start.as_dvec3(),
                             stiffness: k_c,
-                            lambda: k_c * (delta - d_start as f64).max(0.0),
+                            lambda: c.normal_force(k_c, d_start as f64),
                             normal: n_start.as_dvec3(),
                             mu: 0.5 * (body.friction as f64 + o.friction as f64),
                         });

@@ -4,7 +4,9 @@
 
 use glam::{DMat3, DVec3, Vec3A};
 
-use crate::collision::{Obstacle, friction_f0, friction_f1_over_u, friction_f1_prime};
+use crate::collision::{
+    Obstacle, friction_f0, friction_f1_over_u, friction_f1_prime, layer_energy, layer_force_stiffness,
+};
 
 /// A body that takes no part in the current group solve.
 pub(super) const FIXED: u32 = u32::MAX;
@@ -32,9 +34,9 @@ pub(super) struct Candidate {
     /// Current position and `x^n` of the vertex.
     pub(super) position: DVec3,
     pub(super) start: DVec3,
-    /// Penalty stiffness of this vertex \[N/m\].
+    /// Stiffness `k` of this vertex's contact layer \[N/m\].
     pub(super) stiffness: f64,
-    /// Lagged normal force `λ = k_c (δ − d)₊` \[N\].
+    /// Lagged normal force: the layer's force at `x^n` \[N\].
     pub(super) lambda: f64,
     /// Lagged normal (defines the tangent plane of friction).
     pub(super) normal: DVec3,
@@ -81,6 +83,8 @@ pub(super) struct Problem {
     /// Contact offset δ and static slip of friction \[m\].
     pub(super) delta: f64,
     pub(super) static_slip: f64,
+    /// Whether contacts are the stiffening layer rather than the penalty (`ContactModel`).
+    pub(super) stiffening: bool,
 }
 
 pub(super) fn outer(a: DVec3, b: DVec3) -> DMat3 {
@@ -98,7 +102,8 @@ pub(super) fn skew(r: DVec3) -> DMat3 {
 }
 
 /// Energy, gradient and Hessian (with respect to the contact point's displacement) of a
-/// penalty contact with gap `gap` along `normal`, and a lagged friction term with slip `slip`.
+/// contact layer (the penalty, or with `stiffening` `collision::layer_force_stiffness`) with gap
+/// `gap` along `normal`, and a lagged friction term with slip `slip`.
 pub(super) struct ContactTerm {
     pub(super) energy: f64,
     pub(super) gradient: DVec3,
@@ -113,17 +118,26 @@ pub(super) fn contact_term(
     friction_normal: DVec3,
     slip: DVec3,
     mu_lambda: f64,
-    delta: f64,
+    (delta, stiffening): (f64, bool),
     static_slip: f64,
     derivatives: bool,
 ) -> ContactTerm {
     let mut c = ContactTerm { energy: 0.0, gradient: DVec3::ZERO, hessian: DMat3::ZERO };
-    let pen = delta - gap;
-    if pen > 0.0 {
-        c.energy += 0.5 * stiffness * pen * pen;
+    if gap < delta {
+        // The layer the sweeps apply (`collision::contact`). With the plain penalty here when
+        // the sweeps stiffen, the coarse problem saw every loaded interface of a stack as soft
+        // as the unloaded layer, and an eight-cube tower's coarse rotations tipped it over.
+        let (energy, force, layer_stiffness) = if stiffening {
+            let (force, k) = layer_force_stiffness(gap, stiffness, delta);
+            (layer_energy(gap, stiffness, delta), force, k)
+        } else {
+            let pen = delta - gap;
+            (0.5 * stiffness * pen * pen, stiffness * pen, stiffness)
+        };
+        c.energy += energy;
         if derivatives {
-            c.gradient -= normal * (stiffness * pen);
-            c.hessian += outer(normal, normal) * stiffness;
+            c.gradient -= normal * force;
+            c.hessian += outer(normal, normal) * layer_stiffness;
         }
     }
     if mu_lambda > 0.0 {
@@ -211,7 +225,7 @@ impl Problem {
             (g, h)
         });
         let want = out.is_some();
-        let (delta, slip) = (self.delta, self.static_slip);
+        let (layer, slip) = ((self.delta, self.stiffening), self.static_slip);
         let mut e = 0.0;
         for (slot, b) in self.bodies.iter().enumerate() {
             let (t, theta) = motion(slot as u32);
@@ -242,7 +256,7 @@ impl Problem {
                 cand.normal,
                 p - cand.start - carried,
                 mu_lambda,
-                delta,
+                layer,
                 slip,
                 want,
             );
@@ -255,7 +269,7 @@ impl Problem {
             let s = displacement(&cp.sides[0]) + displacement(&cp.sides[1]);
             let mu_lambda = cp.mu * cp.lambda;
             let gap = cp.gap + cp.normal.dot(s);
-            let term = contact_term(gap, cp.normal, cp.stiffness, cp.normal, cp.slip + s, mu_lambda, delta, slip, want);
+            let term = contact_term(gap, cp.normal, cp.stiffness, cp.normal, cp.slip + s, mu_lambda, layer, slip, want);
             e += term.energy;
             if let Some((g, h)) = out.as_mut() {
                 add_point_term(g, h, &cp.sides, term.gradient, &term.hessian);
@@ -328,7 +342,7 @@ mod tests {
             mu: 0.5,
         }];
         let ground = Obstacle::ground(0.0, 0.5);
-        (Problem { bodies, candidates, couplings, delta, static_slip }, vec![ground])
+        (Problem { bodies, candidates, couplings, delta, static_slip, stiffening: false }, vec![ground])
     }
 
     #[test]

@@ -4,10 +4,12 @@
 
 use glam::{Mat3A, Vec3A, Vec4};
 
-use crate::collision::{ContactModel, ContactParams, ContactPoint, Obstacle, add_contact, limit_step};
+use crate::collision::{
+    ContactModel, ContactParams, ContactPoint, Obstacle, add_contact, layer_force_stiffness, limit_step,
+};
 use crate::material::MODEL_STABLE_NEO_HOOKEAN;
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
-use crate::math::solve_sym3;
+use crate::math::{outer, solve_sym3};
 use crate::mesh::unpack_entry;
 use crate::solver::parallel::{PhaseCell, SharedSlice};
 use crate::solver::vbd::contact::{SurfaceContactScratch, limit_move, relative_displacement};
@@ -58,10 +60,20 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     let x = load(pos, v as u32);
     let (f, h, in_contact) = vertex_system(v, x, pos, inp, true);
     let residual2 = f.length_squared();
-    let target = match solve_sym3::<f32>(&h, f) {
+    let solve = |h: &Mat3A| match solve_sym3::<f32>(h, f) {
         Some(step) => x + step,
         None => x,
     };
+    let mut target = solve(&h);
+    if in_contact && inp.contact.stiffening {
+        // The contact layer stiffens as it is pressed, so the Newton step with its curvature
+        // at x overshoots into it; with the curvature where the step would end (the most on
+        // the way) the step minimises a majorant of the vertex's energy, which then decreases.
+        let extra = layer_majorant(v, x, target, pos, inp);
+        if extra != Mat3A::ZERO {
+            target = solve(&(h + extra));
+        }
+    }
     // Stay within the displacement bound since the last contact detection (no surface can be
     // crossed), then exact CCD against the obstacles: the step may end on an obstacle's
     // surface, never inside (the contact force then pushes the vertex out).
@@ -74,6 +86,42 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     let within = limit_move(v, limited, unsafe { inp.clamp.get(v) }, surface);
     let position = limit_step(inp.obstacles, st.vertex_body[v], x, within);
     VertexUpdate { position, residual2, in_contact, bounded: within != limited }
+}
+
+/// The curvature the contact layers of vertex `v` gain along the move `x → target` beyond
+/// their curvature at `x`: `(E''(d_target) − E''(d)) w² n̂ n̂ᵀ` for every obstacle and pair
+/// contact the move presses further (`collision::contact::layer_force_stiffness`; the distance
+/// at `target` linearised along the contact's normal).
+fn layer_majorant(v: usize, x: Vec3A, target: Vec3A, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) -> Mat3A {
+    let st = inp.state;
+    let step = target - x;
+    let mut extra = Mat3A::ZERO;
+    let mut add = |d: f32, along: f32, n: Vec3A, stiffness: f32, w: f32| {
+        let offset = inp.contact.offset;
+        if d < offset && along < 0.0 {
+            let now = layer_force_stiffness(d, stiffness, offset).1;
+            let there = layer_force_stiffness(d + along, stiffness, offset).1;
+            extra += outer::<f32>(n, n) * ((there - now) * w * w);
+        }
+    };
+    for o in inp.obstacles.iter().filter(|o| o.applies_to(st.vertex_body[v])) {
+        let (d, n) = o.signed_distance(x);
+        add(d, n.dot(step), n, inp.contact.params(st.masses[v] + o.load_mass()).stiffness, 1.0);
+    }
+    // SAFETY: the pair lists are rebuilt only in detection phases, never during a color pass.
+    let surface = unsafe { inp.surface.get() };
+    for &entry in surface.vertex_pairs.row(v) {
+        let (k, slot) = unpack_entry(entry);
+        let pair = &surface.pairs[k as usize];
+        if !pair.has_energy() {
+            continue;
+        }
+        let n = Vec3A::from_array(pair.frame_normal);
+        let w = pair.weights[slot as usize];
+        let gap = pair.linear_gap(&pair.vertices.map(|i| load(pos, i)));
+        add(gap, w * n.dot(step), n, pair.stiffness, w);
+    }
+    extra
 }
 
 /// The force on vertex `v` from everything but obstacles and pins (inertia with gravity, drag,
@@ -221,11 +269,13 @@ fn pair_terms(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) -> 
             friction_normal_force: pair.friction_normal_force,
             friction_normal: normal,
         };
+        // The stiffening layer (see `external_terms`).
         let params = ContactParams {
             stiffness: pair.stiffness,
             offset: inp.contact.offset,
             static_slip: inp.contact.static_slip,
         };
+        let params = inp.contact.layer_at(params, point.distance);
         in_contact |= add_contact::<f32>(&mut f, &mut h, &point, &params);
     }
     (f, h, in_contact)
@@ -271,7 +321,11 @@ pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>, obstacl
         if distance >= contact.offset {
             continue;
         }
-        let lagged_gap = contact.offset - o.signed_distance_start(start).0;
+        // The layer stiffens as it is pressed (`collision::contact::layer_force_stiffness`):
+        // the few vertices a ball stands on or the ground under a loaded mattress carry far
+        // more than their own weight. Friction's normal force is lagged at x^n.
+        let friction_normal_force = inp.contact.normal_force(contact.stiffness, o.signed_distance_start(start).0);
+        let contact = inp.contact.layer_at(contact, distance);
         let c = ContactPoint::<f32> {
             distance,
             normal,
@@ -279,7 +333,7 @@ pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>, obstacl
             // Friction acts on the motion relative to the obstacle's surface.
             relative_displacement: dx - o.surface_displacement(x),
             friction: 0.5 * (body.friction + o.friction),
-            friction_normal_force: contact.stiffness * lagged_gap.max(0.0),
+            friction_normal_force,
             friction_normal: normal,
         };
         in_contact |= add_contact::<f32>(&mut f, &mut h, &c, &contact);
@@ -333,8 +387,7 @@ pub(crate) fn add_edge_terms(
         // cloth on both sides), which a penalty sized for the span's own mass cannot: it holds
         // at most `k δ` (here about 100 span weights), and the corner sank 1 mm into the table.
         // The stiffened layer holds any load short of the surface.
-        let lagged = params.stiffened_at(c.distance);
-        let friction_normal_force = lagged.stiffness * (lagged.offset - c.distance).max(0.0);
+        let friction_normal_force = layer_force_stiffness(c.distance, params.stiffness, params.offset).0;
         let params = params.stiffened_at(distance);
         let moved = c.point(|i| load(pos, i) - Vec3A::from_vec4(inp.start[i as usize]));
         let body = &st.bodies[st.vertex_body[v] as usize];
