@@ -2,7 +2,7 @@
 //! mattress stops and carries it, and the box feels the mattress's push (two-way coupling).
 //!
 //! ```text
-//! cargo run --release --example rigid_on_soft [-- --hz 60]
+//! cargo run --release --example rigid_on_soft [-- --hz 60] [--stiffening]
 //! ```
 //!
 //! Printed every 0.25 s: the box's height and vertical velocity (read after rapier's step, which
@@ -23,11 +23,12 @@ use pliant::rapier::rapier3d::prelude::{ColliderBuilder, PhysicsWorld, RigidBody
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let mut hz = 60.0f32;
+    let (mut hz, mut stiffening) = (60.0f32, false);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--hz" => hz = args.next().and_then(|s| s.parse().ok()).ok_or("--hz needs a frame rate")?,
-            other => return Err(format!("unknown argument {other}; use --hz N").into()),
+            "--stiffening" => stiffening = true,
+            other => return Err(format!("unknown argument {other}; use --hz N, --stiffening").into()),
         }
     }
     let dt = 1.0 / hz;
@@ -42,7 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // Mattress: 0.8 × 0.1 × 0.8 m foam, E = 2e5 Pa, lying on the ground.
-    let mut world = World::new(StepConfig { dt, ..StepConfig::default() })?;
+    let mut world = World::new(StepConfig { dt, contact_stiffening: stiffening, ..StepConfig::default() })?;
     let mut coupling = RapierCoupling::default();
     let mesh = TetMesh::box_mesh(Vec3::new(0.8, 0.1, 0.8), [16, 3, 16], TetSplit::Six)?;
     let mattress = world.bodies.insert(
