@@ -10,7 +10,7 @@
 // An element's energy goes to its vertices in equal shares through the vertex → element lists
 // (gather only, no float atomics), so a body sums its own elements in a fixed order. Host
 // wrapper: src/gpu/check/step_energy.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/elements.wgsl, lib/element_energy.wgsl, lib/energy_layout.wgsl.
+// lib/elements.wgsl, lib/element_energy.wgsl, lib/energy_layout.wgsl, lib/layer.wgsl.
 
 
 struct Params {
@@ -31,8 +31,9 @@ struct Params {
     tri_entries: u32,
     hinge_offsets: u32,
     hinge_entries: u32,
-    // 1: the contact stiffness is per kilogram of the vertex's mass.
-    stiffness_per_mass: u32,
+    // Bit 0: the contact stiffness is per kilogram of the vertex's mass; bit 1: the contact
+    // energy is the stiffening layer's (lib/layer.wgsl), not the penalty's.
+    contact_flags: u32,
     _pad0: u32,
     // xyz: gravity [m/s²]; w: the substep's length [s].
     gravity: vec4<f32>,
@@ -116,13 +117,18 @@ fn main(
         ke += 0.5 * m * dot(u, u) + element_share(v);
         pe -= m * dot(params.gravity.xyz, x);
         var k_c = params.stiffness;
-        if params.stiffness_per_mass != 0u {
+        if (params.contact_flags & 1u) != 0u {
             k_c *= m;
         }
         for (var o = 0u; o < params.obstacles.count; o++) {
-            let d = params.offset - obstacle_distance(params.obstacles.items[o], x).d;
-            if d > 0.0 {
-                pe += 0.5 * k_c * d * d;
+            let distance = obstacle_distance(params.obstacles.items[o], x).d;
+            if (params.contact_flags & 2u) != 0u {
+                pe += layer_energy(distance, k_c, params.offset);
+            } else {
+                let d = params.offset - distance;
+                if d > 0.0 {
+                    pe += 0.5 * k_c * d * d;
+                }
             }
         }
         lo = min(lo, x.y);

@@ -19,7 +19,7 @@
 //   2  per surface vertex: write its pairs, the closest-feature rule; the first writes the total;
 //   3  per surface edge: write its pairs.
 // Host wrapper: src/gpu/contact/contact_detect.rs; prepended: lib/bvh.wgsl, lib/bvh_walk.wgsl,
-// lib/surface.wgsl, lib/contact_layout.wgsl, lib/distance.wgsl.
+// lib/surface.wgsl, lib/contact_layout.wgsl, lib/distance.wgsl, lib/layer.wgsl.
 
 struct Params {
     surface: Surface,

@@ -13,7 +13,8 @@ fn layer_force_stiffness(d: f32, k: f32, delta: f32) -> vec2<f32> {
     }
     let floor = LAYER_FLOOR * delta;
     let ratio = delta / max(d, floor);
-    let force = k * delta * (ratio - 1.0) + k / (LAYER_FLOOR * LAYER_FLOOR) * max(floor - d, 0.0);
+    // Written as vbd_color's span contact had it (bit for bit), which predates the option.
+    let force = k * delta * (ratio - 1.0) + k * (delta / floor) * (delta / floor) * max(floor - d, 0.0);
     return vec2<f32>(force, k * ratio * ratio);
 }
 
@@ -24,7 +25,19 @@ fn layer_energy(d: f32, k: f32, delta: f32) -> f32 {
     }
     let floor = LAYER_FLOOR * delta;
     let at = max(d, floor);
-    var e = k * delta * delta * (at / delta - 1.0 - log(at / delta));
+    // x − 1 − ln x with x = 1 − u: f32's log near 1 is good to about 5e-7 only, where the value
+    // is u²/2, so close to the offset it is summed as u²/2 + u³/3 + … instead.
+    let u = 1.0 - at / delta;
+    var shape = at / delta - 1.0 - log(at / delta);
+    if u < 0.1 {
+        var term = u * u;
+        shape = 0.0;
+        for (var n = 2u; n <= 9u; n++) {
+            shape += term / f32(n);
+            term *= u;
+        }
+    }
+    var e = k * delta * delta * shape;
     if d < floor {
         let fs = layer_force_stiffness(floor, k, delta);
         let below = floor - d;

@@ -2,7 +2,7 @@
 // src/solver/vbd/rigid_energy.rs Problem::energy): the best rigid motion q_b = (t_b, θ_b) of each
 // body of a group linked by surface pairs, minimising inertia and drag (the bodies' quadratics
 // from rigid_reduce), obstacle contact and friction of the vertices that can reach an obstacle,
-// and the group's surface pairs' penalty and friction with each side moving with its body.
+// and the group's surface pairs' contact layer and friction with each side moving with its body.
 // Newton steps on the dense 6G × 6G system (Cholesky) with a backtracking line search, in f32
 // (the CPU solves in f64); each body's motion is then scaled back so that no vertex enters an
 // obstacle. One workgroup per body: a group's root solves it, the others return.
@@ -13,7 +13,7 @@
 // partial blocks are summed in a tree.
 // Host wrapper: src/gpu/rigid/rigid_solve.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
-// lib/contact_layout.wgsl, lib/contact.wgsl, lib/rigid.wgsl.
+// lib/contact_layout.wgsl, lib/contact.wgsl, lib/layer.wgsl, lib/rigid.wgsl.
 
 struct Params {
     rigid: RigidLayout,

@@ -12,7 +12,7 @@
 // and their limit (add_edge_terms and limit_edge_move in src/solver/vbd/vertex.rs).
 // Host wrapper: src/gpu/vbd/vbd_color.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/spans.wgsl, lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
-// lib/contact_layout.wgsl, lib/contact.wgsl.
+// lib/contact_layout.wgsl, lib/contact.wgsl, lib/layer.wgsl, lib/elements.wgsl.
 
 struct Params {
     // First entry of this colour in color_vertices (at the start of `index`), and its count.
@@ -129,10 +129,10 @@ fn add_span_terms(v: u32, f: ptr<function, vec3<f32>>, h: ptr<function, mat3x3<f
                 k_c *= mass;
             }
             k_c *= record.z;
-            let lagged = layer_force_stiffness(record.w, k_c, params.offset).x;
+            let lagged = stiffened_layer(k_c, params.offset, record.w);
             let now = stiffened_layer(k_c, params.offset, sd.d);
             let touching = add_contact(f, h, sd.d, sd.n, w[slot], moved, 0.5 * (body_friction + o.friction),
-                                       lagged, now.x, now.y, params.static_slip);
+                                       lagged.x * max(lagged.y - record.w, 0.0), now.x, now.y, params.static_slip);
             in_contact = in_contact || touching;
         }
     }
@@ -462,7 +462,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             h += hb * (hinge.z * c1);
         }
     }
-    // Body–body and self contact pairs this vertex belongs to: penalty along the lagged normal
+    // Body–body and self contact pairs this vertex belongs to: the contact layer along the lagged normal
     // on the gap linearised at detection, friction against the pair's relative displacement.
     if params.bounds.enabled != 0u {
         let l = params.bounds.contact;
@@ -494,10 +494,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     if in_contact {
         atomicOr(&control[params.frozen + body], FROZEN_CONTACT);
     }
-    // Symmetric 3×3 solve through the adjugate, with src/math/sym3.rs's singularity guard.
-    let a0 = cross(h[1], h[2]);
-    let a1 = cross(h[2], h[0]);
-    let a2 = cross(h[0], h[1]);
     var target_x = solve3(x, h, f);
     if in_contact && stiffening() {
         // The stiffening layer's curvature grows as it is pressed, so the step with its

@@ -89,6 +89,18 @@ impl ContactModel {
         }
     }
 
+    /// The energy \[J\] of a contact of stiffness `k` at `distance`: the penalty's, or the
+    /// stiffening layer's.
+    pub fn energy(&self, k: f64, distance: f64) -> f64 {
+        let offset = self.offset as f64;
+        if self.stiffening {
+            layer_energy(distance, k, offset)
+        } else {
+            let pen = (offset - distance).max(0.0);
+            0.5 * k * pen * pen
+        }
+    }
+
     /// The stiffness rule and layer as the GPU kernels read them: bit 0 of the flags is set
     /// for a stiffness per kilogram, bit 1 for the stiffening layer.
     pub(crate) fn gpu_flags(&self) -> (u32, f32) {
@@ -114,22 +126,24 @@ const LAYER_FLOOR: f64 = 0.1;
 ///
 /// `E` agrees with the penalty `½ k (δ − d)²` to second order at `δ`, so a lightly pressed
 /// contact (its own weight presses it 1 % of `δ`) is the penalty, but its force
-/// `k δ (δ/d − 1)` grows as the layer is pressed: a penalty holds at most `k δ` (100 vertex
-/// weights by default), so the bottom of a stack, the ground under a loaded mattress or the few
-/// vertices a ball stands on were pressed through the layer onto the path clamp, and a
-/// layer as soft at every load as 12 kPa foam let an eight-cube tower tip over.
+/// `k δ (δ/d − 1)` grows as the layer is pressed: `9 k δ` at `δ/10` and `19 k δ` at the surface
+/// (1,900 vertex weights by default), where a penalty holds at most `k δ`, so the bottom of a
+/// stack, the ground under a loaded mattress or the few vertices a ball stands on were pressed
+/// through the layer onto the path clamp, and a layer as soft at every load as 12 kPa foam let
+/// an eight-cube tower tip over.
 #[inline(always)]
 pub fn layer_force_stiffness<R: Real>(distance: R, stiffness: R, offset: R) -> (R, R) {
     let (k, delta) = (stiffness, offset);
     if !(distance < delta) || !(k > R::ZERO) {
         return (R::ZERO, R::ZERO);
     }
+    // Written as the spans' contact had it (bit for bit), which predates the option.
     let floor = R::lit(LAYER_FLOOR) * delta;
     let d = distance.max(floor);
     let ratio = delta / d;
-    let at_floor = R::lit(1.0 / (LAYER_FLOOR * LAYER_FLOOR)) * k;
-    let force = k * delta * (ratio - R::ONE) + at_floor * (floor - distance).max(R::ZERO);
-    (force, k * ratio * ratio)
+    let at_floor = delta / floor;
+    let force = k * delta * (ratio - R::ONE) + k * (at_floor * at_floor) * (floor - distance).max(R::ZERO);
+    (force, k * (ratio * ratio))
 }
 
 /// The contact layer's energy `E(d)` of [`layer_force_stiffness`] \[J\] (the coarse problems'
@@ -226,7 +240,9 @@ pub fn friction_f1_prime<R: Real>(u: R, static_slip: R) -> R {
 /// (negative gradient) and Hessian block `h`. Returns whether the contact is active.
 ///
 /// Penalty `E = ½ k_c d²`, `d = max(0, δ − dist)`, with the normal held fixed (Gauss–Newton
-/// block `k_c w² n̂ n̂ᵀ`, PSD). Friction uses the pair force `λ = k_c d` (docs/algorithms.md E3) and the
+/// block `k_c w² n̂ n̂ᵀ`, PSD); the stiffening layer enters through the constants of
+/// [`ContactParams::stiffened_at`]. Friction uses the lagged normal force `λ` of the contact
+/// (`k_c d` for the penalty, docs/algorithms.md E3) and the
 /// tangential slip of this step; its Hessian does not differentiate through `‖u‖` (\[VBD\] Eq. 16,
 /// sign per E4).
 #[inline(always)]

@@ -115,8 +115,8 @@ pub struct StepConfig {
     pub contact_offset: f32,
     /// A contact layer that stiffens as it is pressed (default off): `E(d) = k δ² (d/δ − 1 −
     /// ln(d/δ))` over `δ/10 ≤ d < δ`, the penalty `½ k (δ − d)²` to second order at `δ` but
-    /// holding any load short of the surface, where the penalty holds at most `k δ` (100
-    /// vertex weights by default) and is as soft under load as unloaded. Turn it on for
+    /// holding `19 k δ` at the surface (1,900 vertex weights by default), where the penalty
+    /// holds at most `k δ` and is as soft under load as unloaded. Turn it on for
     /// towers and heavy loads: a stack of eight soft cubes tips over without it (see
     /// `docs/algorithms.md` §2.4 for what it changes and why it is not yet the default).
     pub contact_stiffening: bool,

@@ -2,7 +2,7 @@
 //! end and the height it spans, for the safety check's energy test (applied per island by
 //! `step_soft`; the CPU's is in `runtime/fallback/check.rs`).
 
-use crate::collision::{ContactModel, ContactStiffness};
+use crate::collision::ContactModel;
 use crate::gpu::GpuContext;
 use crate::gpu::kernel::{Bound, ComputeKernel, WORKGROUP};
 use crate::gpu::obstacles::GpuObstacleSet;
@@ -17,7 +17,8 @@ pub const SHADER: &str = crate::gpu::kernel::compose!(
     "obstacles",
     "elements",
     "element_energy",
-    "energy_layout"
+    "energy_layout",
+    "layer"
 );
 
 /// u32 words per body at the start of the `energy` buffer (then one per element).
@@ -44,7 +45,7 @@ struct Params {
     tri_entries: u32,
     hinge_offsets: u32,
     hinge_entries: u32,
-    stiffness_per_mass: u32,
+    contact_flags: u32,
     _pad0: u32,
     gravity: [f32; 4],
     stiffness: f32,
@@ -111,10 +112,7 @@ impl StepEnergy {
 
     /// The dispatches at the substep's start and those after `vbd_finish`.
     pub fn bind(&self, ctx: &GpuContext, s: &StepEnergySetup<'_>, b: &StepEnergyBuffers<'_>) -> [Vec<Bound>; 2] {
-        let (stiffness_per_mass, stiffness) = match s.contact.stiffness {
-            ContactStiffness::Absolute(k) => (0, k),
-            ContactStiffness::PerMass(k) => (1, k),
-        };
+        let (contact_flags, stiffness) = s.contact.gpu_flags();
         let [tets, tris, hinges] = s.elements;
         let elements = tets + tris + hinges;
         let l = s.layout;
@@ -133,7 +131,7 @@ impl StepEnergy {
             tri_entries: l.tri_entries,
             hinge_offsets: l.hinge_offsets,
             hinge_entries: l.hinge_entries,
-            stiffness_per_mass,
+            contact_flags,
             _pad0: 0,
             gravity: [s.gravity.x, s.gravity.y, s.gravity.z, s.h],
             stiffness,
@@ -160,7 +158,7 @@ mod tests {
     use glam::{Vec3, Vec4};
 
     use super::*;
-    use crate::collision::Obstacle;
+    use crate::collision::{ContactStiffness, Obstacle};
     use crate::gpu::buffers::{output, read_blocking, storage};
     use crate::gpu::kernel::record_pass;
     use crate::gpu::pack::{pack_index, pack_records};

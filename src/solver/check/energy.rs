@@ -42,10 +42,7 @@ pub(crate) fn energies(st: &SimState, gravity: Vec3A, obstacles: &[Obstacle], co
         e.gravitational -= m * gravity.dot(Vec3A::from_vec4(x)) as f64;
         let k_c = contact.stiffness.for_mass(st.masses[i]) as f64;
         for o in obstacles.iter().filter(|o| o.applies_to(st.vertex_body[i])) {
-            let d = contact.offset - o.signed_distance(Vec3A::from_vec4(x)).0;
-            if d > 0.0 {
-                e.contact += 0.5 * k_c * (d as f64) * (d as f64);
-            }
+            e.contact += contact.energy(k_c, o.signed_distance(Vec3A::from_vec4(x)).0 as f64);
         }
     }
     for t in &st.tets {
@@ -130,10 +127,7 @@ pub(crate) fn body_energies(
         e.1 -= m * gravity.dot(Vec3A::from_vec4(p)) as f64;
         let k_c = contact.stiffness.for_mass(st.masses[i]) as f64;
         for o in obstacles.iter().filter(|o| o.applies_to(st.vertex_body[i])) {
-            let d = (contact.offset - o.signed_distance(Vec3A::from_vec4(p)).0) as f64;
-            if d > 0.0 {
-                e.1 += 0.5 * k_c * d * d;
-            }
+            e.1 += contact.energy(k_c, o.signed_distance(Vec3A::from_vec4(p)).0 as f64);
         }
     }
     for t in &st.tets {

@@ -67,8 +67,10 @@ pub(crate) fn update_vertex(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexI
     let mut target = solve(&h);
     if in_contact && inp.contact.stiffening {
         // The contact layer stiffens as it is pressed, so the Newton step with its curvature
-        // at x overshoots into it; with the curvature where the step would end (the most on
-        // the way) the step minimises a majorant of the vertex's energy, which then decreases.
+        // at x overshoots into it (past the surface, for a vertex pulled hard into a thin
+        // layer); retaken with each pressed layer's curvature where the step would end (the
+        // most on the way, distances linearised along the normals), it minimises a majorant of
+        // those layers' energies along the step.
         let extra = layer_majorant(v, x, target, pos, inp);
         if extra != Mat3A::ZERO {
             target = solve(&(h + extra));
@@ -386,8 +388,9 @@ pub(crate) fn add_edge_terms(
         // A span's contact carries what hangs on it (a table's corner under a cloth holds the
         // cloth on both sides), which a penalty sized for the span's own mass cannot: it holds
         // at most `k δ` (here about 100 span weights), and the corner sank 1 mm into the table.
-        // The stiffened layer holds any load short of the surface.
-        let friction_normal_force = layer_force_stiffness(c.distance, params.stiffness, params.offset).0;
+        // The stiffened layer holds 19 k δ at the surface, 19 times the penalty's most.
+        let lagged = params.stiffened_at(c.distance);
+        let friction_normal_force = lagged.stiffness * (lagged.offset - c.distance).max(0.0);
         let params = params.stiffened_at(distance);
         let moved = c.point(|i| load(pos, i) - Vec3A::from_vec4(inp.start[i as usize]));
         let body = &st.bodies[st.vertex_body[v] as usize];
