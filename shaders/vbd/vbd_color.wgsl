@@ -231,6 +231,14 @@ fn solve3(x: vec3<f32>, h: mat3x3<f32>, f: vec3<f32>) -> vec3<f32> {
     return x;
 }
 
+// A pair's gap along its lagged normal, linearised at detection, at the current positions.
+fn pair_gap(p: Pair) -> f32 {
+    let w = p.weights;
+    let v = p.vertices;
+    return dot(p.normal, positions[v.x].xyz * w.x + positions[v.y].xyz * w.y + positions[v.z].xyz * w.z
+        + positions[v.w].xyz * w.w);
+}
+
 // vertex.rs layer_majorant: the curvature vertex v's obstacle and pair layers gain along the
 // move x → goal beyond their curvature at x, each contact's distance at goal linearised along
 // its normal; k_c is the vertex's obstacle stiffness.
@@ -254,11 +262,8 @@ fn layer_majorant(v: u32, x: vec3<f32>, goal: vec3<f32>, k_c: f32) -> mat3x3<f32
             if !(p.stiffness > 0.0) {
                 continue;
             }
-            let pv = p.vertices;
-            let w = p.weights;
-            let gap = dot(p.normal, positions[pv.x].xyz * w.x + positions[pv.y].xyz * w.y
-                + positions[pv.z].xyz * w.z + positions[pv.w].xyz * w.w);
-            let wv = w[entry & 3u];
+            let gap = pair_gap(p);
+            let wv = p.weights[entry & 3u];
             let along = wv * dot(p.normal, step);
             if gap < params.offset && along < 0.0 {
                 let now = layer_force_stiffness(gap, p.stiffness, params.offset).y;
@@ -478,7 +483,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             let x1 = positions[pv.y].xyz;
             let x2 = positions[pv.z].xyz;
             let x3 = positions[pv.w].xyz;
-            let gap = dot(p.normal, x0 * w.x + x1 * w.y + x2 * w.z + x3 * w.w);
+            let gap = pair_gap(p);
             let slip = (x0 - steps[pv.x].start.xyz) * w.x + (x1 - steps[pv.y].start.xyz) * w.y
                 + (x2 - steps[pv.z].start.xyz) * w.z + (x3 - steps[pv.w].start.xyz) * w.w;
             var now = vec2<f32>(p.stiffness, params.offset);

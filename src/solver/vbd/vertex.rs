@@ -4,6 +4,7 @@
 
 use glam::{Mat3A, Vec3A, Vec4};
 
+use crate::collision::surface_pairs::ContactPair;
 use crate::collision::{
     ContactModel, ContactParams, ContactPoint, Obstacle, add_contact, layer_force_stiffness, limit_step,
 };
@@ -110,16 +111,9 @@ fn layer_majorant(v: usize, x: Vec3A, target: Vec3A, pos: &SharedSlice<'_, Vec4>
         let (d, n) = o.signed_distance(x);
         add(d, n.dot(step), n, inp.contact.params(st.masses[v] + o.load_mass()).stiffness, 1.0);
     }
-    // SAFETY: the pair lists are rebuilt only in detection phases, never during a color pass.
-    let surface = unsafe { inp.surface.get() };
-    for &entry in surface.vertex_pairs.row(v) {
-        let (k, slot) = unpack_entry(entry);
-        let pair = &surface.pairs[k as usize];
-        if !pair.has_energy() {
-            continue;
-        }
+    for (pair, slot) in energetic_pairs(v, inp) {
         let n = Vec3A::from_array(pair.frame_normal);
-        let w = pair.weights[slot as usize];
+        let w = pair.weights[slot];
         let gap = pair.linear_gap(&pair.vertices.map(|i| load(pos, i)));
         add(gap, w * n.dot(step), n, pair.stiffness, w);
     }
@@ -246,26 +240,31 @@ fn elastic_terms(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) 
     (f, h)
 }
 
+/// The body–body and self contact pairs with energy that vertex `v` belongs to, with its slot
+/// in each.
+#[inline(always)]
+fn energetic_pairs<'a>(v: usize, inp: &VertexInputs<'a>) -> impl Iterator<Item = (&'a ContactPair, usize)> {
+    // SAFETY: the pair lists are rebuilt only in detection phases, never during a color pass.
+    let surface = unsafe { inp.surface.get() };
+    surface.vertex_pairs.row(v).iter().filter_map(move |&entry| {
+        let (k, slot) = unpack_entry(entry);
+        let pair = &surface.pairs[k as usize];
+        pair.has_energy().then_some((pair, slot as usize))
+    })
+}
+
 /// Force and Hessian of the body–body and self contact pairs vertex `v` belongs to, and
 /// whether one acted.
 #[inline(always)]
 fn pair_terms(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) -> (Vec3A, Mat3A, bool) {
     let (mut f, mut h, mut in_contact) = (Vec3A::ZERO, Mat3A::ZERO, false);
-    // Body–body and self contact pairs this vertex belongs to.
-    // SAFETY: the pair lists are rebuilt only in detection phases, never during a color pass.
-    let surface = unsafe { inp.surface.get() };
-    for &entry in surface.vertex_pairs.row(v) {
-        let (k, slot) = unpack_entry(entry);
-        let pair = &surface.pairs[k as usize];
-        if !pair.has_energy() {
-            continue;
-        }
+    for (pair, slot) in energetic_pairs(v, inp) {
         let xs = pair.vertices.map(|i| load(pos, i));
         let normal = Vec3A::from_array(pair.frame_normal);
         let point = ContactPoint::<f32> {
             distance: pair.linear_gap(&xs),
             normal,
-            weight: pair.weights[slot as usize],
+            weight: pair.weights[slot],
             relative_displacement: relative_displacement(&xs, inp.start, pair.vertices, &pair.weights),
             friction: pair.friction,
             friction_normal_force: pair.friction_normal_force,
