@@ -72,7 +72,7 @@ pub use material::{ClothMaterial, MaterialError, SolidMaterial, StVK, StableNeoH
 pub use mesh::{EmbeddedMesh, Embedding, MeshError, RenderMesh, TetMesh, TetSplit, TriMesh};
 pub use runtime::{
     Backend, ConfigError, Energies, FallbackPolicy, FallbackReason, FrameMotion, Intersection, IslandReport,
-    PliantEvent, StepConfig, StepHooks, StepPath, StepReport, SubstepContext, World,
+    PhaseTimes, PliantEvent, StepConfig, StepHooks, StepPath, StepReport, SubstepContext, World,
 };
 pub use solver::{Initialization, Integrator};
 

@@ -88,6 +88,57 @@ fn centroid_y(world: &World, h: SoftBodyHandle) -> f32 {
     p.iter().map(|p| p.y).sum::<f32>() / p.len() as f32
 }
 
+/// A ball whose fallback steps get no time lags behind the world's clock and catches up,
+/// keeping its momentum (docs/algorithms.md §4.5). Its first step is too fast for the check
+/// (Speed) and its fallback starts past the deadline (a budget no step can meet): it stands
+/// still, a substep behind. Its next steps skip the sweeps, fly it along its free flight for a
+/// substep and a half, and catch the lag up. In every frame the ball is where its velocity
+/// puts it after the world's time less the reported lag, and moves at its velocity.
+#[test]
+fn a_ball_whose_steps_run_out_of_time_lags_and_catches_up() {
+    let config = StepConfig { gravity: Vec3::ZERO, budget_ms: Some(1e-6), ..StepConfig::default() };
+    let mut world = World::new(config).expect("world");
+    let mesh = TetMesh::sphere(0.05, 4, TetSplit::Six).expect("mesh");
+    let speed = 30.0;
+    let ball = world
+        .bodies
+        .insert(SoftBodyBuilder::tetrahedral(mesh).velocity(Vec3::new(speed, 0.0, 0.0)).build().expect("body"));
+    let centroid_x = |w: &World| {
+        let p = w.body_positions(ball).unwrap();
+        p.iter().map(|p| p.x as f64).sum::<f64>() / p.len() as f64
+    };
+    world.sync();
+    let x0 = centroid_x(&world);
+    let h = world.config().dt as f64;
+    let (mut lagged, mut caught_up) = (false, false);
+    for _ in 0..30 {
+        let r = world.step();
+        assert!(!r.nan_detected, "frame {}: NaN", r.frame);
+        let lag = r.islands.iter().map(|i| i.lag).fold(0.0, f64::max);
+        assert!(lag <= 4.0 * h + 1e-9, "frame {}: lag {lag} s", r.frame);
+        assert!(r.islands.iter().all(|i| i.time_dropped == 0.0), "frame {}: {:?}", r.frame, r.islands);
+        let expected = x0 + speed as f64 * (r.time - lag);
+        let x = centroid_x(&world);
+        assert!(
+            (x - expected).abs() < 1e-4,
+            "frame {}: ball at {x} m, {expected} m after {} s less {lag} s",
+            r.frame,
+            r.time
+        );
+        let v = world.body_velocities(ball).unwrap();
+        let mean = v.iter().map(|v| v.x as f64).sum::<f64>() / v.len() as f64;
+        assert!((mean - speed as f64).abs() < 1e-3 * speed as f64, "frame {}: ball at {mean} m/s", r.frame);
+        lagged |= lag > 0.0;
+        caught_up |= lagged && lag == 0.0;
+    }
+    assert!(lagged && caught_up, "lagged: {lagged}, caught up: {caught_up}");
+    let events = world.drain_events();
+    assert!(
+        events.iter().any(|e| matches!(e, pliant::PliantEvent::IslandLagging { lag, .. } if *lag > 0.0)),
+        "no lag reported: {events:?}"
+    );
+}
+
 /// A 3 cm steel cube at 60 m/s at a pinned cloth: one frame spans a metre. The check rejects
 /// the fast step (its speed, and the sweeps' diverging residual) and the fallback catches the
 /// cube on the cloth's near side.

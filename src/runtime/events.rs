@@ -51,6 +51,23 @@ pub enum PliantEvent {
         /// The frame was stepped again from its start.
         redone: bool,
     },
+    /// A fallback step of an island was cut short by the frame's budget or its iteration
+    /// cap: the island moved on by the share `travelled` of the step only, with the velocities
+    /// of the state it reached, and its clock is `lag` behind the world's; its next fallback
+    /// steps are stretched to catch up. Time beyond the most an island may lag is dropped
+    /// (`time_dropped`): its bodies live through less time than the world.
+    IslandLagging {
+        /// The island's bodies.
+        bodies: Vec<SoftBodyHandle>,
+        /// Simulated time at the end of the substep \[s\].
+        time: f64,
+        /// Share of the step the island travelled.
+        travelled: f64,
+        /// How far its clock is behind \[s\].
+        lag: f64,
+        /// Simulated time given up in this step \[s\].
+        time_dropped: f64,
+    },
     /// Steps run on the CPU although the configuration asked for the GPU (`Backend::Auto` or
     /// `Backend::Gpu`), or run on the GPU again; reported when the reason changes.
     BackendFallback {
@@ -75,6 +92,15 @@ impl std::fmt::Display for PliantEvent {
                 f,
                 "body `{name}`: GPU step from t = {time:.4} s failed the safety check ({reason:?}); {}",
                 if *redone { "stepped again with the fallback" } else { "put back at rest" }
+            ),
+            Self::IslandLagging { bodies, time, travelled, lag, time_dropped } => write!(
+                f,
+                "t = {time:.4} s: a fallback step of {} bod{} travelled {:.1} % of its step; {:.2} ms behind{}",
+                bodies.len(),
+                if bodies.len() == 1 { "y" } else { "ies" },
+                100.0 * travelled,
+                lag * 1e3,
+                if *time_dropped > 0.0 { format!(", {:.2} ms dropped", time_dropped * 1e3) } else { String::new() }
             ),
             Self::BackendFallback { reason: Some(reason) } => write!(f, "stepping on the CPU: {reason}"),
             Self::BackendFallback { reason: None } => write!(f, "stepping on the GPU"),

@@ -16,5 +16,5 @@ pub use crate::solver::check::FallbackReason;
 pub use config::{Backend, ConfigError, FallbackPolicy, StepConfig};
 pub use events::PliantEvent;
 pub use hooks::{FrameMotion, StepHooks, SubstepContext};
-pub use report::{Energies, IslandReport, StepPath, StepReport};
+pub use report::{Energies, IslandReport, PhaseTimes, StepPath, StepReport};
 pub use world::{Intersection, World};

@@ -56,7 +56,37 @@ pub struct IslandReport {
     /// fast path, or without pairs).
     pub min_distance: Option<f64>,
     /// Fraction of the step the fallback travelled (1 on the fast path and when converged).
+    /// A truncated step moves the island's clock on by this share only: its velocities are
+    /// those of the state it reached, and the rest of the step is the island's lag.
     pub travelled: f64,
+    /// How far the island's clock is behind the world's after the step \[s\] (the largest of
+    /// its bodies'; 0 on the fast path). Truncated fallback steps add to it; the fallback's
+    /// next steps of the island are stretched by up to half a substep until it is caught up
+    /// (`runtime::fallback`, "Lag").
+    pub lag: f64,
+    /// Simulated time given up by this step \[s\]: lag beyond `MAX_LAG_SUBSTEPS` substeps, or
+    /// the lag of an island that cannot catch up (moving pins set its clock). Its bodies then
+    /// simply live through less time than the world; nothing else is lost.
+    pub time_dropped: f64,
+}
+
+/// Where a step's time went, per phase, summed over its substeps \[ms\] (CPU backend; 0 on the
+/// GPU, whose phases run on the device).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct PhaseTimes {
+    /// Inertia targets, the initial guess and the coarse correction.
+    pub predict: f64,
+    /// Contact detection at the initial guess.
+    pub detect: f64,
+    /// The fast path's sweeps.
+    pub solve: f64,
+    /// The fast path's velocities and measures.
+    pub finish: f64,
+    /// The safety check (crossings, inversion, energy, islands).
+    pub check: f64,
+    /// Rollback and the augmented-Lagrangian redo of the islands the check rejected.
+    pub fallback: f64,
 }
 
 /// What happened in one `World::step`.
@@ -129,4 +159,9 @@ pub struct StepReport {
     pub islands: Vec<IslandReport>,
     /// Islands (over all substeps) that fell back to the augmented-Lagrangian step.
     pub fallbacks: u32,
+    /// Time each phase took \[ms\].
+    pub phases: PhaseTimes,
+    /// Largest lag of an island's clock behind the world's after the step \[s\] (see
+    /// `IslandReport::lag`; 0 when no fallback step was cut short).
+    pub lag: f64,
 }

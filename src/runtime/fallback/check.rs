@@ -96,6 +96,30 @@ pub(crate) fn check_substep(
     Checked { islands: found, redo, ms }
 }
 
+/// The check phase of a substep whose sweeps were skipped because every body is on the
+/// fallback (held, lagging, or sent there by a failure found elsewhere): nothing to check, and
+/// every island is redone, for that failure or for its hold, with the whole budget left to it.
+pub(crate) fn held_substep(s: Settle<'_>, info: &SubstepInfo) -> Checked {
+    let Settle { state, snapshot, fast, runtime: rt, slots, config, .. } = s;
+    let found = islands(
+        state,
+        (snapshot.positions(), snapshot.velocities()),
+        info.h,
+        fast.contact_pairs(),
+        island_margin(config),
+        &mut rt.uf,
+    );
+    let redo = found
+        .iter()
+        .enumerate()
+        .map(|(k, (members, _))| {
+            let forced = members.iter().find_map(|&b| rt.history.get_mut(&slots[b as usize].handle)?.forced.take());
+            (k, forced.unwrap_or(FallbackReason::Hold))
+        })
+        .collect();
+    Checked { islands: found, redo, ms: 0.0 }
+}
+
 /// What the per-island part of the check reads.
 struct IslandView<'a> {
     state: &'a SimState,
@@ -156,7 +180,8 @@ fn island_reason(
             reason = reason.or(soft);
             hist.soft = 0;
         }
-        held |= hist.hold_until > v.frame;
+        // A lagging body stays on the fallback, which catches its clock up (module docs).
+        held |= hist.hold_until > v.frame || hist.lag > 0.0;
     }
     if held {
         reason = reason.or(Some(FallbackReason::Hold));

@@ -4,6 +4,24 @@
 //! On the GPU backend the device checks each substep itself, and either redoes it there
 //! (`gpu::al::fallback`) or has the host redo it here (`runtime/world/gpu/check.rs`). The
 //! fallback's solver is `solver::al`.
+//!
+//! # Lag
+//!
+//! A fallback step that runs out of time answers with its last safe iterate, which stands for
+//! only a share `s` of the step (`AlStats::share`). The island's clock then moves on by `s h`
+//! instead of `h`: its velocities are those of the state it reached (its displacement over
+//! `s h`), so no momentum goes with the part of the step it did not take, and the rest,
+//! `(1 − s) h`, is the island's lag behind the world. A step that travelled less than
+//! `MIN_TRAVELLED` leaves the island exactly as it was, velocities included: its clock stood
+//! still.
+//!
+//! An island that lags stays on the fallback, whose steps of it are stretched by the least lag
+//! of its bodies, at most `CATCH_UP_SHARE` of a substep: a step truncated at share `s` is caught
+//! up within `⌈(1 − s)/CATCH_UP_SHARE⌉` (at most two) untruncated steps. While steps keep being
+//! truncated the lag grows by their shortfall, up to `MAX_LAG_SUBSTEPS` substeps; time beyond
+//! that is dropped (the island lives through less time than the world) and reported. An island
+//! with a moving pin keeps no lag: the pin runs on the world's clock, so what its step did not
+//! travel is dropped at once.
 
 mod check;
 mod redo;
@@ -13,7 +31,7 @@ use std::time::Instant;
 
 use glam::Vec4;
 
-pub(crate) use check::{Checked, check_substep};
+pub(crate) use check::{Checked, check_substep, held_substep};
 pub(crate) use redo::fall_back;
 
 use crate::body::SoftBodyHandle;
@@ -34,6 +52,13 @@ pub const HOLD_FRAMES: u32 = 10;
 const RETRY_WINDOW: u64 = 30;
 /// Longest hold \[frames\].
 pub const MAX_HOLD_FRAMES: u32 = 120;
+/// Most a lagging island's fallback step is stretched by, as a share of the substep.
+const CATCH_UP_SHARE: f32 = 0.5;
+/// Least share of a step a truncated fallback step's velocity is read from: below it the
+/// iterate's displacement is mostly rounding, divided by almost nothing.
+const MIN_TRAVELLED: f64 = 1e-3;
+/// Most an island may lag behind the world \[substeps\]; time beyond it is dropped.
+pub const MAX_LAG_SUBSTEPS: f32 = 4.0;
 
 /// A body's fallback history.
 #[derive(Clone, Copy, Debug, Default)]
@@ -46,6 +71,8 @@ struct History {
     soft: u32,
     /// A failure found elsewhere (the GPU's check): the body's next step falls back for it.
     forced: Option<FallbackReason>,
+    /// How far the body's clock is behind the world's \[s\] (module docs, "Lag").
+    lag: f64,
 }
 
 /// The fallback's state that lives across steps.
@@ -69,10 +96,20 @@ impl FallbackRuntime {
         self.history.entry(body).or_default().forced = Some(reason);
     }
 
-    /// Whether `body` is to be stepped by the fallback in frame `frame`: forced, or held.
-    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+    /// Whether every one of `bodies` (at least one) is to be stepped by the fallback in frame
+    /// `frame`: the fast path's sweeps would then be thrown away.
+    pub(crate) fn holds_all(&self, mut bodies: impl Iterator<Item = SoftBodyHandle>, frame: u64) -> bool {
+        let mut any = false;
+        bodies.all(|b| {
+            any = true;
+            self.holds(b, frame)
+        }) && any
+    }
+
+    /// Whether `body` is to be stepped by the fallback in frame `frame`: forced, held, or
+    /// lagging.
     pub(crate) fn holds(&self, body: SoftBodyHandle, frame: u64) -> bool {
-        self.history.get(&body).is_some_and(|h| h.forced.is_some() || h.hold_until > frame)
+        self.history.get(&body).is_some_and(|h| h.forced.is_some() || h.hold_until > frame || h.lag > 0.0)
     }
 }
 
@@ -106,6 +143,9 @@ pub(crate) struct SubstepInfo {
     pub residual: f32,
     pub deadline: Option<Instant>,
     pub contact: crate::collision::ContactModel,
+    /// The fast path ran (otherwise every body was held on the fallback and its sweeps were
+    /// skipped: the state is still at the substep's start).
+    pub swept: bool,
 }
 
 /// An island's report with the fast path's counts when it kept the fast step (a restored one

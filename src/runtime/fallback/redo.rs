@@ -11,7 +11,8 @@ use std::time::Instant;
 use glam::{DVec3, Vec3A, Vec4};
 
 use super::{
-    Checked, HOLD_FRAMES, History, MAX_HOLD_FRAMES, RETRY_WINDOW, Settle, SubstepInfo, fallback_settings, island,
+    CATCH_UP_SHARE, Checked, HOLD_FRAMES, History, MAX_HOLD_FRAMES, MAX_LAG_SUBSTEPS, MIN_TRAVELLED, RETRY_WINDOW,
+    Settle, SubstepInfo, fallback_settings, island,
 };
 use crate::body::SoftBodyHandle;
 use crate::collision::Obstacle;
@@ -19,7 +20,7 @@ use crate::runtime::assemble::BodySlot;
 use crate::runtime::config::StepConfig;
 use crate::runtime::report::{IslandReport, StepPath, StepReport};
 use crate::runtime::transaction::Snapshot;
-use crate::solver::al::{AlInput, AlScratch, AlSettings, AlStats, al_step};
+use crate::solver::al::{AlInput, AlScratch, AlSettings, AlStats, al_step, impact_share};
 use crate::solver::check::FallbackReason;
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
@@ -60,12 +61,46 @@ pub(crate) fn fall_back(
     }
     for (k, reason, handles) in solvable {
         let members = &found[k].0;
+        let clock = island_clock(state, snapshot, targets, &rt.history, members, &handles, slots, info.h);
         let t = Instant::now();
-        let out = redo_island(state, snapshot, targets, &mut rt.al, obstacles, members, slots, &fast, config, info);
+        let out =
+            redo_island(state, snapshot, targets, &mut rt.al, obstacles, members, slots, &fast, config, info, clock.h);
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        let settled = Settled { members, handles, reason, ms };
+        let settled = Settled { members, handles, reason, ms, clock };
         record_redo(state, snapshot, &mut rt.history, settled, &out, slots, frame, info, report);
     }
+}
+
+/// An island's clock on the fallback (see the module docs, "Lag").
+#[derive(Clone, Copy, Debug)]
+struct IslandClock {
+    /// The length of the island's step \[s\]: the substep, stretched while it lags.
+    h: f32,
+    /// Whether the island keeps its own clock: no kinematic vertex of it moves in the substep
+    /// (a moving pin runs on the world's clock, and the island cannot lag behind its pins).
+    free: bool,
+}
+
+/// The clock the island `members` is redone on: a substep of `h`, stretched by the least lag
+/// of its bodies (so no body gets ahead of the world), at most `CATCH_UP_SHARE` of a substep.
+#[allow(clippy::too_many_arguments)]
+fn island_clock(
+    state: &SimState,
+    snapshot: &Snapshot,
+    targets: &[Vec4],
+    history: &HashMap<SoftBodyHandle, History>,
+    members: &[u32],
+    handles: &[SoftBodyHandle],
+    slots: &[BodySlot],
+    h: f32,
+) -> IslandClock {
+    let pins_move = members.iter().flat_map(|&b| slots[b as usize].range()).any(|i| {
+        state.flags[i] & VERTEX_KINEMATIC != 0
+            && targets.get(i).is_some_and(|t| t.truncate() != snapshot.positions()[i].truncate())
+    });
+    let lag = handles.iter().map(|hnd| history.get(hnd).map_or(0.0, |r| r.lag)).fold(f64::INFINITY, f64::min);
+    let stretch = if pins_move || !lag.is_finite() { 0.0 } else { lag.min((CATCH_UP_SHARE * h) as f64) as f32 };
+    IslandClock { h: h + stretch, free: !pins_move }
 }
 
 /// An island the fallback redid.
@@ -75,6 +110,8 @@ struct Settled<'a> {
     reason: FallbackReason,
     /// Time the redo took \[ms\].
     ms: f64,
+    /// The clock it was redone on.
+    clock: IslandClock,
 }
 
 /// Reports a redone island (a non-finite result is left to the world's guard; an inverted one
@@ -91,7 +128,7 @@ fn record_redo(
     info: &SubstepInfo,
     report: &mut StepReport,
 ) {
-    let Settled { members, handles, reason, ms } = island_;
+    let Settled { members, handles, reason, ms, clock } = island_;
     report.fallbacks += 1;
     if reason == FallbackReason::NonFinite {
         report.nan_detected = true;
@@ -120,6 +157,23 @@ fn record_redo(
         report.islands.push(IslandReport { ms, ..island(handles, info, StepPath::Restored, Some(reason)) });
         return;
     }
+    // The island's clock moved on by the share of its (stretched) step it travelled; the
+    // world's by the substep. A step that travelled too little to read a velocity from kept
+    // the island as it was (`redo_island`): its clock stood still.
+    let advanced = if out.share() >= MIN_TRAVELLED { out.share() * clock.h as f64 } else { 0.0 };
+    let (mut lag, mut time_dropped) = (0.0f64, 0.0f64);
+    for hnd in &handles {
+        let hist = history.entry(*hnd).or_default();
+        let mut behind = (hist.lag + info.h as f64 - advanced).max(0.0);
+        let most = if clock.free { MAX_LAG_SUBSTEPS as f64 * info.h as f64 } else { 0.0 };
+        if behind > most {
+            time_dropped = time_dropped.max(behind - most);
+            behind = most;
+        }
+        // Rounding of `h` in f32 against the sums in f64 must not hold an island forever.
+        hist.lag = if behind > 1e-4 * info.h as f64 { behind } else { 0.0 };
+        lag = lag.max(hist.lag);
+    }
     if !matches!(reason, FallbackReason::Hold | FallbackReason::Always) {
         for hnd in &handles {
             let hist = history.entry(*hnd).or_default();
@@ -132,6 +186,7 @@ fn record_redo(
             hist.hold_until = frame + hist.hold as u64;
         }
     }
+    report.lag = report.lag.max(lag);
     report.islands.push(IslandReport {
         bodies: handles,
         substep: info.substep,
@@ -144,12 +199,19 @@ fn record_redo(
         residual: out.residual,
         min_distance: out.min_distance.is_finite().then_some(out.min_distance),
         travelled: out.travelled,
+        lag,
+        time_dropped,
     });
 }
 
 /// Redoes one island's substep (its vertices are at the step's start) with the
-/// augmented-Lagrangian solver, warm-started from the fast path's positions `fast`, and writes
-/// positions, velocities and accelerations.
+/// augmented-Lagrangian solver and writes positions, velocities and accelerations; returns how
+/// it went, its `travelled` the share of the whole step.
+///
+/// An island whose free flight over the step would carry a vertex further than
+/// `SPLIT_REACH` offsets (a projectile) is stepped in two parts, split where that flight
+/// first brings two surfaces within two offsets (module docs, "Impact"): up to the impact,
+/// where nothing meets, and from it, where what meets moves together from the start.
 #[allow(clippy::too_many_arguments)]
 fn redo_island(
     state: &mut SimState,
@@ -162,10 +224,9 @@ fn redo_island(
     fast: &[Vec4],
     config: &StepConfig,
     info: &SubstepInfo,
+    h: f32,
 ) -> AlStats {
     let n = state.vertex_count();
-    let h = info.h;
-    let gravity = Vec3A::from(config.gravity);
     let mut solved = vec![false; n];
     let mut moves = vec![false; n];
     for &b in members {
@@ -174,59 +235,197 @@ fn redo_island(
             solved[i] = state.flags[i] & VERTEX_KINEMATIC == 0;
         }
     }
-    // The integrator's step for each vertex, exactly as the fast path took it.
-    let step_of = |i: usize| {
-        let flags = snapshot.flags()[i];
-        let a = if flags & VERTEX_NO_HISTORY != 0 { gravity } else { Vec3A::from_vec4(snapshot.accelerations()[i]) };
-        config.integrator.vertex_step(h, Vec3A::from_vec4(snapshot.velocities()[i]), a)
-    };
     let start: Vec<DVec3> = state.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
-    let target = |i: usize| {
-        let s = step_of(i);
-        start[i] + (s.predictor + gravity * s.weight).as_dvec3()
+    let pin_end = |i: usize| targets.get(i).map_or(start[i], |t| t.truncate().as_dvec3());
+    let whole = Part {
+        h,
+        velocities: snapshot.velocities(),
+        accelerations: snapshot.accelerations(),
+        flags: snapshot.flags(),
+        warm: info.swept.then_some(fast),
     };
+    let lim = Limits { obstacles, members, solved: &solved, moves: &moves, config, deadline: info.deadline };
+    let split = impact_split(state, &start, &whole, &lim, &pin_end, al);
+    let Some(t) = split else {
+        return step_part(state, &start, &whole, &lim, &pin_end, al);
+    };
+    // Up to the impact: nothing meets, and no warm start (the fast path's is for the step's
+    // end); pins a share `t` of their way.
+    let first = Part { h: t as f32 * h, warm: None, ..whole };
+    let pin_at = |i: usize| start[i] + (pin_end(i) - start[i]) * t;
+    let a = step_part(state, &start, &first, &lim, &pin_at, al);
+    if a.share() < 1.0 {
+        return AlStats { travelled: a.travelled * t, ..a };
+    }
+    // From the impact to the step's end, from the state reached.
+    let (velocities, accelerations, flags) =
+        (state.velocities.clone(), state.accelerations.clone(), state.flags.clone());
+    let second = Part {
+        h: h - first.h,
+        velocities: &velocities,
+        accelerations: &accelerations,
+        flags: &flags,
+        warm: whole.warm,
+    };
+    let mid: Vec<DVec3> = state.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
+    let b = step_part(state, &mid, &second, &lim, &pin_end, al);
+    AlStats {
+        iterations: a.iterations + b.iterations,
+        newton_iterations: a.newton_iterations + b.newton_iterations,
+        cg_iterations: a.cg_iterations + b.cg_iterations,
+        travelled: t + (1.0 - t) * b.travelled,
+        ..b
+    }
+}
+
+/// Free flight further than this many contact offsets in a step splits a redone step at its
+/// impact (`redo_island`): resting and slowly moving islands are stepped whole.
+const SPLIT_REACH: f64 = 10.0;
+/// Splits closer than this share to either end of the step are not worth a second solve.
+const MIN_SPLIT: f64 = 0.01;
+
+/// What the parts of a redone step share.
+struct Limits<'a> {
+    obstacles: &'a [Obstacle],
+    members: &'a [u32],
+    solved: &'a [bool],
+    moves: &'a [bool],
+    config: &'a StepConfig,
+    deadline: Option<Instant>,
+}
+
+/// A part of a redone step: its length and the state it starts from (positions are the
+/// caller's `start`).
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    /// Length \[s\].
+    h: f32,
+    velocities: &'a [Vec4],
+    accelerations: &'a [Vec4],
+    flags: &'a [u32],
+    /// The fast path's result, a warm start for a part that ends where the step does.
+    warm: Option<&'a [Vec4]>,
+}
+
+impl Part<'_> {
+    /// Vertex `i`'s inertia target (the integrator's step exactly as the fast path took it)
+    /// and `m/w`, from `start`.
+    fn inertia(&self, state: &SimState, config: &StepConfig, start: DVec3, i: usize) -> (f64, DVec3) {
+        let gravity = Vec3A::from(config.gravity);
+        let a = if self.flags[i] & VERTEX_NO_HISTORY != 0 { gravity } else { Vec3A::from_vec4(self.accelerations[i]) };
+        let s = config.integrator.vertex_step(self.h, Vec3A::from_vec4(self.velocities[i]), a);
+        (state.masses[i] as f64 / s.weight as f64, start + (s.predictor + gravity * s.weight).as_dvec3())
+    }
+}
+
+/// The share of the step at which the island's free flight first brings two surfaces within
+/// two contact offsets, if the flight is fast enough to split at it (`redo_island`).
+fn impact_split(
+    state: &SimState,
+    start: &[DVec3],
+    part: &Part<'_>,
+    lim: &Limits<'_>,
+    pin_end: &impl Fn(usize) -> DVec3,
+    al: &mut AlScratch,
+) -> Option<f64> {
+    let offset = lim.config.contact_offset as f64;
+    let free: Vec<DVec3> = (0..start.len())
+        .map(|i| {
+            if !lim.moves[i] {
+                start[i]
+            } else if !lim.solved[i] {
+                pin_end(i)
+            } else {
+                part.inertia(state, lim.config, start[i], i).1
+            }
+        })
+        .collect();
+    let reach = (0..start.len()).filter(|&i| lim.solved[i]).map(|i| (free[i] - start[i]).length()).fold(0.0, f64::max);
+    if !(reach > SPLIT_REACH * offset) {
+        return None;
+    }
+    let t = impact_share(
+        state,
+        lim.obstacles,
+        (start, &free),
+        (lim.moves, lim.solved),
+        lim.config.surface_contact,
+        2.0 * offset,
+        al,
+    );
+    (MIN_SPLIT..1.0 - MIN_SPLIT).contains(&t).then_some(t)
+}
+
+/// One augmented-Lagrangian solve of a part of an island's step from positions `start`, with
+/// the island's kinematic vertices carried to `pin_end`; writes the island's positions,
+/// velocities and accelerations unless it travelled (almost) nothing.
+fn step_part(
+    state: &mut SimState,
+    start: &[DVec3],
+    part: &Part<'_>,
+    lim: &Limits<'_>,
+    pin_end: &impl Fn(usize) -> DVec3,
+    al: &mut AlScratch,
+) -> AlStats {
+    let n = state.vertex_count();
+    let (config, moves, solved) = (lim.config, lim.moves, lim.solved);
     let guess: Vec<DVec3> = (0..n)
         .map(|i| {
             if !moves[i] {
                 start[i]
             } else if !solved[i] {
-                targets.get(i).map_or(start[i], |t| t.truncate().as_dvec3())
-            } else if fast[i].is_finite() {
-                fast[i].truncate().as_dvec3()
+                pin_end(i)
+            } else if let Some(x) = part.warm.map(|w| w[i]).filter(|x| x.is_finite()) {
+                x.truncate().as_dvec3()
             } else {
-                target(i)
+                part.inertia(state, config, start[i], i).1
             }
         })
         .collect();
-    let inertia = |i: usize| {
-        let s = step_of(i);
-        (state.masses[i] as f64 / s.weight as f64, target(i))
+    let inertia = |i: usize| part.inertia(state, config, start[i], i);
+    let h = part.h;
+    // Without a warm start the first targets are the free flight (the integrator's inertia
+    // targets), which the first outer iteration follows up to the first contact even when the
+    // budget is spent: an island whose steps all start past the deadline still moves.
+    let settings = AlSettings {
+        deadline: lim.deadline,
+        first_iteration_always: part.warm.is_none(),
+        ..fallback_settings(state, config, h, lim.members, |i| solved[i])
     };
-    let settings =
-        AlSettings { deadline: info.deadline, ..fallback_settings(state, config, h, members, |i| solved[i]) };
     let mut x = Vec::new();
     let stats = {
         let input = AlInput {
             st: state,
-            obstacles,
-            start: &start,
+            obstacles: lim.obstacles,
+            start,
             guess: &guess,
-            solved: &solved,
-            moves: &moves,
+            solved,
+            moves,
             inertia: &inertia,
             surface_pairs: config.surface_contact,
         };
         al_step(&input, &settings, al, &mut x)
     };
+    let share = stats.share();
+    if share < MIN_TRAVELLED {
+        // Nothing travelled (the deadline came first, or staying put was the lowest iterate):
+        // the island stays as it was, velocities included. Its clock stands still.
+        return stats;
+    }
+    // A truncated iterate is the start plus `travelled` of a blend of full-step targets, so
+    // its displacement over `travelled · h` is the velocity of the state reached.
+    let elapsed = (share * h as f64) as f32;
     for i in (0..n).filter(|&i| moves[i]) {
         let dx = (x[i] - start[i]).as_vec3a();
         state.positions[i] = x[i].as_vec3().extend(0.0);
-        // The fallback's velocity is the distance travelled over the step (backward Euler,
-        // docs/algorithms.md §4.5), and the next step starts without history: extrapolating the
-        // integrator's higher-order velocity from a redone step spiked a corner of a stiff
-        // incompressible cube landing on an edge to 10 m/s, and a truncated step is not the
-        // integrator's minimiser at all. Backward Euler only damps.
-        state.velocities[i] = (dx / h).extend(0.0);
+        // The fallback's velocity is the distance travelled over the time travelled (backward
+        // Euler, docs/algorithms.md §4.5), and the next step starts without history:
+        // extrapolating the integrator's higher-order velocity from a redone step spiked a
+        // corner of a stiff incompressible cube landing on an edge to 10 m/s, and a truncated
+        // step is not the integrator's minimiser at all. Backward Euler only damps. Over the
+        // whole step instead, a truncated step lost the share it did not travel: a 60 m/s
+        // ball whose step stopped at the deadline flew on at 27 m/s.
+        state.velocities[i] = (dx / elapsed).extend(0.0);
         state.accelerations[i] = Vec4::ZERO;
         state.flags[i] |= VERTEX_NO_HISTORY;
     }

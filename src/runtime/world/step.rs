@@ -14,6 +14,7 @@
 //!  │   ├─ (fast finish)   velocities from the solved positions               FastPath::finish
 //!  │   ├─ check           the safety check, island by island                 fallback::check
 //!  │   ├─ fall back       islands the check rejected, redone by the AL step  fallback::redo
+//!  │   │                  (every body held: the sweeps are skipped, all islands redone)
 //!  │   └─ finish          non-finite bodies put back, time, hooks.after_substep
 //!  └─ finish              the planner's cost, the report; hooks.after_step
 //! ```
@@ -25,12 +26,12 @@ use glam::{Vec3A, Vec4};
 use super::World;
 use crate::collision::{Obstacle, ObstacleShape, PosedShape};
 use crate::runtime::assemble::rebuild_color_lists;
-use crate::runtime::config::Backend;
+use crate::runtime::config::{Backend, FallbackPolicy};
 use crate::runtime::events::PliantEvent;
-use crate::runtime::fallback::{Settle, SubstepInfo, check_substep, fall_back};
+use crate::runtime::fallback::{Settle, SubstepInfo, check_substep, fall_back, held_substep};
 use crate::runtime::hooks::{StepHooks, SubstepContext};
 use crate::runtime::kinematics::{update_pin_flags, write_targets};
-use crate::runtime::report::StepReport;
+use crate::runtime::report::{PhaseTimes, StepPath, StepReport};
 use crate::solver::check::energy;
 use crate::solver::fast_path::{FastPath, FastResult, FastStats, Substep};
 use crate::solver::vbd::VbdSettings;
@@ -93,7 +94,7 @@ impl World {
         // Carried obstacles: the rest of the frame's motion, re-based after each substep on the
         // pose the substep solved.
         let mut remaining = self.carried_motion();
-        let mut fast_and_check_ms = 0.0;
+        let (mut fast_and_check_ms, mut swept_substeps) = (0.0, 0);
         for substep in 0..self.config.substeps {
             let t0 = self.time;
             self.begin_substep(substep, t0, plan.h);
@@ -101,10 +102,17 @@ impl World {
             let mut obstacles = std::mem::take(&mut self.substep_obstacles);
             self.substep_obstacles_into(substep, &remaining, &mut obstacles);
             let fast_start = Instant::now();
-            let stats = self.take_fast_step(&obstacles, &plan);
+            // Sweeps whose result every island would throw away are skipped, leaving the
+            // budget to the fallback.
+            let swept = !self.all_held();
+            let stats =
+                if swept { self.take_fast_step(&obstacles, &plan, &mut report.phases) } else { FastStats::default() };
             let fast_ms = fast_start.elapsed().as_secs_f64() * 1e3;
             self.solved_obstacles(&mut obstacles, &mut remaining);
-            record_fast_stats(&stats, &mut report);
+            if swept {
+                record_fast_stats(&stats, &mut report);
+                swept_substeps += 1;
+            }
             let info = SubstepInfo {
                 h: plan.h,
                 substep,
@@ -113,17 +121,53 @@ impl World {
                 residual: stats.residual,
                 deadline: plan.deadline,
                 contact: s.contact,
+                swept,
             };
             // Check, then fall back: the islands the check rejects are redone from the
             // substep's start by the augmented-Lagrangian step.
-            let checked = check_substep(self.settle(), &obstacles, &info, &mut report);
+            let checked = if swept {
+                check_substep(self.settle(), &obstacles, &info, &mut report)
+            } else {
+                held_substep(self.settle(), &info)
+            };
             let check_ms = checked.ms;
+            report.phases.check += check_ms;
+            let fallback_start = Instant::now();
             fall_back(self.settle(), checked, &obstacles, &info, &mut report);
+            report.phases.fallback += fallback_start.elapsed().as_secs_f64() * 1e3;
+            self.report_lagging(&report, substep, t0 + plan.h as f64);
             fast_and_check_ms += fast_ms + check_ms;
             self.finish_substep(t0, plan.h, &obstacles, &mut report, hooks.as_deref_mut());
             self.substep_obstacles = obstacles;
         }
-        self.finish_frame(&remaining, fast_and_check_ms, s.iterations, wall, report)
+        self.finish_frame(&remaining, (fast_and_check_ms, swept_substeps), s.iterations, wall, report)
+    }
+
+    /// An event for each island of substep `substep` whose fallback step was cut short and
+    /// left it behind the world's clock (or dropped time).
+    fn report_lagging(&mut self, report: &StepReport, substep: u32, time: f64) {
+        let lagging = report.islands.iter().filter(|i| {
+            i.substep == substep && i.path == StepPath::FallbackTruncated && (i.lag > 0.0 || i.time_dropped > 0.0)
+        });
+        for i in lagging {
+            self.events.push(PliantEvent::IslandLagging {
+                bodies: i.bodies.clone(),
+                time,
+                travelled: i.travelled,
+                lag: i.lag,
+                time_dropped: i.time_dropped,
+            });
+        }
+    }
+
+    /// Whether every body is on the fallback this substep (held, lagging, or sent there by a
+    /// failure found elsewhere), so the fast path's sweeps would be thrown away. Not with
+    /// moving colliders or carriers, whose poses the fast path solves.
+    fn all_held(&self) -> bool {
+        self.config.fallback != FallbackPolicy::Never
+            && self.motion.obstacles.is_empty()
+            && self.motion.carriers.is_empty()
+            && self.fallback.holds_all(self.slots.iter().map(|s| s.handle), self.frame + 1)
     }
 
     /// The world's parts the check and fallback phases work on.
@@ -203,13 +247,24 @@ impl World {
 
     /// The fast path's phases for one substep: predict, detect, solve, and its finish
     /// (velocities from the solved positions).
-    fn take_fast_step(&mut self, obstacles: &[Obstacle], plan: &FramePlan) -> FastStats {
+    fn take_fast_step(&mut self, obstacles: &[Obstacle], plan: &FramePlan, phases: &mut PhaseTimes) -> FastStats {
         let sub = Substep { h: plan.h, obstacles, targets: &self.targets, carriers: &self.carriers };
         let (fast, state, s) = (&mut self.vbd, &mut self.state, &plan.settings);
+        let mut t = Instant::now();
+        let mut lap = |total: &mut f64| {
+            let now = Instant::now();
+            *total += (now - t).as_secs_f64() * 1e3;
+            t = now;
+        };
         fast.predict(state, &sub, s);
+        lap(&mut phases.predict);
         fast.detect(state, &sub, s);
+        lap(&mut phases.detect);
         fast.solve(state, &sub, s);
-        fast.finish(state, &sub, s)
+        lap(&mut phases.solve);
+        let stats = fast.finish(state, &sub, s);
+        lap(&mut phases.finish);
+        stats
     }
 
     /// The substep's obstacles with each carried one where the substep solved its body, and
@@ -293,7 +348,7 @@ impl World {
     fn finish_frame(
         &mut self,
         remaining: &[Option<PosedShape>],
-        fast_and_check_ms: f64,
+        (fast_and_check_ms, swept_substeps): (f64, u32),
         iterations: u32,
         wall: Instant,
         mut report: StepReport,
@@ -303,7 +358,9 @@ impl World {
                 *p = p.with_end(r.start);
             }
         }
-        self.fallback.planner.observe(fast_and_check_ms, self.config.substeps, iterations);
+        if swept_substeps > 0 {
+            self.fallback.planner.observe(fast_and_check_ms, swept_substeps, iterations);
+        }
         self.frame += 1;
         report.frame = self.frame;
         report.state_frame = self.frame;

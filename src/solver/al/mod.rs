@@ -67,6 +67,11 @@ pub struct AlSettings {
     pub violation_price_cap: f64,
     /// Return the current iterate once this time has passed.
     pub deadline: Option<Instant>,
+    /// Take the first outer iteration even when the deadline has passed before it: without
+    /// time for a Newton step it moves the safe iterate towards the first targets as far as
+    /// CCD allows, for the price of one CCD. Where the first targets are the island's free
+    /// flight, so that an island whose steps start past the deadline still moves.
+    pub first_iteration_always: bool,
 }
 
 impl Default for AlSettings {
@@ -84,6 +89,7 @@ impl Default for AlSettings {
             force_tolerance: 1e-9,
             violation_price_cap: 0.0,
             deadline: None,
+            first_iteration_always: false,
         }
     }
 }
@@ -111,6 +117,18 @@ pub struct AlStats {
     pub pairs: usize,
     /// Smallest distance of an active pair at the returned iterate \[m\] (+∞ without pairs).
     pub min_distance: f64,
+}
+
+impl AlStats {
+    /// The share of the step the answer stands for in time (docs/algorithms.md §4.5): what a
+    /// step cut short by the deadline or the iteration cap travelled; 1 for a converged step
+    /// (its start weighs less than ε) and for a rewound one. A rewound step went uphill: its
+    /// lowest iterate is the answer to the whole step, a damped one, not a state part of the
+    /// way along it. Read as a share, a cube caught on a cloth that the solver rewound to
+    /// 1 % of its step kept its speed and was rewound again every frame: frozen in mid-air.
+    pub fn share(&self) -> f64 {
+        if self.converged || self.rewound { 1.0 } else { self.travelled }
+    }
 }
 
 /// What an augmented-Lagrangian step solves.
@@ -176,6 +194,25 @@ pub(crate) fn first_penalty(problem: &mut Problem, st: &SimState, x: &[DVec3], g
     (0.1 * problem.max_diagonal()).max(1e-9)
 }
 
+/// The share of its step an island can travel along the straight path `start → free` (its
+/// free flight) before two of its surfaces, or a surface and an obstacle, come within `gap`
+/// (additive CCD keeping a hundredth of each approach; 1 if none do). The fallback splits a
+/// fast island's step there (`runtime::fallback`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn impact_share(
+    st: &SimState,
+    obstacles: &[Obstacle],
+    (start, free): (&[DVec3], &[DVec3]),
+    (moves, solved): (&[bool], &[bool]),
+    surface_pairs: bool,
+    gap: f64,
+    scratch: &mut AlScratch,
+) -> f64 {
+    let lim = StepLimits { st, obstacles, moves, solved, surface_pairs, tets: &[], j_min: 0.0 };
+    let params = crate::collision::ccd::CcdParams::<f64> { min_separation: gap, safety: 0.01, max_iterations: 64 };
+    step_size::max_step_with(&lim, start, free, &mut scratch.swept, &mut scratch.hits, params)
+}
+
 /// One augmented-Lagrangian step; the returned iterate goes to `x_out` (every vertex).
 pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScratch, x_out: &mut Vec<DVec3>) -> AlStats {
     let st = input.st;
@@ -225,7 +262,7 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
         scratch.best.clone_from(&x);
     }
     while sched.iterations < s.max_iterations {
-        if expired(s.deadline) {
+        if (sched.iterations > 0 || !s.first_iteration_always) && expired(s.deadline) {
             break;
         }
         let (mu, delta) = (sched.mu, sched.delta);

@@ -42,15 +42,28 @@ pub(crate) fn max_step(
     swept: &mut SweptPairs,
     hits: &mut Vec<(PairKey, f64)>,
 ) -> f64 {
+    let params = CcdParams::<f64> { min_separation: MIN_SEPARATION, ..CcdParams::default() };
+    max_step_with(lim, x, xh, swept, hits, params)
+}
+
+/// [`max_step`] with the CCD's separation ξ and safety share `params` (the step keeps each
+/// pair at least ξ and that share of its approach apart).
+pub(crate) fn max_step_with(
+    lim: &StepLimits<'_>,
+    x: &[DVec3],
+    xh: &[DVec3],
+    swept: &mut SweptPairs,
+    hits: &mut Vec<(PairKey, f64)>,
+    params: CcdParams<f64>,
+) -> f64 {
     hits.clear();
     let mut obstacle_hits = Vec::new();
-    let params = CcdParams::<f64> { min_separation: MIN_SEPARATION, ..CcdParams::default() };
     swept.visit(
         lim.st,
         lim.obstacles,
         (x, xh),
         (lim.moves, lim.surface_pairs),
-        MIN_SEPARATION,
+        params.min_separation,
         |key| {
             let (p, dp) = pair_motion(&key, x, xh);
             let d0 = if key.kind == PAIR_POINT_TRIANGLE {
@@ -76,7 +89,7 @@ pub(crate) fn max_step(
             }
             let o = &lim.obstacles[k as usize];
             let (a, b) = (x[v as usize], xh[v as usize]);
-            if let Some(t) = obstacle_toi(o, a, b, MIN_SEPARATION, 0.1) {
+            if let Some(t) = obstacle_toi(o, a, b, params.min_separation, params.safety) {
                 obstacle_hits.push((PairKey { kind: PAIR_OBSTACLE, vertices: [v, k, u32::MAX, u32::MAX] }, t));
             }
         },
