@@ -13,8 +13,9 @@
 //! back and was truncated, the planned sweep count, the least share of a step any island
 //! travelled, the largest lag of an island's clock behind the world's and the simulated time
 //! dropped (`IslandReport::lag`, `time_dropped`), the mean time of each phase (prediction,
-//! detection, sweeps with their finish, safety check, fallback: `StepReport::phases`), and
-//! intersections found by the exact check after every frame (must be 0).
+//! detection, sweeps with their finish, safety check, fallback: `StepReport::phases`),
+//! intersections found by the exact check after every frame (must be 0), and the safety tests
+//! that sent islands to the fallback, with the frames in which each fired.
 //!
 //! Scenes: the calm `drop_cube`, `cloth_drape_sphere`, `stack_soft_cubes` and
 //! `cloth_self_fold`, the four adversarial `fallback_*` scenes of `tests/fallback.rs`, the
@@ -58,6 +59,9 @@ struct Row {
     time_dropped_ms: f64,
     /// Mean time per step of each phase (`StepReport::phases`).
     phases: pliant::PhaseTimes,
+    /// Why islands fell back: the safety tests that fired (holds and the policy left out),
+    /// with the frames in which each did.
+    reasons: std::collections::BTreeMap<String, usize>,
     intersections: usize,
 }
 
@@ -77,6 +81,7 @@ fn run(name: &str, budget_ms: f64, frames_cap: u32) -> Row {
     let (mut ms, mut sweeps, mut fell, mut truncated, mut intersections, mut threads) = (Vec::new(), 0u64, 0, 0, 0, 1);
     let (mut least_travelled, mut largest_lag, mut dropped) = (1.0f64, 0.0f64, 0.0f64);
     let mut phases = pliant::PhaseTimes::default();
+    let mut reasons = std::collections::BTreeMap::<String, usize>::new();
     for _ in 0..frames {
         let r = world.step();
         ms.push(r.wall_ms);
@@ -94,6 +99,18 @@ fn run(name: &str, budget_ms: f64, frames_cap: u32) -> Row {
             (&mut phases.fallback, p.fallback),
         ] {
             *sum += t / frames as f64;
+        }
+        let mut fired: Vec<String> = r
+            .islands
+            .iter()
+            .filter_map(|i| i.reason)
+            .filter(|r| !matches!(r, pliant::FallbackReason::Hold | pliant::FallbackReason::Always))
+            .map(|r| format!("{r:?}"))
+            .collect();
+        fired.sort();
+        fired.dedup();
+        for f in fired {
+            *reasons.entry(f).or_default() += 1;
         }
         for i in &r.islands {
             least_travelled = least_travelled.min(i.travelled);
@@ -125,6 +142,7 @@ fn run(name: &str, budget_ms: f64, frames_cap: u32) -> Row {
         largest_lag_ms: largest_lag * 1e3,
         time_dropped_ms: dropped * 1e3,
         phases,
+        reasons,
         intersections,
     }
 }
@@ -148,7 +166,7 @@ fn main() {
     }
     if !json {
         println!(
-            "{:<26} {:>6} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9} {:>29} {:>13}",
+            "{:<26} {:>6} {:>8} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9} {:>29} {:>13}  fell back for (frames)",
             "scene",
             "budget",
             "vertices",
@@ -174,7 +192,7 @@ fn main() {
             let ns = r.ms_per_step * 1e6 / (r.vertices as f64 * r.iterations.max(1.0));
             if json {
                 println!(
-                    "{{\"bench\":\"budget\",\"scene\":\"{}\",\"backend\":\"cpu\",\"threads\":{},\"vertices\":{},\"elements\":{},\"frames\":{},\"iterations\":{:.1},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"budget_ms\":{},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"max_ms\":{:.3},\"over_budget_share\":{:.3},\"fallback_share\":{:.3},\"truncated_share\":{:.3},\"least_travelled\":{:.3},\"largest_lag_ms\":{:.3},\"time_dropped_ms\":{:.3},\"predict_ms\":{:.3},\"detect_ms\":{:.3},\"solve_ms\":{:.3},\"finish_ms\":{:.3},\"check_ms\":{:.3},\"fallback_ms\":{:.3},\"intersections\":{}}}",
+                    "{{\"bench\":\"budget\",\"scene\":\"{}\",\"backend\":\"cpu\",\"threads\":{},\"vertices\":{},\"elements\":{},\"frames\":{},\"iterations\":{:.1},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"budget_ms\":{},\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"max_ms\":{:.3},\"over_budget_share\":{:.3},\"fallback_share\":{:.3},\"truncated_share\":{:.3},\"least_travelled\":{:.3},\"largest_lag_ms\":{:.3},\"time_dropped_ms\":{:.3},\"predict_ms\":{:.3},\"detect_ms\":{:.3},\"solve_ms\":{:.3},\"finish_ms\":{:.3},\"check_ms\":{:.3},\"fallback_ms\":{:.3},\"reasons\":{{{}}},\"intersections\":{}}}",
                     r.scene,
                     r.threads,
                     r.vertices,
@@ -199,11 +217,12 @@ fn main() {
                     r.phases.finish,
                     r.phases.check,
                     r.phases.fallback,
+                    r.reasons.iter().map(|(k, n)| format!("\"{k}\":{n}")).collect::<Vec<_>>().join(","),
                     r.intersections
                 );
             } else {
                 println!(
-                    "{:<26} {:>6} {:>8} {:>8} {:>6.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.0}% {:>8.0}% {:>8.0}% {:>9.3} {:>8.2} {:>9.2} {:>29} {:>13}",
+                    "{:<26} {:>6} {:>8} {:>8} {:>6.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>6.0}% {:>8.0}% {:>8.0}% {:>9.3} {:>8.2} {:>9.2} {:>29} {:>13}  {}",
                     r.scene,
                     r.budget_ms,
                     r.vertices,
@@ -227,7 +246,8 @@ fn main() {
                         r.phases.check,
                         r.phases.fallback
                     ),
-                    r.intersections
+                    r.intersections,
+                    r.reasons.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
                 );
             }
         }

@@ -54,8 +54,9 @@ pub enum PliantEvent {
     /// A fallback step of an island was cut short by the frame's budget or its iteration
     /// cap: the island moved on by the share `travelled` of the step only, with the velocities
     /// of the state it reached, and its clock is `lag` behind the world's; its next fallback
-    /// steps are stretched to catch up. Time beyond the most an island may lag is dropped
-    /// (`time_dropped`): its bodies live through less time than the world.
+    /// steps are stretched to catch up. Time beyond the most an island may lag, or lag left when
+    /// it returns to the fast path, is dropped (`time_dropped`): its bodies live through less
+    /// time than the world.
     IslandLagging {
         /// The island's bodies.
         bodies: Vec<SoftBodyHandle>,

@@ -14,7 +14,7 @@ use crate::collision::bvh::Aabb;
 use crate::runtime::assemble::BodySlot;
 use crate::runtime::config::{FallbackPolicy, StepConfig};
 use crate::runtime::islands::islands;
-use crate::runtime::report::{StepPath, StepReport};
+use crate::runtime::report::{IslandReport, StepPath, StepReport};
 use crate::runtime::transaction::Snapshot;
 use crate::solver::check::energy::body_energies;
 use crate::solver::check::{
@@ -84,8 +84,16 @@ pub(crate) fn check_substep(
         match island_reason(rt, &view, members, bx, energy_tested[k]) {
             Some(r) => redo.push((k, r)),
             None => {
-                let handles = members.iter().map(|&b| slots[b as usize].handle).collect();
-                report.islands.push(island(handles, info, StepPath::Fast, None));
+                let handles: Vec<_> = members.iter().map(|&b| slots[b as usize].handle).collect();
+                // Back on the fast path, which keeps the world's clock: lag not caught up
+                // during the hold is dropped (module docs, "Lag").
+                let mut time_dropped = 0.0f64;
+                for h in &handles {
+                    if let Some(hist) = rt.history.get_mut(h) {
+                        time_dropped = time_dropped.max(std::mem::take(&mut hist.lag));
+                    }
+                }
+                report.islands.push(IslandReport { time_dropped, ..island(handles, info, StepPath::Fast, None) });
             }
         }
     }
@@ -180,8 +188,7 @@ fn island_reason(
             reason = reason.or(soft);
             hist.soft = 0;
         }
-        // A lagging body stays on the fallback, which catches its clock up (module docs).
-        held |= hist.hold_until > v.frame || hist.lag > 0.0;
+        held |= hist.hold_until > v.frame;
     }
     if held {
         reason = reason.or(Some(FallbackReason::Hold));

@@ -244,8 +244,10 @@ fn redo_island(
         flags: snapshot.flags(),
         warm: info.swept.then_some(fast),
     };
-    let lim = Limits { obstacles, members, solved: &solved, moves: &moves, config, deadline: info.deadline };
-    let split = impact_split(state, &start, &whole, &lim, &pin_end, al);
+    let mut lim =
+        Limits { obstacles, members, solved: &solved, moves: &moves, config, deadline: info.deadline, flying: false };
+    let split;
+    (lim.flying, split) = impact_split(state, &start, &whole, &lim, &pin_end, al);
     let Some(t) = split else {
         return step_part(state, &start, &whole, &lim, &pin_end, al);
     };
@@ -292,6 +294,8 @@ struct Limits<'a> {
     moves: &'a [bool],
     config: &'a StepConfig,
     deadline: Option<Instant>,
+    /// The island's free flight carries a vertex further than `SPLIT_REACH` offsets.
+    flying: bool,
 }
 
 /// A part of a redone step: its length and the state it starts from (positions are the
@@ -318,8 +322,9 @@ impl Part<'_> {
     }
 }
 
-/// The share of the step at which the island's free flight first brings two surfaces within
-/// two contact offsets, if the flight is fast enough to split at it (`redo_island`).
+/// Whether the island's free flight carries a vertex further than `SPLIT_REACH` offsets, and
+/// if so and it has an impact to split at, the share of the step at which the flight first
+/// brings two surfaces within two contact offsets (`redo_island`).
 fn impact_split(
     state: &SimState,
     start: &[DVec3],
@@ -327,7 +332,7 @@ fn impact_split(
     lim: &Limits<'_>,
     pin_end: &impl Fn(usize) -> DVec3,
     al: &mut AlScratch,
-) -> Option<f64> {
+) -> (bool, Option<f64>) {
     let offset = lim.config.contact_offset as f64;
     let free: Vec<DVec3> = (0..start.len())
         .map(|i| {
@@ -342,7 +347,7 @@ fn impact_split(
         .collect();
     let reach = (0..start.len()).filter(|&i| lim.solved[i]).map(|i| (free[i] - start[i]).length()).fold(0.0, f64::max);
     if !(reach > SPLIT_REACH * offset) {
-        return None;
+        return (false, None);
     }
     let t = impact_share(
         state,
@@ -353,7 +358,7 @@ fn impact_split(
         2.0 * offset,
         al,
     );
-    (MIN_SPLIT..1.0 - MIN_SPLIT).contains(&t).then_some(t)
+    (true, (MIN_SPLIT..1.0 - MIN_SPLIT).contains(&t).then_some(t))
 }
 
 /// One augmented-Lagrangian solve of a part of an island's step from positions `start`, with
@@ -385,11 +390,14 @@ fn step_part(
     let inertia = |i: usize| part.inertia(state, config, start[i], i);
     let h = part.h;
     // Without a warm start the first targets are the free flight (the integrator's inertia
-    // targets), which the first outer iteration follows up to the first contact even when the
-    // budget is spent: an island whose steps all start past the deadline still moves.
+    // targets), which the first outer iteration of a flying island follows up to the first
+    // contact even when the budget is spent: an island whose steps all start past the deadline
+    // still flies. Not a resting one: its free flight runs into what it rests on at once, and
+    // leaves its vertices on an obstacle's surface with the edges between them sagging into
+    // it (a cloth draped over a sphere at a 4 ms budget).
     let settings = AlSettings {
         deadline: lim.deadline,
-        first_iteration_always: part.warm.is_none(),
+        first_iteration_always: lim.flying && part.warm.is_none(),
         ..fallback_settings(state, config, h, lim.members, |i| solved[i])
     };
     let mut x = Vec::new();

@@ -144,10 +144,10 @@ impl World {
     }
 
     /// An event for each island of substep `substep` whose fallback step was cut short and
-    /// left it behind the world's clock (or dropped time).
+    /// left it behind the world's clock, or that dropped time.
     fn report_lagging(&mut self, report: &StepReport, substep: u32, time: f64) {
         let lagging = report.islands.iter().filter(|i| {
-            i.substep == substep && i.path == StepPath::FallbackTruncated && (i.lag > 0.0 || i.time_dropped > 0.0)
+            i.substep == substep && ((i.path == StepPath::FallbackTruncated && i.lag > 0.0) || i.time_dropped > 0.0)
         });
         for i in lagging {
             self.events.push(PliantEvent::IslandLagging {
@@ -160,8 +160,8 @@ impl World {
         }
     }
 
-    /// Whether every body is on the fallback this substep (held, lagging, or sent there by a
-    /// failure found elsewhere), so the fast path's sweeps would be thrown away. Not with
+    /// Whether every body is on the fallback this substep (held, or sent there by a failure
+    /// found elsewhere), so the fast path's sweeps would be thrown away. Not with
     /// moving colliders or carriers, whose poses the fast path solves.
     fn all_held(&self) -> bool {
         self.config.fallback != FallbackPolicy::Never
