@@ -94,7 +94,7 @@ impl World {
         // Carried obstacles: the rest of the frame's motion, re-based after each substep on the
         // pose the substep solved.
         let mut remaining = self.carried_motion();
-        let (mut fast_and_check_ms, mut swept_substeps) = (0.0, 0);
+        let mut swept_substeps = 0;
         for substep in 0..self.config.substeps {
             let t0 = self.time;
             self.begin_substep(substep, t0, plan.h);
@@ -130,17 +130,15 @@ impl World {
             } else {
                 held_substep(self.settle(), &info)
             };
-            let check_ms = checked.ms;
-            report.phases.check += check_ms;
+            report.phases.check += checked.ms;
             let fallback_start = Instant::now();
             fall_back(self.settle(), checked, &obstacles, &info, &mut report);
             report.phases.fallback += fallback_start.elapsed().as_secs_f64() * 1e3;
             self.report_lagging(&report, substep, t0 + plan.h as f64);
-            fast_and_check_ms += fast_ms + check_ms;
             self.finish_substep(t0, plan.h, &obstacles, &mut report, hooks.as_deref_mut());
             self.substep_obstacles = obstacles;
         }
-        self.finish_frame(&remaining, (fast_and_check_ms, swept_substeps), s.iterations, wall, report)
+        self.finish_frame(&remaining, swept_substeps, s.iterations, wall, report)
     }
 
     /// An event for each island of substep `substep` whose fallback step was cut short and
@@ -348,7 +346,7 @@ impl World {
     fn finish_frame(
         &mut self,
         remaining: &[Option<PosedShape>],
-        (fast_and_check_ms, swept_substeps): (f64, u32),
+        swept_substeps: u32,
         iterations: u32,
         wall: Instant,
         mut report: StepReport,
@@ -359,7 +357,7 @@ impl World {
             }
         }
         if swept_substeps > 0 {
-            self.fallback.planner.observe(fast_and_check_ms, swept_substeps, iterations);
+            self.fallback.planner.observe(&report.phases, swept_substeps, iterations);
         }
         self.frame += 1;
         report.frame = self.frame;
