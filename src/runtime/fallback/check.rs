@@ -54,14 +54,7 @@ pub(crate) fn check_substep(
         surface_certified: config.surface_contact,
     };
     check_bodies(&input, &mut rt.check, &mut rt.verdicts);
-    let found = islands(
-        state,
-        (snapshot.positions(), snapshot.velocities()),
-        info.h,
-        fast.contact_pairs(),
-        island_margin(config),
-        &mut rt.uf,
-    );
+    let found = substep_islands(state, snapshot, fast, config, &mut rt.uf, info.h);
     // Energies only for islands the energy test applies to: nothing else does work on them. A
     // pinned vertex that stayed put does no work (a clamped beam is tested like a free body).
     let moved_by_others = |members: &[u32], bx: &Aabb| {
@@ -104,19 +97,26 @@ pub(crate) fn check_substep(
     Checked { islands: found, redo, ms }
 }
 
+/// The substep's islands: bodies joined by the last detection's pairs or by overlapping swept
+/// boxes, with their boxes.
+fn substep_islands(
+    state: &SimState,
+    snapshot: &Snapshot,
+    fast: &dyn crate::solver::fast_path::FastResult,
+    config: &StepConfig,
+    uf: &mut crate::solver::union_find::UnionFind,
+    h: f32,
+) -> Vec<(Vec<u32>, Aabb)> {
+    let start = (snapshot.positions(), snapshot.velocities());
+    islands(state, start, h, fast.contact_pairs(), island_margin(config), uf)
+}
+
 /// The check phase of a substep whose sweeps were skipped because every body is on the
-/// fallback (held, lagging, or sent there by a failure found elsewhere): nothing to check, and
+/// fallback (held, or sent there by a failure found elsewhere): nothing to check, and
 /// every island is redone, for that failure or for its hold, with the whole budget left to it.
 pub(crate) fn held_substep(s: Settle<'_>, info: &SubstepInfo) -> Checked {
     let Settle { state, snapshot, fast, runtime: rt, slots, config, .. } = s;
-    let found = islands(
-        state,
-        (snapshot.positions(), snapshot.velocities()),
-        info.h,
-        fast.contact_pairs(),
-        island_margin(config),
-        &mut rt.uf,
-    );
+    let found = substep_islands(state, snapshot, fast, config, &mut rt.uf, info.h);
     let redo = found
         .iter()
         .enumerate()

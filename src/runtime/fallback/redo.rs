@@ -420,8 +420,8 @@ fn step_part(
     };
     let share = stats.share();
     if share < MIN_TRAVELLED {
-        // Nothing travelled (the deadline came first, or staying put was the lowest iterate):
-        // the island stays as it was, velocities included. Its clock stands still.
+        // Nothing travelled before the deadline or the iteration cap: the island stays as it
+        // was, velocities included. Its clock stands still.
         return stats;
     }
     // A truncated iterate is the start plus `travelled` of a blend of full-step targets, so
