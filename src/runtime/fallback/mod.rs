@@ -103,12 +103,9 @@ impl FallbackRuntime {
 
     /// Whether every one of `bodies` (at least one) is to be stepped by the fallback in frame
     /// `frame`: the fast path's sweeps would then be thrown away.
-    pub(crate) fn holds_all(&self, mut bodies: impl Iterator<Item = SoftBodyHandle>, frame: u64) -> bool {
-        let mut any = false;
-        bodies.all(|b| {
-            any = true;
-            self.holds(b, frame)
-        }) && any
+    pub(crate) fn holds_all(&self, bodies: impl Iterator<Item = SoftBodyHandle>, frame: u64) -> bool {
+        let mut bodies = bodies.peekable();
+        bodies.peek().is_some() && bodies.all(|b| self.holds(b, frame))
     }
 
     /// Whether `body` is to be stepped by the fallback in frame `frame`: forced, or held.
