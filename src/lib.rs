@@ -61,7 +61,7 @@ pub(crate) mod test_rng;
 
 pub use body::{
     BodyError, BodySet, BodyShape, ClothBuilder, Keyframe, KinematicPath, Pin, PinMotion, SoftBody, SoftBodyBuilder,
-    SoftBodyHandle,
+    SoftBodyHandle, SolverChoice,
 };
 pub use collision::surface_pairs::ContactPair;
 pub use collision::{Obstacle, ObstacleError, ObstacleGeometry, ObstacleShape, PosedShape, RigidPose};
@@ -74,7 +74,7 @@ pub use runtime::{
     Backend, ConfigError, Energies, FallbackPolicy, FallbackReason, FrameMotion, Intersection, IslandReport,
     PhaseTimes, PliantEvent, StepConfig, StepHooks, StepPath, StepReport, SubstepContext, World,
 };
-pub use solver::{Initialization, Integrator};
+pub use solver::{Initialization, Integrator, LocalGlobalSettings, LocalGlobalStats};
 
 // The README's example is compiled and run as a doctest.
 #[doc = include_str!("../README.md")]
@@ -86,7 +86,8 @@ pub mod prelude {
     pub use crate::{
         Backend, BodySet, ClothBuilder, ClothMaterial, FallbackPolicy, Initialization, Integrator, Keyframe,
         KinematicPath, Obstacle, Pin, PinMotion, PliantError, PliantEvent, SoftBody, SoftBodyBuilder, SoftBodyHandle,
-        SolidMaterial, StVK, StableNeoHookean, StepConfig, StepPath, StepReport, TetMesh, TetSplit, TriMesh, World,
+        SolidMaterial, SolverChoice, StVK, StableNeoHookean, StepConfig, StepPath, StepReport, TetMesh, TetSplit,
+        TriMesh, World,
     };
     pub use glam::{Quat, Vec2, Vec3, Vec4};
 }

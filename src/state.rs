@@ -107,8 +107,10 @@ pub struct BodyRecord {
     pub surface_edge_length: f32,
     /// 1 when the body's surface collides with itself.
     pub self_collision: u32,
+    /// The fast path the body asks for (`solver::local_global::SOLVER_*`).
+    pub solver: u32,
     /// Padding to a 16-byte multiple.
-    pub _pad: [u32; 2],
+    pub _pad: u32,
 }
 
 /// The simulation state of every body in a world.

@@ -11,5 +11,5 @@ pub use body_set::BodySet;
 pub use error::BodyError;
 pub use handle::SoftBodyHandle;
 pub use pin::{Keyframe, KinematicPath, Pin, PinMotion};
-pub use soft_body::{BodyShape, BodyShared, SoftBody};
+pub use soft_body::{BodyShape, BodyShared, SoftBody, SolverChoice};
 pub use soft_body_builder::{ClothBuilder, SoftBodyBuilder};

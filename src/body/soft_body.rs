@@ -8,6 +8,33 @@ use super::Pin;
 use crate::material::{ClothMaterial, SolidMaterial};
 use crate::mesh::{Coloring, Hinge, TetMesh, TriMesh};
 
+/// The fast path that solves a body's substeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "snake_case"))]
+pub enum SolverChoice {
+    /// Vertex Block Descent: Gauss–Seidel sweeps, one 3×3 solve per vertex. Cheap per
+    /// iteration and contact-rich, but a load crosses the body one element per sweep.
+    #[default]
+    Vbd,
+    /// Sparse-inverse local–global (ADMM): every iteration solves the whole body's linear
+    /// part exactly with a prefactored sparse inverse, so stiff, slender and loaded bodies
+    /// (beams, fingers, props) converge in a few iterations. The factor is built in the
+    /// background when the body appears and whenever its pins, masses, step length or rest
+    /// shape change; until then, and in any substep in which something is near the body, the
+    /// body takes VBD's sweeps. Solid (tet) bodies only.
+    LocalGlobal,
+}
+
+impl SolverChoice {
+    /// The id in the packed state (`solver::local_global::SOLVER_*`).
+    pub(crate) fn id(self) -> u32 {
+        match self {
+            Self::Vbd => 0,
+            Self::LocalGlobal => 1,
+        }
+    }
+}
+
 /// Solid (tet) or cloth (triangles + hinges).
 #[derive(Clone, Debug)]
 pub enum BodyShape {
@@ -111,6 +138,7 @@ pub struct SoftBody {
     pub(crate) damping: f32,
     pub(crate) linear_damping: f32,
     pub(crate) self_collision: bool,
+    pub(crate) solver: SolverChoice,
     /// Bumped when pins change so the world re-derives kinematic flags.
     pub(crate) pins_version: u64,
 }
@@ -178,5 +206,10 @@ impl SoftBody {
     /// Whether the body's surface collides with itself.
     pub fn self_collision(&self) -> bool {
         self.self_collision
+    }
+
+    /// The fast path the body asks for.
+    pub fn solver(&self) -> SolverChoice {
+        self.solver
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use glam::{Quat, Vec3};
 
-use super::{BodyError, BodyShape, BodyShared, Pin, PinMotion, SoftBody};
+use super::{BodyError, BodyShape, BodyShared, Pin, PinMotion, SoftBody, SolverChoice};
 use crate::material::{ClothMaterial, SolidMaterial, StableNeoHookean};
 use crate::mesh::{TetMesh, TriMesh, greedy_coloring, tet_volume, triangle_area, vertex_graph};
 
@@ -23,6 +23,7 @@ struct Common {
     angular_velocity: Vec3,
     pins: Vec<Pin>,
     self_collision: bool,
+    solver: SolverChoice,
 }
 
 impl Common {
@@ -39,6 +40,7 @@ impl Common {
             angular_velocity: Vec3::ZERO,
             pins: Vec::new(),
             self_collision: true,
+            solver: SolverChoice::Vbd,
         }
     }
 
@@ -84,6 +86,7 @@ impl Common {
             damping: self.damping,
             linear_damping: self.linear_damping,
             self_collision: self.self_collision,
+            solver: self.solver,
             pins_version: 0,
         }
     }
@@ -283,6 +286,12 @@ impl SoftBodyBuilder {
     }
 
     common_setters!();
+    /// The fast path that solves the body (default [`SolverChoice::Vbd`]); see
+    /// [`SolverChoice::LocalGlobal`] for stiff and slender bodies.
+    pub fn solver(mut self, solver: SolverChoice) -> Self {
+        self.common.solver = solver;
+        self
+    }
 
     /// Validates and builds.
     pub fn build(self) -> Result<SoftBody, BodyError> {

@@ -7,6 +7,7 @@ pub const BUNDLED_SCENES: &[(&str, &str)] = &[
     ("cantilever_ci", include_str!("../../examples/scenes/cantilever_ci.json")),
     ("cantilever_coarse", include_str!("../../examples/scenes/cantilever_coarse.json")),
     ("cantilever_fine", include_str!("../../examples/scenes/cantilever_fine.json")),
+    ("cantilever_local_global", include_str!("../../examples/scenes/cantilever_local_global.json")),
     ("cantilever_medium", include_str!("../../examples/scenes/cantilever_medium.json")),
     ("cloth_drape_sphere", include_str!("../../examples/scenes/cloth_drape_sphere.json")),
     ("cloth_on_table_edge", include_str!("../../examples/scenes/cloth_on_table_edge.json")),

@@ -9,8 +9,9 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use crate::body::SolverChoice;
 use crate::mesh::TetSplit;
-use crate::solver::{Initialization, Integrator};
+use crate::solver::{Initialization, Integrator, LocalGlobalSettings};
 
 /// The scene-file version this build reads.
 pub const SCENE_VERSION: u32 = 1;
@@ -124,6 +125,36 @@ pub struct SolverSpec {
     /// step's). `null` (default) pins the count.
     #[serde(default)]
     pub budget_ms: Option<f64>,
+    /// The fast path of bodies that do not name one: `vbd` (default) or `local_global`.
+    #[serde(default)]
+    pub fast_path: SolverChoice,
+    /// The local–global path's settings.
+    #[serde(default)]
+    pub local_global: LocalGlobalSpec,
+}
+
+/// The local–global fast path's settings (see `LocalGlobalSettings`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalGlobalSpec {
+    /// Iterations per substep (default 10).
+    #[serde(default = "default_local_global_iterations")]
+    pub iterations: u32,
+    /// Build each body's factor before its first substep instead of in the background
+    /// (default `false`): for replays whose result must not depend on the build's speed.
+    #[serde(default)]
+    pub wait_for_factor: bool,
+}
+
+fn default_local_global_iterations() -> u32 {
+    LocalGlobalSettings::default().iterations
+}
+
+impl Default for LocalGlobalSpec {
+    fn default() -> Self {
+        let d = LocalGlobalSettings::default();
+        Self { iterations: d.iterations, wait_for_factor: d.wait_for_factor }
+    }
 }
 
 fn default_true() -> bool {
@@ -143,6 +174,8 @@ impl Default for SolverSpec {
             threads: 0,
             contact: ContactSpec::default(),
             rigid_correction: true,
+            fast_path: SolverChoice::Vbd,
+            local_global: LocalGlobalSpec::default(),
         }
     }
 }
@@ -285,6 +318,10 @@ pub struct BodySpec {
     /// Self contact of the body's surface.
     #[serde(default = "default_true")]
     pub self_collision: bool,
+    /// The body's fast path, `vbd` or `local_global` (solid bodies); omitted: the solver's
+    /// `fast_path`.
+    #[serde(default)]
+    pub solver: Option<SolverChoice>,
     /// Pins.
     #[serde(default)]
     pub pins: Vec<PinSpec>,

@@ -150,6 +150,10 @@ impl Scene {
             contact_detection_interval: self.solver.contact.detection_interval,
             fallback: self.solver.fallback,
             budget_ms: self.solver.budget_ms,
+            local_global: crate::solver::LocalGlobalSettings {
+                iterations: self.solver.local_global.iterations,
+                wait_for_factor: self.solver.local_global.wait_for_factor,
+            },
             // Where to run is the caller's choice (`pliant run --backend`), not the scene's.
             ..StepConfig::default()
         }
@@ -325,9 +329,19 @@ impl Scene {
                     .map_err(body_err)?
             };
         }
+        let solver = b.solver.unwrap_or(self.solver.fast_path);
         let body = match (geometry, material) {
             (Geometry::Solid(mesh), MaterialSpec::StableNeoHookean(p) | MaterialSpec::Stvk(p)) => {
-                configured!(SoftBodyBuilder::tetrahedral(mesh).material(solid_material(material, p)), p)
+                configured!(SoftBodyBuilder::tetrahedral(mesh).material(solid_material(material, p)).solver(solver), p)
+            }
+            (Geometry::Cloth(_), MaterialSpec::Cloth(_))
+                if b.solver == Some(crate::body::SolverChoice::LocalGlobal) =>
+            {
+                return Err(SceneError::invalid(
+                    format!("{field}.solver"),
+                    "local_global",
+                    "the local–global path solves solid (tet) bodies; cloth takes `vbd`",
+                ));
             }
             (Geometry::Cloth(mesh), MaterialSpec::Cloth(p)) => {
                 configured!(ClothBuilder::new(mesh).material(cloth_material(p)), p)

@@ -21,6 +21,12 @@ fn pk2<R: Real>(e: &R::M3, mu: R, lambda: R) -> R::M3 {
     *e * (R::lit(2.0) * mu) + R::M3::from_diagonal_scalar(lambda * tr)
 }
 
+/// First Piola–Kirchhoff stress `P = F S` \[Pa\].
+#[inline]
+pub fn pk1<R: Real>(f: &R::M3, mu: R, lambda: R) -> R::M3 {
+    f.mul_mat(&pk2::<R>(&green::<R>(f), mu, lambda))
+}
+
 /// Energy density ψ(F) \[J/m³\].
 #[inline]
 pub fn energy_density<R: Real>(f: &R::M3, mu: R, lambda: R) -> R {
@@ -127,6 +133,33 @@ mod tests {
 
     const MU: f64 = 2.0e5;
     const LAMBDA: f64 = 5.0e5;
+
+    /// `P = F S` is the derivative of ψ with respect to `F` (central differences).
+    #[test]
+    fn pk1_is_the_energy_density_gradient() {
+        let f = glam::DMat3::from_cols(
+            DVec3::new(1.1, 0.05, -0.02),
+            DVec3::new(0.03, 0.92, 0.1),
+            DVec3::new(-0.04, 0.07, 1.05),
+        );
+        let p = pk1::<f64>(&f, MU, LAMBDA);
+        let eps = 1e-6;
+        for c in 0..3 {
+            for r in 0..3 {
+                let mut plus = f;
+                let mut minus = f;
+                plus.col_mut(c)[r] += eps;
+                minus.col_mut(c)[r] -= eps;
+                let fd = (energy_density::<f64>(&plus, MU, LAMBDA) - energy_density::<f64>(&minus, MU, LAMBDA))
+                    / (2.0 * eps);
+                assert!(
+                    (fd - p.col(c)[r]).abs() <= 1e-6 * p.to_cols_array().iter().fold(1.0f64, |a, b| a.max(b.abs())),
+                    "P[{r}][{c}] {} vs {fd}",
+                    p.col(c)[r]
+                );
+            }
+        }
+    }
 
     /// The projected Hessian equals the exact one in tension and is PSD under compression and
     /// past inversion (checked through the dense 12×12 projection, which leaves PSD matrices

@@ -41,7 +41,8 @@ pub(crate) fn assemble(bodies: &BodySet, old: &SimState, old_slots: &[BodySlot])
             linear_damping: body.linear_damping,
             surface_edge_length: body.shared.surface_edge_length,
             self_collision: body.self_collision as u32,
-            _pad: [0; 2],
+            solver: body.solver.id(),
+            _pad: 0,
         });
         st.surface_triangles.extend(body.shared.surface.iter().map(|t| t.map(|i| i + start)));
         st.surface_edges.extend(body.shared.surface_edges.iter().map(|e| e.map(|i| i + start)));

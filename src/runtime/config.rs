@@ -4,7 +4,7 @@
 use glam::{Vec3, Vec3A};
 
 use crate::collision::{ContactModel, ContactStiffness};
-use crate::solver::{Initialization, Integrator, VbdSettings};
+use crate::solver::{Initialization, Integrator, LocalGlobalSettings, VbdSettings};
 
 /// An invalid configuration value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -174,6 +174,10 @@ pub struct StepConfig {
     /// at the budget's end with their current, intersection-free iterate). `None` (default)
     /// pins the count to `iterations`, for deterministic replays.
     pub budget_ms: Option<f64>,
+    /// The local–global fast path of bodies built with [`crate::SolverChoice::LocalGlobal`]:
+    /// its iterations per substep, and whether its factors are built before the first substep
+    /// instead of in the background.
+    pub local_global: LocalGlobalSettings,
 }
 
 impl Default for StepConfig {
@@ -201,6 +205,7 @@ impl Default for StepConfig {
             fallback: FallbackPolicy::Auto,
             gpu_fallback: false,
             budget_ms: None,
+            local_global: LocalGlobalSettings::default(),
         }
     }
 }
@@ -253,6 +258,9 @@ impl StepConfig {
         {
             return err("budget_ms", b.to_string(), "must be finite and > 0 ms");
         }
+        if self.local_global.iterations == 0 || self.local_global.iterations > 10_000 {
+            return err("local_global.iterations", self.local_global.iterations.to_string(), "must be in 1..=10000");
+        }
         if !(self.friction_eps_v.is_finite() && self.friction_eps_v > 0.0) {
             return err("friction_eps_v", self.friction_eps_v.to_string(), "must be finite and > 0 m/s");
         }
@@ -290,6 +298,7 @@ impl StepConfig {
             threads,
             rigid_correction: self.rigid_correction,
             surface_contact: self.surface_settings(),
+            local_global: self.local_global,
         }
     }
 

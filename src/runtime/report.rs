@@ -164,4 +164,7 @@ pub struct StepReport {
     /// Largest lag of an island's clock behind the world's after the step \[s\] (see
     /// `IslandReport::lag`; 0 when no fallback step was cut short).
     pub lag: f64,
+    /// The last substep's local–global path: bodies it solved, bodies that took VBD instead
+    /// (near a contact, or waiting for their factor), and the factors' build time and memory.
+    pub local_global: crate::solver::LocalGlobalStats,
 }

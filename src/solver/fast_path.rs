@@ -52,6 +52,8 @@ pub struct FastStats {
     /// Smallest distance between surface primitives of different bodies or self-pairs found at
     /// the last detection \[m\] (`f32::INFINITY` when none was within the search radius).
     pub min_pair_distance: f32,
+    /// What the local–global path did for the bodies that ask for it.
+    pub local_global: crate::solver::local_global::LocalGlobalStats,
 }
 
 /// A fixed-cost solver for a substep, in the step's phases (see the module docs). Each phase

@@ -8,6 +8,7 @@ pub(crate) mod fast_path;
 pub mod init;
 pub mod integrator;
 pub(crate) mod linear;
+pub(crate) mod local_global;
 pub(crate) mod momentum;
 pub(crate) mod parallel;
 pub(crate) mod union_find;
@@ -15,5 +16,6 @@ pub mod vbd;
 
 pub use init::Initialization;
 pub use integrator::Integrator;
+pub use local_global::{LocalGlobalSettings, LocalGlobalStats};
 pub use vbd::contact::SurfaceContactSettings;
 pub use vbd::{Vbd, VbdSettings};

@@ -377,6 +377,7 @@ fn record_fast_stats(stats: &FastStats, report: &mut StepReport) {
     report.residual = stats.residual;
     report.contact_vertices = stats.contact_vertices;
     report.contact_pairs = stats.contact_pairs;
+    report.local_global = stats.local_global;
     report.min_pair_distance = stats.min_pair_distance.is_finite().then_some(stats.min_pair_distance);
 }
 

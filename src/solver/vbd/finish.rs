@@ -45,6 +45,7 @@ impl Vbd {
             chebyshev_stopped: self.raised.chebyshev_stopped.load(std::sync::atomic::Ordering::Relaxed),
             contact_pairs: pairs.len() as u32,
             min_pair_distance: pairs.iter().map(|p| p.distance).fold(f32::INFINITY, f32::min),
+            local_global: self.local_global.stats(),
         }
     }
 }

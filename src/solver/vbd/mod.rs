@@ -27,6 +27,7 @@ use crate::collision::{ContactModel, Obstacle};
 use crate::solver::fast_path::{FastPath, FastStats, Substep};
 use crate::solver::init::Initialization;
 use crate::solver::integrator::Integrator;
+use crate::solver::local_global::{LocalGlobal, LocalGlobalSettings};
 use crate::solver::parallel::WorkerPool;
 use crate::state::{SimState, VERTEX_KINEMATIC};
 use carrier::CarrierSweep;
@@ -40,6 +41,7 @@ pub mod chebyshev;
 pub(crate) mod contact;
 mod detect;
 mod finish;
+mod local_global_phase;
 mod predict;
 mod result;
 pub(crate) mod rigid_correction;
@@ -73,6 +75,8 @@ struct BodyScratch {
     min_residual2: Vec<f64>,
     /// Residual of the first sweep (at the initial guess), for the safety check's progress test.
     first_residual2: Vec<f64>,
+    /// Solved by local–global iterations this substep instead of the sweeps.
+    local_global: Vec<bool>,
 }
 
 impl BodyScratch {
@@ -86,6 +90,7 @@ impl BodyScratch {
         self.residual2.resize(bodies, 0.0);
         self.min_residual2.resize(bodies, f64::INFINITY);
         self.first_residual2.resize(bodies, 0.0);
+        self.local_global.resize(bodies, false);
     }
 }
 
@@ -111,6 +116,8 @@ pub struct VbdSettings {
     pub rigid_correction: bool,
     /// Body–body and self contact.
     pub surface_contact: SurfaceContactSettings,
+    /// The local–global path of the bodies that ask for it.
+    pub local_global: LocalGlobalSettings,
 }
 
 /// The VBD fast path: its scratch arrays (grown on demand, never per step) and its worker
@@ -146,12 +153,15 @@ pub struct Vbd {
     /// Flags the threads raise during the substep.
     raised: SubstepFlags,
     pool: WorkerPool,
+    /// The bodies solved by local–global iterations (`solver::local_global`).
+    local_global: LocalGlobal,
 }
 
 impl Vbd {
     /// Forgets everything that names vertices of the previous topology (contact pairs).
     pub(crate) fn topology_changed(&mut self) {
         self.surface.forget_pairs();
+        self.local_global.topology_changed();
     }
 
     /// Sizes every array for `n` vertices, `colored` coloured vertices and `tets` tets.
@@ -223,6 +233,7 @@ impl Vbd {
         }
         bs.toi.fill(1.0);
         bs.frozen.fill(0);
+        bs.local_global.fill(false);
         bs.min_residual2.fill(f64::INFINITY);
         let any_eligible = bs.eligible.iter().any(|&e| e);
         // With carriers, the predict and detect phases and the rigid correction see them where
@@ -259,7 +270,11 @@ impl FastPath for Vbd {
     }
 
     fn solve(&mut self, state: &mut SimState, substep: &Substep<'_>, settings: &VbdSettings) {
+        let local_global = self.plan_local_global(state, substep, settings);
         self.run_phase(state, substep, settings, Self::solve_worker);
+        if local_global {
+            self.solve_local_global(state, substep, settings);
+        }
     }
 
     fn finish(&mut self, state: &mut SimState, substep: &Substep<'_>, settings: &VbdSettings) -> FastStats {

@@ -102,6 +102,8 @@ pub(super) struct Shared<'a> {
     pub spins: &'a [Option<BodySpin>],
     /// Per body: no Chebyshev mixing (`FROZEN_*`).
     pub frozen: SharedSlice<'a, u32>,
+    /// Per body: solved by local–global iterations, not by the sweeps.
+    pub local_global: &'a [bool],
     /// Per body: the rigid correction's motion.
     pub motions: SharedSlice<'a, RigidMotion>,
     /// Per body: residual of the last sweep, the smallest in the substep, and the first sweep's.
@@ -196,6 +198,7 @@ impl Vbd {
             plan,
             raised,
             pool,
+            local_global: _,
         } = self;
         let mut positions = std::mem::take(&mut state.positions);
         let mut velocities = std::mem::take(&mut state.velocities);
@@ -234,6 +237,7 @@ impl Vbd {
                 touching: &b.touching,
                 spins: &b.spins,
                 frozen: SharedSlice::new(&mut b.frozen),
+                local_global: &b.local_global,
                 motions: SharedSlice::new(&mut b.motions),
                 body_residual2: SharedSlice::new(&mut b.residual2),
                 body_min_residual2: SharedSlice::new(&mut b.min_residual2),

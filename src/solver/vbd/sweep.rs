@@ -96,6 +96,15 @@ fn color_passes(sh: &Shared<'_>, inputs: &VertexInputs<'_>, last: bool, t: usize
         let mut hit = false;
         for k in range.clone() {
             let v = st.color_vertices[c0 + k] as usize;
+            if sh.local_global[st.vertex_body[v] as usize] {
+                // Solved by local–global iterations after the sweeps: kept where it is.
+                // SAFETY: as below.
+                unsafe {
+                    sh.color_new.set(c0 + k, sh.pos.get(v));
+                    sh.residual2.set(v, 0.0);
+                }
+                continue;
+            }
             let u = update_vertex(v, &sh.pos, inputs);
             hit |= u.bounded;
             // SAFETY: index c0 + k and vertex v belong to this thread's chunk of this color only.
@@ -195,7 +204,8 @@ fn chebyshev_mix(sh: &Shared<'_>, inputs: &VertexInputs<'_>, omega: f32, t: usiz
             // Frozen bodies stay at the Gauss–Seidel result (see above), and so do the vertices
             // of span contacts, whose limit assumes the span's other vertices hold still (`spans`).
             let edge = !sh.surface.get().obstacle_spans.row(v).is_empty();
-            if sh.frozen.get(st.vertex_body[v] as usize) == 0 && !edge {
+            let b = st.vertex_body[v] as usize;
+            if sh.frozen.get(b) == 0 && !edge && !sh.local_global[b] {
                 let mixed = mix(omega, x_bar, x_nm2);
                 // SAFETY: the pair lists change only in detection phases.
                 let within = limit_move(v, mixed, sh.clamp.get(v), sh.surface.get());
