@@ -1,31 +1,29 @@
 //! Sparse-inverse local–global, the second fast path for a body (\[SILG\]; `docs/algorithms.md`
-//! §3): a fixed number of iterations, each a local step per element and a global step that
-//! solves the whole body's linear part exactly, so load crosses a stiff or slender body in one
-//! iteration where VBD's sweeps carry it one element per sweep.
+//! §3): a fixed number of iterations, each solving the whole body's linear part exactly, so
+//! load crosses a stiff or slender body in one iteration where VBD's sweeps carry it one element
+//! per sweep.
 //!
 //! The substep minimises the same incremental potential as VBD (same inertia targets, drag,
-//! spin and initial guess, written by VBD's predict phase), in ADMM form (\[SILG\] Eq. 5–6):
+//! spin and initial guess, written by VBD's predict phase). The constant local–global matrix
 //!
 //! ```text
-//! local   F̂_e = F_e(x) + u_e,  z_e = argmin ψ_e(z) + k_e/2 ‖z − F̂_e‖²,  u_e = F̂_e − z_e
-//! global  (D + Σ_e w_e G_eᵀ G_e) δ = e + Σ_e w_e G_eᵀ (z_e − u_e − F_e(x^n))
+//! Ã = D + Σ_e 2 μ_e V_e G_eᵀ G_e        (D: each free vertex's inertia and drag stiffness)
 //! ```
 //!
-//! with `δ = x − x^n`, `w_e = k_e V_e`, `k_e = 2 μ_e`, `D` the vertex's inertia and drag
-//! stiffness and `e` their constant force (`vertex::external_terms`). The matrix depends on
-//! the step length, masses, drag, pins and rest shapes only, so it is factored once
-//! ([`sparse_inverse`]) on a background thread and kept until one of those changes (its
-//! fingerprint, [`BodyFactor::key`]); positions, contacts, gravity and obstacles never rebuild
-//! it. The duals `u_e` are kept across substeps while the body stays on this path, so a body at
-//! rest is at ADMM's fixed point, the incremental potential's minimiser.
+//! depends on the step length, masses, drag, pins, rest shapes and shear moduli only, so it is
+//! factored once into its exact sparse inverse ([`sparse_inverse`]), on a background thread, and
+//! kept until one of those changes (its fingerprint); positions, velocities, contacts, gravity
+//! and obstacles never rebuild it. The iterations ([`quasi_newton`]) are L-BFGS with `Ã⁻¹` as
+//! the initial Hessian: with no curvature history a step is exactly a projective-dynamics
+//! local–global step, and the history adds the curvature `Ã` lacks. `docs/algorithms.md` §3.2
+//! records why this replaced ADMM iterations (measured on the cantilever).
 //!
-//! Scope of this first version (the rest of the issue is listed in `docs/algorithms.md` §3.6):
-//! a body takes the path in a substep only with tets alone (no cloth), its factor ready, and
-//! nothing near it (no surface pair, no span contact, every vertex farther from every obstacle
-//! than the offset plus twice the body's largest initial move). Otherwise the body takes VBD's
-//! sweeps for that substep, as the design routes an island with too many contact rows.
-//! Contacts through multipliers (\[SILG\] §5) are not here yet. Rayleigh damping is not in
-//! the local step (its stress rate is not a constant matrix); the result goes through the
+//! Scope of this first version (§3.3): a body takes the path in a substep only with tets alone
+//! (no cloth), its factor ready, and nothing near it (no surface pair, no span contact, every
+//! vertex farther from every obstacle than the offset plus twice the body's largest initial
+//! move). Otherwise it takes VBD's sweeps for that substep, as the design routes an island with
+//! too many contact rows. Contacts through multipliers (\[SILG\] §5) are not here yet, nor is
+//! Rayleigh damping (its stress rate is not part of a potential). The result goes through the
 //! same safety check as VBD's, and an unsafe body falls back the same way.
 
 mod quasi_newton;
