@@ -61,6 +61,7 @@ impl Setting {
         match self.solver {
             SolverChoice::Vbd => "vbd",
             SolverChoice::LocalGlobal => "local_global",
+            SolverChoice::Auto => "auto",
         }
     }
 }

@@ -11,6 +11,10 @@ const EULER_BERNOULLI: f64 = 0.0491;
 /// The 2 m cantilever (E = 1.2e8 Pa, ν = 0) at `cells`, clamped at x = 0, on one 1/60 s step
 /// per frame with `iterations` local–global iterations.
 fn cantilever(cells: [u32; 3], iterations: u32) -> (World, Vec<usize>, SoftBodyHandle) {
+    cantilever_with(cells, iterations, SolverChoice::LocalGlobal)
+}
+
+fn cantilever_with(cells: [u32; 3], iterations: u32, solver: SolverChoice) -> (World, Vec<usize>, SoftBodyHandle) {
     let config = StepConfig {
         threads: 2,
         local_global: LocalGlobalSettings { iterations, wait_for_factor: true },
@@ -26,7 +30,7 @@ fn cantilever(cells: [u32; 3], iterations: u32) -> (World, Vec<usize>, SoftBodyH
             .material(StableNeoHookean::from_young_poisson(1.2e8, 0.0))
             .density(1000.0)
             .pinned(&clamped)
-            .solver(SolverChoice::LocalGlobal)
+            .solver(solver)
             .build()
             .unwrap(),
     );
@@ -138,4 +142,58 @@ fn a_dropped_cube_switches_paths_at_the_ground_and_rests() {
     let fastest = world.velocities().iter().map(|v| v.truncate().length()).fold(0.0, f32::max);
     assert!(lowest > 0.0 && lowest < 2e-3, "lowest vertex {lowest} m");
     assert!(fastest < 1e-2, "fastest vertex {fastest} m/s");
+}
+
+/// `auto` sends the cantilever (stiff: its pressure waves cross ~150 elements per 1/60 s step,
+/// and it is ~50 elements long) to the local–global path and a soft cube (6 elements across)
+/// to VBD.
+#[test]
+fn auto_picks_local_global_for_a_stiff_beam_and_vbd_for_a_soft_cube() {
+    let (mut world, _, _) = cantilever_with([54, 6, 6], 10, SolverChoice::Auto);
+    for _ in 0..3 {
+        let r = world.step();
+        assert_eq!(
+            (r.local_global.auto_local_global, r.local_global.auto_vbd, r.local_global.bodies_solved),
+            (1, 0, 1)
+        );
+    }
+    let mut world = World::new(StepConfig { gravity: Vec3::ZERO, ..StepConfig::default() }).unwrap();
+    let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [6, 6, 6], TetSplit::Six).unwrap();
+    world.bodies.insert(
+        SoftBodyBuilder::tetrahedral(mesh)
+            .material(StableNeoHookean::from_young_poisson(1e6, 0.3))
+            .solver(SolverChoice::Auto)
+            .build()
+            .unwrap(),
+    );
+    world.sync();
+    let r = world.step();
+    assert_eq!((r.local_global.auto_local_global, r.local_global.auto_vbd, r.local_global.bodies_solved), (0, 1, 0));
+}
+
+/// Scenes whose bodies `auto` leaves to VBD (soft solids in contact, cloth) step exactly as
+/// with VBD named: every position bit the same after 60 frames.
+#[test]
+fn scenes_step_identically_under_auto_where_it_picks_vbd() {
+    for name in ["drop_cube", "incline_stick", "cloth_drape_sphere"] {
+        let json = pliant::io::bundled::bundled_scene(name).unwrap();
+        let mut value: serde_json::Value = serde_json::from_str(json).unwrap();
+        value["solver"]["fast_path"] = "auto".into();
+        let run = |json: &str| {
+            let mut loaded =
+                pliant::io::parse_scene(json).unwrap().build(std::path::Path::new("examples/scenes")).unwrap();
+            let mut auto_vbd = 0;
+            for _ in 0..60 {
+                let r = loaded.world.step();
+                assert!(!r.nan_detected && r.local_global.bodies_solved == 0, "{name}: {r:?}");
+                auto_vbd += r.local_global.auto_vbd;
+            }
+            (loaded.world.positions().to_vec(), auto_vbd)
+        };
+        let (vbd, none) = run(json);
+        let (auto, chose_vbd) = run(&value.to_string());
+        assert_eq!(none, 0);
+        assert_eq!(vbd, auto, "{name}: auto changed the result");
+        println!("{name}: auto chose VBD in {chose_vbd} body-substeps");
+    }
 }

@@ -23,6 +23,11 @@ pub enum SolverChoice {
     /// shape change; until then, and in any substep in which something is near the body, the
     /// body takes VBD's sweeps. Solid (tet) bodies only.
     LocalGlobal,
+    /// Each substep, local–global when a load would need more sweeps than the substep has to
+    /// cross the body (see `docs/algorithms.md` §3.4: a stiff body whose elastic waves cross
+    /// many elements per substep, and at least as many elements across as sweeps), VBD
+    /// otherwise. Cloth, bodies above 10,000 vertices and bodies in contact take VBD.
+    Auto,
 }
 
 impl SolverChoice {
@@ -31,6 +36,7 @@ impl SolverChoice {
         match self {
             Self::Vbd => 0,
             Self::LocalGlobal => 1,
+            Self::Auto => 2,
         }
     }
 }

@@ -45,8 +45,17 @@ pub(crate) use quasi_newton::SharedQuasiNewton;
 use quasi_newton::{History, QuasiNewton};
 use sparse_inverse::{FactorError, SparseInverse};
 
+/// `BodyRecord::solver` of a body that takes VBD's sweeps.
+pub(crate) const SOLVER_VBD: u32 = 0;
 /// `BodyRecord::solver` of a body that takes local–global iterations when it can.
 pub(crate) const SOLVER_LOCAL_GLOBAL: u32 = 1;
+/// `BodyRecord::solver` of a body whose path [`auto_prefers_local_global`] picks.
+pub(crate) const SOLVER_AUTO: u32 = 2;
+
+/// `auto` leaves bodies with more free vertices than this to VBD: the exact inverse's memory
+/// grows faster than the vertex count (18 MB at 2,695 vertices, 82 MB at 6,561 for the beams of
+/// `bench_fast_paths`).
+const AUTO_MAX_VERTICES: u32 = 10_000;
 
 /// No row: a pinned vertex.
 const NO_ROW: u32 = u32::MAX;
@@ -87,6 +96,10 @@ pub struct LocalGlobalStats {
     pub builds: u32,
     /// Bodies whose factor could not be built (they take VBD; the reason is logged).
     pub failed: u32,
+    /// Bodies with `SolverChoice::Auto` that it sent to the local–global path, and to VBD.
+    pub auto_local_global: u32,
+    /// See `auto_local_global`.
+    pub auto_vbd: u32,
 }
 
 /// A body's factored system and the maps between its vertices and the system's rows.
@@ -151,6 +164,9 @@ pub(crate) struct PlanInputs<'a> {
     pub obstacles: &'a [Obstacle],
     /// The contact offset \[m\].
     pub offset: f32,
+    /// Substep length \[s\] and VBD sweeps in it (what `auto` weighs).
+    pub h: f32,
+    pub sweeps: u32,
 }
 
 /// A copy starts without factors (a build thread cannot be shared): it builds its own.
@@ -194,8 +210,25 @@ impl LocalGlobal {
             ..Default::default()
         };
         for b in 0..bodies {
-            if st.bodies[b].solver != SOLVER_LOCAL_GLOBAL {
-                self.factors[b] = None;
+            let wants = match st.bodies[b].solver {
+                SOLVER_LOCAL_GLOBAL => true,
+                SOLVER_AUTO => {
+                    let yes = auto_prefers_local_global(inp, b);
+                    if yes {
+                        stats.auto_local_global += 1;
+                    } else {
+                        stats.auto_vbd += 1;
+                    }
+                    yes
+                }
+                _ => false,
+            };
+            if !wants {
+                // A factor is kept while `auto` may come back to it; it is rebuilt only if its
+                // inputs change meanwhile.
+                if st.bodies[b].solver != SOLVER_AUTO {
+                    self.factors[b] = None;
+                }
                 continue;
             }
             let Some((key, tets)) = fingerprint(inp, b) else {
@@ -369,6 +402,48 @@ fn build(job: SystemInputs) -> Result<Built, FactorError> {
     let t0 = Instant::now();
     let inverse = SparseInverse::build(job.n, &job.upper)?;
     Ok(Built { inverse, rows: job.rows, tets: job.tets, build_ms: t0.elapsed().as_secs_f64() * 1e3 })
+}
+
+/// `auto`'s choice for body `b` (`docs/algorithms.md` §3.4). VBD's sweeps carry a load one
+/// element per sweep, so a substep of `S` sweeps lags wherever a load must cross more than `S`
+/// elements within the substep: where the body is at least `S` elements across (`N = L/ℓ`,
+/// its largest extent over its mean surface edge) and stiff enough that its pressure waves
+/// cross `S` elements in a substep (`W = c h/ℓ`, `c = √((λ + 2μ)/ρ)`). Then `min(W, N) > S`
+/// picks local–global. The 2 m cantilever at 1/60 s and 20 sweeps: W ≈ 150, N ≈ 50; a 0.2 m
+/// cube of 1e6 Pa foam in 6 cells: W ≈ 18, N = 6.
+pub(crate) fn auto_prefers_local_global(inp: &PlanInputs<'_>, b: usize) -> bool {
+    let st = inp.state;
+    let r = &st.bodies[b];
+    let Some(tets) = body_tets(st, b) else { return false };
+    let range = r.vertex_start as usize..(r.vertex_start + r.vertex_count) as usize;
+    let free = range.clone().filter(|&v| st.flags[v] & VERTEX_KINEMATIC == 0).count();
+    if free as u32 > AUTO_MAX_VERTICES || !(r.surface_edge_length > 0.0) {
+        return false;
+    }
+    let mass: f64 = st.masses[range.clone()].iter().map(|&m| m as f64).sum();
+    let volume: f64 = st.tets[tets.clone()].iter().map(|t| t.volume as f64).sum();
+    // The stiffest material's P-wave modulus λ_L + 2μ (the stable neo-Hookean record keeps
+    // λ_L + μ).
+    let modulus = st.tets[tets]
+        .iter()
+        .map(|t| {
+            let m = &st.materials[t.material as usize];
+            let lame = if m.model == MODEL_STABLE_NEO_HOOKEAN { m.lambda - m.mu } else { m.lambda };
+            (lame + 2.0 * m.mu) as f64
+        })
+        .fold(0.0, f64::max);
+    if !(mass > 0.0 && volume > 0.0) {
+        return false;
+    }
+    let speed = (modulus * volume / mass).sqrt();
+    let (lo, hi) = range.fold((Vec3A::splat(f32::INFINITY), Vec3A::splat(f32::NEG_INFINITY)), |(lo, hi), v| {
+        let x = Vec3A::from_vec4(st.positions[v]);
+        (lo.min(x), hi.max(x))
+    });
+    let edge = r.surface_edge_length as f64;
+    let waves = speed * inp.h as f64 / edge;
+    let across = (hi - lo).max_element() as f64 / edge;
+    waves.min(across) > inp.sweeps as f64
 }
 
 /// Whether nothing can touch body `b` during the substep (see the module docs).

@@ -14,7 +14,7 @@ use crate::state::SimState;
 impl Vbd {
     /// Marks the bodies that take local–global iterations this substep; true when any does.
     pub(super) fn plan_local_global(&mut self, state: &SimState, substep: &Substep<'_>, s: &VbdSettings) -> bool {
-        if !state.bodies.iter().any(|b| b.solver == crate::solver::local_global::SOLVER_LOCAL_GLOBAL) {
+        if state.bodies.iter().all(|b| b.solver == crate::solver::local_global::SOLVER_VBD) {
             self.body_scratch.local_global.fill(false);
             return false;
         }
@@ -40,6 +40,8 @@ impl Vbd {
             near_surface: &near,
             obstacles,
             offset: s.contact.offset,
+            h: substep.h,
+            sweeps: s.iterations,
         };
         let any = self.local_global.plan(&inputs, &s.local_global);
         self.body_scratch.local_global.copy_from_slice(&self.local_global.active);
