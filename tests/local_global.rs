@@ -197,3 +197,20 @@ fn scenes_step_identically_under_auto_where_it_picks_vbd() {
         println!("{name}: auto chose VBD in {chose_vbd} body-substeps");
     }
 }
+
+/// The path's result does not depend on the thread count (the line search's potential is
+/// summed in a fixed order): every position bit the same on 1 and 2 threads.
+#[test]
+fn one_and_two_threads_give_the_same_beam() {
+    let positions = |threads: usize| {
+        let (mut world, _, _) = cantilever([20, 2, 2], 10);
+        let mut config = world.config().clone();
+        config.threads = threads;
+        world.set_config(config).unwrap();
+        for _ in 0..20 {
+            assert_eq!(world.step().local_global.bodies_solved, 1);
+        }
+        world.positions().to_vec()
+    };
+    assert_eq!(positions(1), positions(2));
+}

@@ -299,17 +299,15 @@ impl LocalGlobal {
         })
     }
 
-    /// The planned bodies' factors, and the scratch their solve phase shares, sized for
-    /// `threads` threads.
+    /// The planned bodies' factors, and the scratch their solve phase shares.
     pub(crate) fn begin_solve(
         &mut self,
         vertices: usize,
         tets: usize,
-        threads: usize,
     ) -> (Vec<(usize, Arc<Built>)>, SharedQuasiNewton<'_>) {
         let list: Vec<_> = self.ready(0..self.active.len()).map(|(b, f)| (b, Arc::clone(f))).collect();
         let rows = list.iter().map(|(_, f)| f.rows.len()).max().unwrap_or(0);
-        self.solver.resize(vertices, tets, rows, threads);
+        self.solver.resize(vertices, tets, rows);
         (list, self.solver.share(&mut self.histories))
     }
 }

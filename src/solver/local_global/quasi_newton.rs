@@ -35,8 +35,11 @@ const ARMIJO: f64 = 1e-4;
 pub(crate) struct QuasiNewton {
     /// Per tet: `V_e P_e` at the last evaluated point.
     stress: Vec<Mat3A>,
-    /// Per thread: elastic and inertial energy of its share of the last evaluation.
-    partial: Vec<f64>,
+    /// Per tet and per row: its elastic, and inertia and drag, energy at the last evaluation,
+    /// summed by thread 0 in index order so the potential, and with it every line-search
+    /// decision, is the same for any thread count.
+    tet_energy: Vec<f64>,
+    row_energy: Vec<f64>,
     /// Per vertex of the solved bodies: `δ = x − x^n` of the point being evaluated. Elements
     /// read `F(x^n) + F(δ)` rather than `F(x)`: the rounding of f32 positions (2.4e-7 m at
     /// 2 m) is a strain of 1e-5 in a 4 cm element, a stress noise of 800 Pa at E = 1.2e8 Pa
@@ -114,11 +117,12 @@ pub(crate) struct Residuals {
 }
 
 impl QuasiNewton {
-    /// Sizes the scratch for `tets` tets, `rows` rows and `threads` threads.
-    pub fn resize(&mut self, vertices: usize, tets: usize, rows: usize, threads: usize) {
+    /// Sizes the scratch for `vertices` vertices, `tets` tets and `rows` rows.
+    pub fn resize(&mut self, vertices: usize, tets: usize, rows: usize) {
         self.stress.resize(tets, Mat3A::ZERO);
         self.disp.resize(vertices, Vec3A::ZERO);
-        self.partial.resize(threads.max(1), 0.0);
+        self.tet_energy.resize(tets, 0.0);
+        self.row_energy.resize(rows, 0.0);
         let r = &mut self.rows;
         for v in [
             &mut r.force,
@@ -140,7 +144,8 @@ impl QuasiNewton {
         SharedQuasiNewton {
             histories: PhaseCell::new(histories),
             stress: SharedSlice::new(&mut self.stress),
-            partial: SharedSlice::new(&mut self.partial),
+            tet_energy: SharedSlice::new(&mut self.tet_energy),
+            row_energy: SharedSlice::new(&mut self.row_energy),
             disp: SharedSlice::new(&mut self.disp),
             z: SharedSlice::new(&mut self.z),
             r: SharedSlice::new(&mut self.r),
@@ -151,11 +156,12 @@ impl QuasiNewton {
     }
 }
 
-/// [`QuasiNewton`] as the threads of one solve phase share it: per-tet and per-thread slots
+/// [`QuasiNewton`] as the threads of one solve phase share it: per-tet and per-row slots
 /// written by one thread each, the row vectors handed between phases behind barriers.
 pub(crate) struct SharedQuasiNewton<'a> {
     stress: SharedSlice<'a, Mat3A>,
-    partial: SharedSlice<'a, f64>,
+    tet_energy: SharedSlice<'a, f64>,
+    row_energy: SharedSlice<'a, f64>,
     disp: SharedSlice<'a, Vec3A>,
     z: SharedSlice<'a, Vec3A>,
     r: SharedSlice<'a, Vec3A>,
@@ -358,7 +364,6 @@ impl SharedQuasiNewton<'_> {
         let start = |v: u32| Vec3A::from_vec4(inp.start[v as usize]).as_dvec3();
         // SAFETY: the displacements are written only between evaluations.
         let disp = |v: u32| unsafe { self.disp.get(v as usize) }.as_dvec3();
-        let mut energy = 0.0f64;
         for k in chunk(f.tets.len(), threads, t) {
             let e = f.tets.start + k;
             let tet = &st.tets[e];
@@ -378,9 +383,11 @@ impl SharedQuasiNewton<'_> {
                     stvk::pk1::<f32>(&f32m, m.mu, m.lambda),
                 )
             };
-            energy += psi * tet.volume as f64;
             // SAFETY: tet e is this thread's alone in this phase.
-            unsafe { self.stress.set(e, p * tet.volume) };
+            unsafe {
+                self.tet_energy.set(e, psi * tet.volume as f64);
+                self.stress.set(e, p * tet.volume);
+            }
         }
         barrier.wait();
         {
@@ -390,22 +397,24 @@ impl SharedQuasiNewton<'_> {
                 let v = f.rows[row] as usize;
                 let d = unsafe { self.disp.get(v) };
                 let mut g = d * r.diag[row] - r.force[row];
-                energy += 0.5 * r.diag[row] as f64 * d.length_squared() as f64 - r.force[row].dot(d) as f64;
+                let energy = 0.5 * r.diag[row] as f64 * d.length_squared() as f64 - r.force[row].dot(d) as f64;
                 for &entry in st.tet_adjacency.row(v) {
                     let (e, slot) = unpack_entry(entry);
                     let ga = shape_gradient::<f32>(&st.tets[e as usize].dm_inv(), slot as usize);
                     g += unsafe { self.stress.get(e as usize) } * ga;
                 }
-                unsafe { self.trial_grad.set(row, g) };
+                unsafe {
+                    self.trial_grad.set(row, g);
+                    self.row_energy.set(row, energy);
+                }
             }
-            // SAFETY: slot t is this thread's.
-            unsafe { self.partial.set(t, energy) };
         }
         barrier.wait();
         if t == 0 {
             // SAFETY: thread 0 alone until the barrier.
             unsafe {
-                let total = (0..threads).map(|k| self.partial.get(k)).sum::<f64>();
+                let tets = f.tets.clone().map(|e| self.tet_energy.get(e)).sum::<f64>();
+                let total = tets + (0..f.rows.len()).map(|row| self.row_energy.get(row)).sum::<f64>();
                 self.control.get_mut().trial_energy = total;
             }
         }

@@ -53,7 +53,7 @@ impl Vbd {
     pub(super) fn solve_local_global(&mut self, state: &mut SimState, substep: &Substep<'_>, s: &VbdSettings) {
         let mut lg = std::mem::take(&mut self.local_global);
         {
-            let (bodies, solver) = lg.begin_solve(state.vertex_count(), state.tets.len(), self.plan.threads);
+            let (bodies, solver) = lg.begin_solve(state.vertex_count(), state.tets.len());
             let iterations = s.local_global.iterations.max(1);
             self.run_phase(state, substep, s, |sh, t, barrier| {
                 // SAFETY: the predict phase was the last to write these arrays.
