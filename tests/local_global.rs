@@ -214,3 +214,41 @@ fn one_and_two_threads_give_the_same_beam() {
     };
     assert_eq!(positions(1), positions(2));
 }
+
+/// Bodies on the path are solved one after another with shared scratch: a small beam steps
+/// exactly as alone when a larger one is solved before it in the same world.
+#[test]
+fn two_bodies_on_the_path_do_not_disturb_each_other() {
+    let beam = |cells: [u32; 3], z: f32| {
+        let mesh = TetMesh::beam(2.0, 0.2, 0.2, cells, TetSplit::Six).unwrap();
+        let clamped: Vec<u32> =
+            (0..mesh.positions().len() as u32).filter(|&i| mesh.positions()[i as usize].x < 1e-6).collect();
+        SoftBodyBuilder::tetrahedral(mesh)
+            .material(StableNeoHookean::from_young_poisson(1.2e8, 0.0))
+            .density(1000.0)
+            .pinned(&clamped)
+            .translation(Vec3::new(0.0, 0.0, z))
+            .solver(SolverChoice::LocalGlobal)
+            .build()
+            .unwrap()
+    };
+    let config = StepConfig {
+        threads: 2,
+        local_global: LocalGlobalSettings { iterations: 10, wait_for_factor: true },
+        ..StepConfig::default()
+    };
+    let run = |with_large: bool| {
+        let mut world = World::new(config.clone()).unwrap();
+        if with_large {
+            world.bodies.insert(beam([30, 3, 3], 1.0));
+        }
+        let small = world.bodies.insert(beam([20, 2, 2], 0.0));
+        world.sync();
+        for _ in 0..15 {
+            let r = world.step();
+            assert_eq!(r.local_global.bodies_solved, 1 + with_large as u32);
+        }
+        world.body_positions(small).unwrap().to_vec()
+    };
+    assert_eq!(run(false), run(true));
+}

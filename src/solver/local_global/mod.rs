@@ -94,7 +94,8 @@ pub struct LocalGlobalStats {
     pub last_build_ms: f64,
     /// Factor builds finished since the world was made (each change of a listed input is one).
     pub builds: u32,
-    /// Bodies whose factor could not be built (they take VBD; the reason is logged).
+    /// Bodies whose factor could not be built (they take VBD; the reason is logged), for
+    /// example an `L⁻¹` past 2³² entries.
     pub failed: u32,
     /// Bodies with `SolverChoice::Auto` that it sent to the local–global path, and to VBD.
     pub auto_local_global: u32,
@@ -181,6 +182,18 @@ impl LocalGlobal {
     pub(crate) fn topology_changed(&mut self) {
         self.factors.clear();
         self.histories.clear();
+        self.active.clear();
+    }
+
+    /// A substep in which no body asks for the path: nothing active, nothing to report but the
+    /// builds so far.
+    pub(crate) fn idle(&mut self) {
+        self.active.clear();
+        self.stats = LocalGlobalStats {
+            last_build_ms: self.stats.last_build_ms,
+            builds: self.stats.builds,
+            ..Default::default()
+        };
     }
 
     /// What the path did in the last substep.
@@ -235,7 +248,25 @@ impl LocalGlobal {
                 self.factors[b] = None;
                 continue;
             };
-            if self.factors[b].as_ref().is_none_or(|f| f.key() != key) {
+            if matches!(&self.factors[b], Some(BodyFactor::Building { job, .. }) if job.is_finished()) {
+                let Some(BodyFactor::Building { key, job }) = self.factors[b].take() else { unreachable!() };
+                stats.builds += 1;
+                self.factors[b] = Some(match job.join() {
+                    Ok(Ok(built)) => {
+                        stats.last_build_ms = built.build_ms;
+                        BodyFactor::Ready { key, built: Arc::new(built) }
+                    }
+                    Ok(Err(error)) => BodyFactor::Failed { key, error },
+                    Err(_) => BodyFactor::Failed { key, error: FactorError::Faer("the build thread panicked".into()) },
+                });
+                if let Some(BodyFactor::Failed { error, .. }) = &self.factors[b] {
+                    log::warn!("body {b}: the local–global factor could not be built ({error}); it takes VBD");
+                }
+            }
+            // A build still running for older inputs is left to finish (it is replaced once
+            // collected): a thread per change would pile up while the inputs keep changing.
+            let building = matches!(&self.factors[b], Some(BodyFactor::Building { .. }));
+            if !building && self.factors[b].as_ref().is_none_or(|f| f.key() != key) {
                 let job = system_inputs(inp, b, tets);
                 self.histories[b].clear();
                 self.factors[b] = Some(if settings.wait_for_factor {
@@ -254,21 +285,6 @@ impl LocalGlobal {
                     if let Some(BodyFactor::Ready { built, .. }) = &self.factors[b] {
                         stats.last_build_ms = built.build_ms;
                     }
-                }
-            }
-            if matches!(&self.factors[b], Some(BodyFactor::Building { job, .. }) if job.is_finished()) {
-                let Some(BodyFactor::Building { key, job }) = self.factors[b].take() else { unreachable!() };
-                stats.builds += 1;
-                self.factors[b] = Some(match job.join() {
-                    Ok(Ok(built)) => {
-                        stats.last_build_ms = built.build_ms;
-                        BodyFactor::Ready { key, built: Arc::new(built) }
-                    }
-                    Ok(Err(error)) => BodyFactor::Failed { key, error },
-                    Err(_) => BodyFactor::Failed { key, error: FactorError::Faer("the build thread panicked".into()) },
-                });
-                if let Some(BodyFactor::Failed { error, .. }) = &self.factors[b] {
-                    log::warn!("body {b}: the local–global factor could not be built ({error}); it takes VBD");
                 }
             }
             match &self.factors[b] {
@@ -329,6 +345,10 @@ fn body_tets(st: &SimState, b: usize) -> Option<std::ops::Range<usize>> {
     let first = st.tets.iter().position(|t| owned(&t.vertices))?;
     let len = st.tets[first..].iter().take_while(|t| owned(&t.vertices)).count();
     let range = first..first + len;
+    // The packed state keeps a body's elements together; the iterations rely on it.
+    if st.tets[range.end..].iter().any(|t| owned(&t.vertices)) {
+        return None;
+    }
     // Every element's material must have a singular-value form.
     range
         .clone()
@@ -349,6 +369,11 @@ fn fingerprint(inp: &PlanInputs<'_>, b: usize) -> Option<(u64, std::ops::Range<u
     let st = inp.state;
     let tets = body_tets(st, b)?;
     let r = &st.bodies[b];
+    let range = r.vertex_start as usize..(r.vertex_start + r.vertex_count) as usize;
+    // Every vertex pinned: nothing to solve.
+    if range.clone().all(|v| st.flags[v] & VERTEX_KINEMATIC != 0) {
+        return None;
+    }
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (r.vertex_start, r.vertex_count, tets.start, tets.end).hash(&mut h);
     for v in r.vertex_start as usize..(r.vertex_start + r.vertex_count) as usize {
@@ -444,7 +469,9 @@ pub(crate) fn auto_prefers_local_global(inp: &PlanInputs<'_>, b: usize) -> bool 
     waves.min(across) > inp.sweeps as f64
 }
 
-/// Whether nothing can touch body `b` during the substep (see the module docs).
+/// Whether nothing can touch body `b` during the substep (see the module docs). The reach is a
+/// heuristic, not a bound: the iterations may move a body further than its initial guess did,
+/// and the safety check after the substep is what guarantees that no surface was crossed.
 fn clear_of_contact(inp: &PlanInputs<'_>, b: usize) -> bool {
     if inp.near_surface[b] {
         return false;

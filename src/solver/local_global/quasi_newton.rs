@@ -213,12 +213,14 @@ impl SharedQuasiNewton<'_> {
             barrier.wait();
             self.evaluate(inp, f, t, barrier);
             let mut residuals = Residuals::default();
+            // The row vectors are sized for the largest body of the substep: thread 0 reads and
+            // writes this body's first `n` rows only.
             if t == 0 {
                 let r = self.rows.get_mut();
-                r.grad.copy_from_slice(self.trial_grad.as_slice());
+                r.grad[..n].copy_from_slice(&self.trial_grad.as_slice()[..n]);
                 let c = self.control.get_mut();
                 *c = Control { energy: c.trial_energy, ..Control::default() };
-                residuals.first = squared_norm(&r.grad);
+                residuals.first = squared_norm(&r.grad[..n]);
             }
             barrier.wait();
             for _ in 0..iterations {
@@ -227,10 +229,11 @@ impl SharedQuasiNewton<'_> {
                 if t == 0 {
                     let r = self.rows.get_mut();
                     let h = &self.histories.get()[body];
-                    r.q.copy_from_slice(&r.grad);
+                    let q = &mut r.q[..n];
+                    q.copy_from_slice(&r.grad[..n]);
                     for i in (0..h.s.len()).rev() {
-                        alphas[i] = h.rho[i] * dot(&h.s[i], &r.q);
-                        axpy(&mut r.q, -alphas[i] as f32, &h.y[i]);
+                        alphas[i] = h.rho[i] * dot(&h.s[i], q);
+                        axpy(q, -alphas[i] as f32, &h.y[i]);
                     }
                 }
                 barrier.wait();
@@ -251,21 +254,25 @@ impl SharedQuasiNewton<'_> {
                 barrier.wait();
                 if t == 0 {
                     let r = self.rows.get_mut();
-                    r.q.copy_from_slice(self.r.as_slice());
+                    let q = &mut r.q[..n];
+                    q.copy_from_slice(&self.r.as_slice()[..n]);
                     let h = &self.histories.get()[body];
                     for i in 0..h.s.len() {
-                        let beta = h.rho[i] * dot(&h.y[i], &r.q);
-                        axpy(&mut r.q, (alphas[i] - beta) as f32, &h.s[i]);
+                        let beta = h.rho[i] * dot(&h.y[i], q);
+                        axpy(q, (alphas[i] - beta) as f32, &h.s[i]);
                     }
-                    for (d, x) in r.dir.iter_mut().zip(&r.q) {
+                    for (d, x) in r.dir[..n].iter_mut().zip(q.iter()) {
                         *d = -*x;
                     }
                     let c = self.control.get_mut();
-                    c.slope = dot(&r.grad, &r.dir);
+                    c.slope = dot(&r.grad[..n], &r.dir[..n]);
                     c.alpha = 1.0;
-                    // Not a descent direction (the history went stale): the step is at f32's
-                    // limit, nothing more to gain.
+                    // Not a descent direction: the history went stale (Ã⁻¹ alone always gives
+                    // one). The substep ends here and the next starts without the history.
                     c.stop = !(c.slope < 0.0);
+                    if c.stop {
+                        self.histories.get_mut()[body].clear();
+                    }
                 }
                 barrier.wait();
                 if self.control.get().stop {
@@ -300,7 +307,11 @@ impl SharedQuasiNewton<'_> {
                     }
                 }
                 if !accepted {
-                    // No decrease found: the accepted iterate stands.
+                    // No decrease found: the accepted iterate stands, and the next substep
+                    // starts without the history that pointed here.
+                    if t == 0 {
+                        self.histories.get_mut()[body].clear();
+                    }
                     let r = self.rows.get();
                     for row in chunk(n, threads, t) {
                         let v = f.rows[row] as usize;
@@ -314,13 +325,14 @@ impl SharedQuasiNewton<'_> {
                     let c = self.control.get_mut();
                     let r = self.rows.get_mut();
                     let alpha = c.alpha;
-                    let s: Vec<Vec3A> = r.dir.iter().map(|d| *d * alpha).collect();
-                    let y: Vec<Vec3A> = self.trial_grad.as_slice().iter().zip(&r.grad).map(|(a, b)| *a - *b).collect();
+                    let trial_grad = &self.trial_grad.as_slice()[..n];
+                    let s: Vec<Vec3A> = r.dir[..n].iter().map(|d| *d * alpha).collect();
+                    let y: Vec<Vec3A> = trial_grad.iter().zip(&r.grad[..n]).map(|(a, b)| *a - *b).collect();
                     let sy = dot(&s, &y);
-                    for (d, ds) in r.delta.iter_mut().zip(&s) {
+                    for (d, ds) in r.delta[..n].iter_mut().zip(&s) {
                         *d += *ds;
                     }
-                    r.grad.copy_from_slice(self.trial_grad.as_slice());
+                    r.grad[..n].copy_from_slice(trial_grad);
                     c.energy = c.trial_energy;
                     // Only pairs of positive curvature keep H positive definite.
                     if sy > 1e-12 * dot(&s, &s).sqrt() * dot(&y, &y).sqrt() {
@@ -338,7 +350,7 @@ impl SharedQuasiNewton<'_> {
                 barrier.wait();
             }
             if t == 0 {
-                residuals.last = squared_norm(&self.rows.get().grad);
+                residuals.last = squared_norm(&self.rows.get().grad[..n]);
             }
             barrier.wait();
             residuals
@@ -397,7 +409,8 @@ impl SharedQuasiNewton<'_> {
                 let v = f.rows[row] as usize;
                 let d = unsafe { self.disp.get(v) };
                 let mut g = d * r.diag[row] - r.force[row];
-                let energy = 0.5 * r.diag[row] as f64 * d.length_squared() as f64 - r.force[row].dot(d) as f64;
+                let dd = d.as_dvec3();
+                let energy = 0.5 * r.diag[row] as f64 * dd.length_squared() - r.force[row].as_dvec3().dot(dd);
                 for &entry in st.tet_adjacency.row(v) {
                     let (e, slot) = unpack_entry(entry);
                     let ga = shape_gradient::<f32>(&st.tets[e as usize].dm_inv(), slot as usize);

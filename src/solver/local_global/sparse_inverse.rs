@@ -24,6 +24,9 @@ pub(crate) enum FactorError {
     /// faer could not allocate or order the matrix.
     #[error("the sparse factorisation failed: {0}")]
     Faer(String),
+    /// `L⁻¹` would hold more entries than 32-bit indices address.
+    #[error("the sparse inverse of {0} rows needs more than 2^32 entries")]
+    TooLarge(usize),
     /// A pivot was not positive: the matrix is not positive definite.
     #[error("the system matrix is not positive definite (pivot {0})")]
     NotPositiveDefinite(usize),
@@ -148,6 +151,9 @@ impl SparseInverse {
                 for q in range.start + 1..range.end {
                     y[li[q]] -= l[q] * yk;
                 }
+            }
+            if cols_row.len() + path.len() > u32::MAX as usize {
+                return Err(FactorError::TooLarge(n));
             }
             for &k in &path {
                 cols_row.push(k as u32);

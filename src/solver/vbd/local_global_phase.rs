@@ -15,6 +15,7 @@ impl Vbd {
     /// Marks the bodies that take local–global iterations this substep; true when any does.
     pub(super) fn plan_local_global(&mut self, state: &SimState, substep: &Substep<'_>, s: &VbdSettings) -> bool {
         if state.bodies.iter().all(|b| b.solver == crate::solver::local_global::SOLVER_VBD) {
+            self.local_global.idle();
             self.body_scratch.local_global.fill(false);
             return false;
         }
