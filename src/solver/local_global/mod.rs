@@ -505,4 +505,9 @@ pub(crate) struct BodySolve<'a> {
     pub pos: &'a SharedSlice<'a, Vec4>,
     /// Threads of the phase.
     pub threads: usize,
+    /// `v^n` and the substep's length \[s\].
+    pub velocities: &'a [Vec4],
+    pub h: f32,
+    /// The body's exact spin over the substep, for a free body.
+    pub spin: Option<crate::solver::vbd::spin::BodySpin>,
 }

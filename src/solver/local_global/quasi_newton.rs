@@ -196,13 +196,30 @@ impl SharedQuasiNewton<'_> {
             if t == 0 {
                 let r = self.rows.get_mut();
                 let st = inp.state;
+                // The body's rigid motion over the substep: its centre's velocity and, for a
+                // free body, its exact spin.
+                let bd = &st.bodies[body];
+                let brange = bd.vertex_start as usize..(bd.vertex_start + bd.vertex_count) as usize;
+                let mass: f32 = st.masses[brange.clone()].iter().sum();
+                let vc =
+                    brange.clone().fold(Vec3A::ZERO, |a, v| a + Vec3A::from_vec4(inp.velocities[v]) * st.masses[v])
+                        / mass.max(f32::MIN_POSITIVE);
                 for (row, &v) in f.rows.iter().enumerate() {
                     let v = v as usize;
                     let (i, vel) = (inp.inertia[v], inp.velocity[v]);
                     let drag = st.bodies[body].linear_damping * st.masses[v];
                     r.diag[row] = i.w + drag * vel.w;
                     r.force[row] = Vec3A::from_vec4(i) * i.w - Vec3A::from_vec4(vel) * drag;
-                    r.delta[row] = Vec3A::from_vec4(inp.pos.get(v)) - Vec3A::from_vec4(inp.start[v]);
+                    // The iterations start from x^n moved rigidly (see `docs/algorithms.md`
+                    // §3.2), not from VBD's extrapolated guess x^(0), whose per-vertex
+                    // acceleration term fed each inexact step into the next.
+                    let x = Vec3A::from_vec4(inp.start[v]);
+                    let d = match inp.spin {
+                        Some(s) => vc * inp.h + s.rotation * (x - s.center) - (x - s.center),
+                        None => vc * inp.h,
+                    };
+                    r.delta[row] = d;
+                    inp.pos.set(v, (Vec3A::from_vec4(inp.start[v]) + d).extend(0.0));
                 }
                 // Every vertex of the body, pinned ones included (they sit at their targets).
                 let b = &st.bodies[body];

@@ -57,18 +57,21 @@ impl Vbd {
             let (bodies, solver) = lg.begin_solve(state.vertex_count(), state.tets.len());
             let iterations = s.local_global.iterations.max(1);
             self.run_phase(state, substep, s, |sh, t, barrier| {
-                // SAFETY: the predict phase was the last to write these arrays.
-                let inputs = unsafe {
-                    BodySolve {
-                        state: sh.st,
-                        start: sh.start.as_slice(),
-                        inertia: sh.inertia.as_slice(),
-                        velocity: sh.velocity.as_slice(),
-                        pos: &sh.pos,
-                        threads: sh.plan.threads,
-                    }
-                };
                 for (b, f) in &bodies {
+                    // SAFETY: the predict phase was the last to write these arrays.
+                    let inputs = unsafe {
+                        BodySolve {
+                            state: sh.st,
+                            start: sh.start.as_slice(),
+                            inertia: sh.inertia.as_slice(),
+                            velocity: sh.velocity.as_slice(),
+                            pos: &sh.pos,
+                            threads: sh.plan.threads,
+                            velocities: sh.vel.as_slice(),
+                            h: sh.substep.h,
+                            spin: sh.spins[*b],
+                        }
+                    };
                     // SAFETY: every thread solves the same bodies in the same order; the
                     // bodies' positions are written only inside the solve.
                     let residuals = unsafe { solver.solve(&inputs, *b, f, iterations, t, barrier) };
