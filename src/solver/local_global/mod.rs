@@ -508,6 +508,7 @@ pub(crate) struct BodySolve<'a> {
     /// `v^n` and the substep's length \[s\].
     pub velocities: &'a [Vec4],
     pub h: f32,
-    /// The body's exact spin over the substep, for a free body.
-    pub spin: Option<crate::solver::vbd::spin::BodySpin>,
+    /// The body's exact spin over the substep, for a free body: its centre of mass at `x^n` and
+    /// the rotation by `ω h` (`vbd::spin::BodySpin`).
+    pub spin: Option<(Vec3A, glam::Mat3A)>,
 }

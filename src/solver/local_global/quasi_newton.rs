@@ -67,6 +67,9 @@ struct RowVectors {
     dir: Vec<Vec3A>,
     /// The two-loop's vector before `Ã⁻¹`.
     q: Vec<Vec3A>,
+    /// Vectors for the next curvature pair.
+    spare_s: Vec<Vec3A>,
+    spare_y: Vec<Vec3A>,
 }
 
 /// A body's L-BFGS curvature pairs `(s, y, 1/(sᵀy))`, oldest first. Kept across substeps
@@ -215,7 +218,7 @@ impl SharedQuasiNewton<'_> {
                     // acceleration term fed each inexact step into the next.
                     let x = Vec3A::from_vec4(inp.start[v]);
                     let d = match inp.spin {
-                        Some(s) => vc * inp.h + s.rotation * (x - s.center) - (x - s.center),
+                        Some((center, rotation)) => vc * inp.h + rotation * (x - center) - (x - center),
                         None => vc * inp.h,
                     };
                     r.delta[row] = d;
@@ -343,8 +346,13 @@ impl SharedQuasiNewton<'_> {
                     let r = self.rows.get_mut();
                     let alpha = c.alpha;
                     let trial_grad = &self.trial_grad.as_slice()[..n];
-                    let s: Vec<Vec3A> = r.dir[..n].iter().map(|d| *d * alpha).collect();
-                    let y: Vec<Vec3A> = trial_grad.iter().zip(&r.grad[..n]).map(|(a, b)| *a - *b).collect();
+                    // The new pair is built in spare vectors; a full history hands its oldest
+                    // pair's vectors back as the next spares, so a long run allocates nothing.
+                    let (mut s, mut y) = (std::mem::take(&mut r.spare_s), std::mem::take(&mut r.spare_y));
+                    s.clear();
+                    s.extend(r.dir[..n].iter().map(|d| *d * alpha));
+                    y.clear();
+                    y.extend(trial_grad.iter().zip(&r.grad[..n]).map(|(a, b)| *a - *b));
                     let sy = dot(&s, &y);
                     for (d, ds) in r.delta[..n].iter_mut().zip(&s) {
                         *d += *ds;
@@ -355,14 +363,18 @@ impl SharedQuasiNewton<'_> {
                     if sy > 1e-12 * dot(&s, &s).sqrt() * dot(&y, &y).sqrt() {
                         let h = &mut self.histories.get_mut()[body];
                         if h.s.len() == HISTORY {
-                            h.s.remove(0);
-                            h.y.remove(0);
                             h.rho.remove(0);
+                            (s, y) = (std::mem::replace(&mut h.s[0], s), std::mem::replace(&mut h.y[0], y));
+                            h.s.rotate_left(1);
+                            h.y.rotate_left(1);
+                        } else {
+                            h.s.push(s);
+                            h.y.push(y);
+                            (s, y) = (Vec::new(), Vec::new());
                         }
-                        h.s.push(s);
-                        h.y.push(y);
                         h.rho.push(1.0 / sy);
                     }
+                    (r.spare_s, r.spare_y) = (s, y);
                 }
                 barrier.wait();
             }

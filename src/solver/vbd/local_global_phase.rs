@@ -69,7 +69,7 @@ impl Vbd {
                             threads: sh.plan.threads,
                             velocities: sh.vel.as_slice(),
                             h: sh.substep.h,
-                            spin: sh.spins[*b],
+                            spin: sh.spins[*b].map(|s| (s.center, s.rotation)),
                         }
                     };
                     // SAFETY: every thread solves the same bodies in the same order; the
