@@ -356,11 +356,18 @@ fn body_tets(st: &SimState, b: usize) -> Option<std::ops::Range<usize>> {
         .then_some(range)
 }
 
-/// The diagonal of vertex `v`'s inertia and drag (`vertex::external_terms`).
-fn vertex_diagonal(inp: &PlanInputs<'_>, v: usize) -> f32 {
-    let st = inp.state;
+/// Vertex `v`'s inertia and drag as the quadratic `½ d |δ|² − e·δ` in `δ = x − x^n`: the
+/// diagonal `d` (in the matrix) and the constant force `e` (`vertex::external_terms`), from the
+/// inertia targets (`inertia`) and the velocity coefficients (`velocity`).
+pub(crate) fn inertia_and_drag(st: &SimState, inertia: &[Vec4], velocity: &[Vec4], v: usize) -> (f32, Vec3A) {
     let drag = st.bodies[st.vertex_body[v] as usize].linear_damping * st.masses[v];
-    inp.inertia[v].w + drag * inp.velocity[v].w
+    let (i, vel) = (inertia[v], velocity[v]);
+    (i.w + drag * vel.w, Vec3A::from_vec4(i) * i.w - Vec3A::from_vec4(vel) * drag)
+}
+
+/// The diagonal of vertex `v`'s inertia and drag.
+fn vertex_diagonal(inp: &PlanInputs<'_>, v: usize) -> f32 {
+    inertia_and_drag(inp.state, inp.inertia, inp.velocity, v).0
 }
 
 /// A hash of everything the body's matrix depends on (pins, inertia and drag diagonals, rest

@@ -17,7 +17,7 @@
 
 use glam::{DMat3, Mat3A, Vec3A};
 
-use super::{BodySolve, Built};
+use super::{BodySolve, Built, inertia_and_drag};
 use crate::material::tet::{deformation_gradient, shape_gradient};
 use crate::material::{MODEL_STABLE_NEO_HOOKEAN, stable_neo_hookean, stvk};
 use crate::mesh::unpack_entry;
@@ -209,10 +209,7 @@ impl SharedQuasiNewton<'_> {
                         / mass.max(f32::MIN_POSITIVE);
                 for (row, &v) in f.rows.iter().enumerate() {
                     let v = v as usize;
-                    let (i, vel) = (inp.inertia[v], inp.velocity[v]);
-                    let drag = st.bodies[body].linear_damping * st.masses[v];
-                    r.diag[row] = i.w + drag * vel.w;
-                    r.force[row] = Vec3A::from_vec4(i) * i.w - Vec3A::from_vec4(vel) * drag;
+                    (r.diag[row], r.force[row]) = inertia_and_drag(st, inp.inertia, inp.velocity, v);
                     // The iterations start from x^n moved rigidly (see `docs/algorithms.md`
                     // §3.2), not from VBD's extrapolated guess x^(0), whose per-vertex
                     // acceleration term fed each inexact step into the next.
