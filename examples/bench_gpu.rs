@@ -2,17 +2,22 @@
 //!
 //! ```text
 //! cargo run --release --example bench_gpu [-- --json] [--adapter NAME] [--max-tets N] [--frames N]
+//!                                          [--only SCENE]...
 //! ```
 //!
-//! Boxes of about 10^3, 10^4, 10^5 and 10^6 tets (5³, 12³, 26³ and 55³ cells × 6 tets; 0.2 m
-//! cells of E = 5e5 Pa, ν = 0.4, ρ = 1000 kg/m³, Rayleigh damping 0.002) dropped on the ground,
-//! dt = 1/60, 10 sweeps, Chebyshev on. Per size:
+//! Boxes of about 10^3, 10^4, 10^5 and 10^6 tets (5³, 12³, 26³ and 55³ cells × 6 tets) and of
+//! 60³ cells (1.3·10^6 tets, 227k vertices), cells of 1/30 m, E = 5e5 Pa, ν = 0.4,
+//! ρ = 1000 kg/m³, Rayleigh damping 0.002, dropped on the ground, dt = 1/60, 10 sweeps,
+//! Chebyshev on; then the 6³ and 12³ boxes (343 and 2,197 vertices) at 20 sweeps. Per size:
 //!
 //! * `game_thread_ms`: time the calling thread spends in a `step()` that takes a frame
 //!   (recording it and handing it to the queue thread; the step itself runs on the GPU
 //!   meanwhile), mean and largest. The timed loop keeps calling `step()` without waiting;
 //!   calls made while the GPU is three frames behind step nothing and return at once (their
 //!   largest time is `busy_call_ms_max`);
+//! * `gpu_ms` (median) and `gpu_ms_max`: the frame's time on the GPU's own clock (timestamps
+//!   at its first and last dispatch; NaN where the adapter has no timestamp queries);
+//!   `dispatches_per_frame` and `submissions_per_frame`: what the stepper recorded;
 //! * `ms_per_step`: wall time of the timed frames, from the first `step()` until the GPU has
 //!   finished the last (`wait_for_gpu`), per frame: the GPU's sustained rate;
 //! * accuracy: for the two smaller sizes, the largest distance between GPU and CPU positions
@@ -48,10 +53,18 @@ struct Args {
     adapter: Option<String>,
     max_tets: usize,
     frames: Option<u32>,
+    /// Only the rows whose scene name contains one of these.
+    only: Vec<String>,
+}
+
+impl Args {
+    fn wants(&self, scene: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| scene.contains(o.as_str()))
+    }
 }
 
 fn args() -> Args {
-    let mut a = Args { json: false, adapter: None, max_tets: 2_000_000, frames: None };
+    let mut a = Args { json: false, adapter: None, max_tets: 2_000_000, frames: None, only: Vec::new() };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
         match s.as_str() {
@@ -59,8 +72,11 @@ fn args() -> Args {
             "--adapter" => a.adapter = it.next(),
             "--max-tets" => a.max_tets = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.max_tets),
             "--frames" => a.frames = it.next().and_then(|v| v.parse().ok()),
+            "--only" => a.only.extend(it.next()),
             other => {
-                eprintln!("unknown argument {other}; use --json, --adapter NAME, --max-tets N, --frames N");
+                eprintln!(
+                    "unknown argument {other}; use --json, --adapter NAME, --max-tets N, --frames N, --only SCENE"
+                );
                 std::process::exit(2);
             }
         }
@@ -68,8 +84,8 @@ fn args() -> Args {
     a
 }
 
-fn config(backend: Backend, adapter: &Option<String>) -> StepConfig {
-    StepConfig { iterations: 10, backend, gpu_adapter: adapter.clone(), ..StepConfig::default() }
+fn config(backend: Backend, adapter: &Option<String>, iterations: u32) -> StepConfig {
+    StepConfig { iterations, backend, gpu_adapter: adapter.clone(), ..StepConfig::default() }
 }
 
 fn drop_box(world: &mut World, cells: u32) {
@@ -99,6 +115,13 @@ struct Row {
     ms_per_step: f64,
     game_thread_ms: f64,
     game_thread_ms_max: f64,
+    /// Median and largest GPU time of the timed frames read back, from the device's
+    /// timestamps (NaN without timestamp queries).
+    gpu_ms: f64,
+    gpu_ms_max: f64,
+    /// Dispatches and submissions recorded per frame.
+    dispatches: f64,
+    submissions: f64,
     /// Sweeps per step.
     iterations: u32,
     metrics: Vec<(&'static str, f64)>,
@@ -112,7 +135,7 @@ impl Row {
     fn print(&self, json: bool) {
         if json {
             let mut s = format!(
-                "{{\"bench\":\"bench_gpu\",\"scene\":\"{}\",\"backend\":\"gpu\",\"adapter\":\"{}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"substeps\":1,\"frames\":{},\"ms_per_step\":{:.4},\"ns_per_vertex_iteration\":{:.2},\"game_thread_ms\":{:.4},\"game_thread_ms_max\":{:.4}",
+                "{{\"bench\":\"bench_gpu\",\"scene\":\"{}\",\"backend\":\"gpu\",\"adapter\":\"{}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"substeps\":1,\"frames\":{},\"ms_per_step\":{:.4},\"ns_per_vertex_iteration\":{:.2},\"game_thread_ms\":{:.4},\"game_thread_ms_max\":{:.4},\"gpu_ms\":{:.4},\"gpu_ms_max\":{:.4},\"dispatches_per_frame\":{:.1},\"submissions_per_frame\":{:.2}",
                 self.scene,
                 self.adapter,
                 self.vertices,
@@ -123,6 +146,10 @@ impl Row {
                 self.ns_per_vertex_iteration(),
                 self.game_thread_ms,
                 self.game_thread_ms_max,
+                self.gpu_ms,
+                self.gpu_ms_max,
+                self.dispatches,
+                self.submissions,
             );
             for (k, v) in &self.metrics {
                 s += &format!(",\"{k}\":{v:.6e}");
@@ -131,13 +158,16 @@ impl Row {
         } else {
             let extra: Vec<String> = self.metrics.iter().map(|(k, v)| format!("{k}={v:.3e}")).collect();
             println!(
-                "{:<16} {:>8} {:>8} {:>6} {:>10.3} {:>8.2} {:>9.4} {:>9.4}  {}",
+                "{:<18} {:>8} {:>8} {:>4} {:>6} {:>10.3} {:>8.3} {:>8.2} {:>6.0} {:>9.4} {:>9.4}  {}",
                 self.scene,
                 self.vertices,
                 self.elements,
+                self.iterations,
                 self.frames,
                 self.ms_per_step,
+                self.gpu_ms,
                 self.ns_per_vertex_iteration(),
+                self.dispatches,
                 self.game_thread_ms,
                 self.game_thread_ms_max,
                 extra.join(" ")
@@ -146,21 +176,21 @@ impl Row {
     }
 }
 
-fn bench_box(a: &Args, cells: u32) -> Row {
+fn bench_box(a: &Args, cells: u32, iterations: u32) -> Row {
     let tets = 6 * (cells as usize).pow(3);
     let frames = a.frames.unwrap_or(match tets {
         0..=20_000 => 60,
         20_001..=200_000 => 20,
         _ => 5,
     });
-    let mut gpu = World::new(config(Backend::Gpu, &a.adapter)).unwrap_or_else(|e| {
+    let mut gpu = World::new(config(Backend::Gpu, &a.adapter, iterations)).unwrap_or_else(|e| {
         eprintln!("bench_gpu needs a GPU adapter (on Linux without one: Mesa lavapipe): {e}");
         std::process::exit(1)
     });
     drop_box(&mut gpu, cells);
     let mut row = timed(&mut gpu, &format!("drop_box_{cells}^3"), frames, Vec::new());
     if tets <= 20_000 {
-        let mut cpu = World::new(config(Backend::Cpu, &None)).expect("cpu world");
+        let mut cpu = World::new(config(Backend::Cpu, &None, iterations)).expect("cpu world");
         drop_box(&mut cpu, cells);
         // The GPU world stepped one untimed frame, the timed ones and one for its counters.
         for _ in 0..frames + 2 {
@@ -194,10 +224,14 @@ fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static
     // Frames the safety check rejected (redone by the fallback on the CPU), and frames stepped
     // there (the redone ones and the island's hold).
     let (mut rejected, mut cpu_frames) = (0usize, 0usize);
+    let (mut gpu_times, mut dispatches, mut submissions) = (Vec::new(), 0u64, 0u64);
     let t = Instant::now();
     let mut stepped = 0;
     while stepped < frames {
         let r = world.step();
+        gpu_times.extend(r.gpu_ms);
+        dispatches += u64::from(r.gpu_dispatches);
+        submissions += u64::from(r.gpu_submissions);
         rejected += world.drain_events().iter().filter(|e| matches!(e, PliantEvent::UnsafeStep { .. })).count();
         if r.backend != Backend::Gpu {
             cpu_frames += 1;
@@ -216,8 +250,13 @@ fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static
     }
     world.wait_for_gpu();
     let ms_per_step = t.elapsed().as_secs_f64() * 1e3 / frames as f64;
-    // The contact counters of the last frame come back with its readback.
+    // The contact counters of the last frame come back with its readback (and its GPU time).
     let contact = world.step();
+    gpu_times.extend(contact.gpu_ms);
+    gpu_times.sort_by(f64::total_cmp);
+    let gpu_ms = gpu_times.get(gpu_times.len() / 2).copied().unwrap_or(f64::NAN);
+    let gpu_ms_max = gpu_times.last().copied().unwrap_or(f64::NAN);
+    let gpu_frames = (frames as usize - cpu_frames).max(1) as f64;
     world.wait_for_gpu();
     if contact.contact_pairs > 0 {
         metrics.push(("contact_pairs", contact.contact_pairs as f64));
@@ -238,6 +277,10 @@ fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static
         ms_per_step,
         game_thread_ms: game / frames as f64,
         game_thread_ms_max: game_max,
+        gpu_ms,
+        gpu_ms_max,
+        dispatches: dispatches as f64 / gpu_frames,
+        submissions: submissions as f64 / gpu_frames,
         iterations: world.config().iterations,
         metrics,
     }
@@ -248,7 +291,7 @@ fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static
 /// accuracy column is the closest vertex to the obstacles only.
 fn bench_cloth(a: &Args) -> Row {
     let frames = a.frames.unwrap_or(30);
-    let mut world = World::new(config(Backend::Gpu, &a.adapter)).expect("gpu world");
+    let mut world = World::new(config(Backend::Gpu, &a.adapter, 10)).expect("gpu world");
     let mesh = TriMesh::cloth_grid(Vec2::splat(1.0), [100, 100]).expect("cloth");
     world.bodies.insert(
         ClothBuilder::new(mesh)
@@ -316,17 +359,25 @@ fn main() {
     let a = args();
     if !a.json {
         println!(
-            "{:<16} {:>8} {:>8} {:>6} {:>10} {:>8} {:>9} {:>9}  accuracy",
-            "scene", "verts", "elems", "frames", "ms/step", "ns/v-it", "game ms", "game max"
+            "{:<18} {:>8} {:>8} {:>4} {:>6} {:>10} {:>8} {:>8} {:>6} {:>9} {:>9}  accuracy",
+            "scene", "verts", "elems", "its", "frames", "ms/step", "gpu ms", "ns/v-it", "disp", "game ms", "game max"
         );
     }
-    for cells in [5u32, 12, 26, 55] {
-        if 6 * (cells as usize).pow(3) > a.max_tets {
+    // The boxes at 10 sweeps (up to 10⁶ tets, and 60³ cells: 227k vertices), then the 6³ and
+    // 12³ cubes (343 and 2,197 vertices) at 20 sweeps, where the per-dispatch cost dominates.
+    for (cells, iterations) in [(5u32, 10), (12, 10), (26, 10), (55, 10), (60, 10), (6, 20), (12, 20)] {
+        if 6 * (cells as usize).pow(3) > a.max_tets || !a.wants(&format!("drop_box_{cells}^3")) {
             continue;
         }
-        bench_box(&a, cells).print(a.json);
+        bench_box(&a, cells, iterations).print(a.json);
     }
-    bench_cloth(&a).print(a.json);
-    bench_stack(&a).print(a.json);
-    bench_cloth_self(&a).print(a.json);
+    if a.wants("cloth_100x100") {
+        bench_cloth(&a).print(a.json);
+    }
+    if a.wants("stack_soft_cubes") {
+        bench_stack(&a).print(a.json);
+    }
+    if a.wants("cloth_100x100_self") {
+        bench_cloth_self(&a).print(a.json);
+    }
 }

@@ -52,6 +52,10 @@ struct Row {
     truncated_share: f64,
     lowest: f32,
     fastest: f32,
+    /// Median GPU time of a frame from the device's timestamps (NaN without them).
+    gpu_ms: f64,
+    /// Dispatches recorded per GPU frame (mean).
+    dispatches: f64,
 }
 
 fn world(scene: &str, gpu_fallback: bool, adapter: Option<String>) -> Result<(World, u32), pliant::ConfigError> {
@@ -117,6 +121,7 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
     };
     let (mut wall, mut record, mut fallback_substeps, mut cpu_frames) = (Vec::new(), Vec::new(), 0, 0u32);
     let (mut islands, mut truncated) = (0u32, 0u32);
+    let (mut gpu, mut dispatches, mut gpu_frames) = (Vec::new(), 0u64, 0u64);
     while w.frame() < frames {
         let t = Instant::now();
         let r = w.step();
@@ -128,6 +133,12 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
         if r.frame > 3 {
             wall.push(t.elapsed().as_secs_f64() * 1e3);
             record.push(rec);
+            // The report carries the frame before (the one waited for last time).
+            gpu.extend(r.gpu_ms);
+            if r.backend == Backend::Gpu {
+                dispatches += u64::from(r.gpu_dispatches);
+                gpu_frames += 1;
+            }
         }
         fallback_substeps += r.fallbacks;
         cpu_frames += u32::from(r.backend == Backend::Cpu);
@@ -138,7 +149,7 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
     }
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
     };
     Some(Row {
         scene,
@@ -154,6 +165,8 @@ fn run(scene: &'static str, gpu_fallback: bool, frames: u64, adapter: Option<Str
         truncated_share: if islands > 0 { truncated as f64 / islands as f64 } else { 0.0 },
         lowest: w.positions().iter().map(|p| p.y).fold(f32::INFINITY, f32::min),
         fastest: w.velocities().iter().map(|v| v.truncate().length()).fold(0.0, f32::max),
+        gpu_ms: median(&mut gpu),
+        dispatches: dispatches as f64 / gpu_frames.max(1) as f64,
     })
 }
 
@@ -180,12 +193,14 @@ fn main() {
     if !json {
         println!("GPU fallback on {device}, {frames} frames (median over frames 4..)");
         println!(
-            "{:<16} {:>8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>9} {:>10} {:>9} {:>9} {:>9}",
+            "{:<16} {:>8} {:>6} {:>6} {:>10} {:>8} {:>6} {:>10} {:>10} {:>9} {:>10} {:>9} {:>9} {:>9}",
             "scene",
             "fallback",
             "verts",
             "tets",
             "ms/frame",
+            "gpu ms",
+            "disp",
             "max ms",
             "record ms",
             "redone",
@@ -202,13 +217,15 @@ fn main() {
             let ns = r.ms * 1e6 / (r.vertices as f64 * r.iterations as f64);
             if json {
                 println!(
-                    "{{\"bench\":\"gpu_fallback\",\"scene\":\"{}\",\"backend\":\"gpu\",\"device\":\"{device}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"gpu_fallback\":{},\"max_ms\":{:.3},\"record_ms\":{:.3},\"fallback_substeps\":{},\"cpu_frames\":{},\"truncated_share\":{:.3},\"lowest_m\":{:.4},\"fastest_m_per_s\":{:.3}}}",
+                    "{{\"bench\":\"gpu_fallback\",\"scene\":\"{}\",\"backend\":\"gpu\",\"device\":\"{device}\",\"threads\":1,\"vertices\":{},\"elements\":{},\"iterations\":{},\"ms_per_step\":{:.3},\"ns_per_vertex_iteration\":{:.2},\"gpu_ms\":{:.3},\"dispatches_per_frame\":{:.1},\"gpu_fallback\":{},\"max_ms\":{:.3},\"record_ms\":{:.3},\"fallback_substeps\":{},\"cpu_frames\":{},\"truncated_share\":{:.3},\"lowest_m\":{:.4},\"fastest_m_per_s\":{:.3}}}",
                     r.scene,
                     r.vertices,
                     r.elements,
                     r.iterations,
                     r.ms,
                     ns,
+                    r.gpu_ms,
+                    r.dispatches,
                     r.gpu_fallback,
                     r.max_ms,
                     r.record_ms,
@@ -220,12 +237,14 @@ fn main() {
                 );
             } else {
                 println!(
-                    "{:<16} {:>8} {:>6} {:>6} {:>10.2} {:>10.2} {:>10.2} {:>9} {:>10} {:>9.3} {:>9.4} {:>9.3}",
+                    "{:<16} {:>8} {:>6} {:>6} {:>10.2} {:>8.3} {:>6.0} {:>10.2} {:>10.2} {:>9} {:>10} {:>9.3} {:>9.4} {:>9.3}",
                     r.scene,
                     if r.gpu_fallback { "on" } else { "off" },
                     r.vertices,
                     r.elements,
                     r.ms,
+                    r.gpu_ms,
+                    r.dispatches,
                     r.max_ms,
                     r.record_ms,
                     r.fallback_substeps,

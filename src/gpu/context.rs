@@ -78,6 +78,8 @@ pub struct GpuContext {
     /// The first error the device reported outside any error scope, or its loss (only for a
     /// device Pliant opened: a shared device keeps its owner's handlers).
     errors: Arc<Mutex<Option<String>>>,
+    /// Nanoseconds per timestamp tick, when the device takes timestamp queries.
+    pub(crate) timestamp_period: Option<f32>,
     /// Compiled kernels by name and source, shared by every stepper on the device: a stepper
     /// is made again when bodies come or go, and compiling ~25 pipelines takes from tens of
     /// milliseconds to a second (lavapipe), too long for a game thread.
@@ -92,7 +94,8 @@ impl std::fmt::Debug for GpuContext {
 
 impl GpuContext {
     /// Picks an adapter and opens a device. Limits are WebGPU's defaults, raised to what the
-    /// adapter has only for buffer sizes (large meshes); no optional feature is required.
+    /// adapter has only for buffer sizes (large meshes); timestamp queries are asked for where
+    /// the adapter offers them, and no other optional feature.
     pub fn new(options: &GpuOptions) -> Result<Self, GpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = match &options.adapter_name {
@@ -121,9 +124,12 @@ impl GpuContext {
             max_buffer_size: available.max_buffer_size,
             ..wgpu::Limits::default()
         };
+        // Timestamps, where the adapter has them, time each frame on the GPU itself
+        // (`StepReport::gpu_ms`); nothing else is optional.
+        let required_features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("pliant"),
-            required_features: wgpu::Features::empty(),
+            required_features,
             required_limits,
             ..Default::default()
         }))
@@ -140,14 +146,25 @@ impl GpuContext {
         device.set_device_lost_callback(move |reason, message| {
             sink.lock().get_or_insert_with(|| format!("device lost ({reason:?}): {message}"));
         });
-        Ok(Self { device, queue, adapter_info, errors, pipelines: Mutex::default() })
+        let timestamp_period =
+            device.features().contains(wgpu::Features::TIMESTAMP_QUERY).then(|| queue.get_timestamp_period());
+        Ok(Self { device, queue, adapter_info, errors, timestamp_period, pipelines: Mutex::default() })
     }
 
     /// A context on a device the caller already has (a renderer's, so that
     /// `World::gpu_position_buffer` can be bound without a copy). The device must offer
     /// WebGPU's default limits; its error handlers stay the caller's.
     pub fn from_device(device: wgpu::Device, queue: wgpu::Queue, adapter_info: wgpu::AdapterInfo) -> Self {
-        Self { device, queue, adapter_info, errors: Arc::new(Mutex::new(None)), pipelines: Mutex::default() }
+        let timestamp_period =
+            device.features().contains(wgpu::Features::TIMESTAMP_QUERY).then(|| queue.get_timestamp_period());
+        Self {
+            device,
+            queue,
+            adapter_info,
+            errors: Arc::new(Mutex::new(None)),
+            timestamp_period,
+            pipelines: Mutex::default(),
+        }
     }
 
     /// The compute pipeline of WGSL `source` (entry point `main`), compiled on first use and

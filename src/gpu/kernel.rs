@@ -106,6 +106,19 @@ pub(crate) const OTHER_ENTRIES: &[(&str, &str, &str)] = &[
     ("al_search", crate::gpu::al::al_search::SHADER, crate::gpu::al::al_search::WHOLE),
 ];
 
+thread_local! {
+    /// Dispatches recorded on this thread, every kernel together: what a frame costs the
+    /// driver and the GPU's front end whatever each dispatch does (several µs each on an H200,
+    /// even with no workgroups).
+    static DISPATCHES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Dispatches recorded on the calling thread so far (differences of two readings count what
+/// was recorded between them).
+pub(crate) fn dispatches_recorded() -> u64 {
+    DISPATCHES.with(|d| d.get())
+}
+
 /// How many workgroups a bound dispatch runs.
 #[derive(Clone)]
 enum Workgroups {
@@ -137,6 +150,7 @@ impl Bound {
     /// Records the dispatch into `pass`, whose pipeline is already this one's (a step records
     /// about a hundred dispatches per frame; the colour passes share one pipeline).
     pub fn record_same_pipeline(&self, pass: &mut wgpu::ComputePass<'_>) {
+        DISPATCHES.with(|d| d.set(d.get() + 1));
         pass.set_bind_group(0, &self.bind_group, &[]);
         match &self.workgroups {
             Workgroups::Direct(n) => pass.dispatch_workgroups(*n, 1, 1),

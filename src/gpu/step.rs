@@ -70,6 +70,7 @@ use crate::state::{SimState, VERTEX_KINEMATIC};
 const READBACK_SLOTS: usize = 3;
 
 mod checks;
+mod clock;
 mod frames;
 mod limits;
 mod program;
@@ -227,6 +228,22 @@ pub struct GpuStepper {
     /// The per-body block of the energy buffer as [`GpuStepper::set_driven`] writes it (kept to
     /// spare an allocation per frame).
     driven_words: Vec<u32>,
+    /// The frame's timestamps on the device's clock.
+    clock: clock::FrameClock,
+    /// Dispatches recorded into the frame being recorded.
+    frame_dispatches: u32,
+    /// Dispatches and submissions handed to the queue since the stepper was made.
+    work: GpuWork,
+}
+
+/// Work handed to the GPU, counted as it is recorded: what a frame costs the driver and the
+/// GPU's front end, whatever each dispatch computes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuWork {
+    /// Compute dispatches.
+    pub dispatches: u64,
+    /// Queue submissions (one per frame).
+    pub submissions: u64,
 }
 
 impl std::fmt::Debug for GpuStepper {
@@ -337,6 +354,9 @@ impl GpuStepper {
             snapshots: None,
             state: st.clone(),
             driven_words: Vec::new(),
+            clock: clock::FrameClock::new(&ctx),
+            frame_dispatches: 0,
+            work: GpuWork::default(),
             ctx,
         })
     }
@@ -376,6 +396,11 @@ impl GpuStepper {
     /// and order your passes after [`GpuStepper::submit_frame`]'s submission).
     pub fn position_buffer(&self) -> &wgpu::Buffer {
         &self.buffers.positions
+    }
+
+    /// Dispatches and submissions handed to the queue since the stepper was made.
+    pub fn work(&self) -> GpuWork {
+        self.work
     }
 
     /// Frames handed to the GPU that it has not finished (as of the last poll).

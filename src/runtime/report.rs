@@ -144,6 +144,17 @@ pub struct StepReport {
     /// vertices' moves (the frame stayed free of crossings) but exerted no contact force; the
     /// buffer grows, and the frame and the ones after it are stepped again.
     pub contact_pairs_dropped: u32,
+    /// GPU backend: compute dispatches this call recorded (every frame it stepped, redone ones
+    /// included). Each costs the driver and the GPU's front end a few µs whatever it computes,
+    /// so on small scenes this count, not the arithmetic, sets the frame's GPU time.
+    pub gpu_dispatches: u32,
+    /// GPU backend: queue submissions this call handed over (one per frame stepped).
+    pub gpu_submissions: u32,
+    /// GPU backend: the GPU time of the newest frame read back in this call \[ms\], from the
+    /// device's timestamps at its first and last dispatch (`None` when no frame came back, or
+    /// the adapter has no timestamp queries). The frame is `state_frame`'s, one to three
+    /// frames behind `frame`.
+    pub gpu_ms: Option<f64>,
     /// GPU backend: frames this call stepped again because a detection overflowed the pair
     /// buffer (see `contact_pairs_dropped` and `PliantEvent::ContactOverflow`).
     pub frames_redone: u32,

@@ -10,6 +10,7 @@ use crate::gpu::al::al_outer::OuterState;
 use crate::gpu::check::step_guard::{ROLLBACK_WORDS, Rollbacks, decode};
 use crate::gpu::contact::layout::{CONTROL_HEADER, ContactStats};
 use crate::gpu::step::GpuStepper;
+use crate::gpu::step::clock::CLOCK_BYTES;
 
 /// A finished frame, read back without waiting.
 #[derive(Clone, Debug)]
@@ -65,6 +66,9 @@ pub struct FrameTail {
     pub contact: ContactStats,
     /// The GPU fallback's counters.
     pub fallback: FallbackCounts,
+    /// The frame's time on the GPU's clock \[ms\], from its first dispatch to its last
+    /// (`None` where the adapter has no timestamp queries).
+    pub gpu_ms: Option<f64>,
 }
 
 /// Bytes of the gate's words in a frame read back.
@@ -72,12 +76,13 @@ const GATE_BYTES: usize = al_gate::CONTROL_WORDS * size_of::<u32>();
 
 impl GpuStepper {
     /// Bytes of a frame read back: positions, velocities, rollback counts, the `control`
-    /// header, the fallback's gate.
+    /// header, the fallback's gate, the frame's timestamps.
     pub(super) fn frame_bytes(n: usize, bodies: usize) -> u64 {
         (2 * n * size_of::<Vec4>()
             + bodies * ROLLBACK_WORDS * size_of::<u32>()
             + CONTROL_HEADER * size_of::<u32>()
             + GATE_BYTES) as u64
+            + CLOCK_BYTES
     }
 
     /// Where the rollback counts start in a frame read back.
@@ -96,6 +101,9 @@ impl GpuStepper {
             self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("vbd frame") })
         });
         self.pending_substeps = 0;
+        self.clock.resolve(&mut encoder);
+        self.work.dispatches += u64::from(std::mem::take(&mut self.frame_dispatches));
+        self.work.submissions += 1;
         let n = self.vertices as u64 * size_of::<Vec4>() as u64;
         let counts = (self.bodies as usize * ROLLBACK_WORDS * size_of::<u32>()) as u64;
         let header = (CONTROL_HEADER * size_of::<u32>()) as u64;
@@ -105,6 +113,7 @@ impl GpuStepper {
             (&b.rollbacks, counts),
             (&b.control, header),
             (&b.gate, GATE_BYTES as u64),
+            (self.clock.resolved(), CLOCK_BYTES),
         ];
         let ticket = self.ring.record(&mut encoder, &parts, frame);
         let recorded = ticket.is_some();
@@ -129,11 +138,13 @@ impl GpuStepper {
     fn decode_tail(&self, bytes: &[u8]) -> FrameTail {
         let words: Vec<u32> = bytemuck::pod_collect_to_vec(bytes);
         let (counts, rest) = words.split_at(self.bodies as usize * ROLLBACK_WORDS);
-        let (header, gate) = rest.split_at(CONTROL_HEADER);
+        let (header, rest) = rest.split_at(CONTROL_HEADER);
+        let (gate, clock) = rest.split_at(al_gate::CONTROL_WORDS);
         FrameTail {
             rollbacks: decode(counts),
             contact: ContactStats::decode(header, self.contact_capacity()),
             fallback: FallbackCounts::decode(gate),
+            gpu_ms: self.clock.decode(clock),
         }
     }
 

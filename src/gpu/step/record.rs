@@ -11,7 +11,7 @@ use crate::gpu::GpuError;
 use crate::gpu::buffers::output;
 use crate::gpu::contact::layout::{CONTROL_ADVANCE_NEEDED, CONTROL_DETECTIONS, CONTROL_FRAME, CONTROL_HEADER};
 use crate::gpu::contact::program::REBUILD_INTERVAL;
-use crate::gpu::kernel::Bound;
+use crate::gpu::kernel::{Bound, dispatches_recorded};
 use crate::gpu::obstacles::GpuObstacleSet;
 
 impl GpuStepper {
@@ -48,6 +48,8 @@ impl GpuStepper {
             bodies,
             since_build,
             snapshots,
+            clock,
+            frame_dispatches,
             ..
         } = self;
         let p = program.as_ref().unwrap_or_else(|| unreachable!("bound above"));
@@ -92,9 +94,11 @@ impl GpuStepper {
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("vbd substep"),
-                timestamp_writes: None,
+                timestamp_writes: clock.pass_writes(*pending_substeps == 0),
             });
+            let before = dispatches_recorded();
             record_phases(p, &mut pass, settings.vbd.iterations, rebuild);
+            *frame_dispatches += (dispatches_recorded() - before) as u32;
         }
         *pending_substeps += 1;
         Ok(())

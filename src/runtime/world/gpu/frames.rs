@@ -26,6 +26,7 @@ impl World {
         let Some(stepper) = &self.gpu.stepper else { return Ok(0) };
         let Some((id, tail)) = stepper.newest_frame()? else { return Ok(0) };
         let Some(frame) = self.submitted(id) else { return Ok(0) };
+        report.gpu_ms = tail.gpu_ms;
         self.report_rollbacks(&tail.rollbacks, frame.start, report);
         self.report_gpu_fallback(&tail.fallback, report);
         self.mark_checked(frame.frame);

@@ -427,9 +427,15 @@ impl World {
             report.wall_ms = report.game_thread_ms;
             return Ok(Some(report));
         }
+        let before = self.gpu.stepper.as_ref().map(|s| s.work()).unwrap_or_default();
         while self.frame < target {
             self.record_frame(&ctx, &settings)?;
         }
+        // A stepper made during the frames starts its count at zero.
+        let after = self.gpu.stepper.as_ref().map(|s| s.work()).unwrap_or_default();
+        let before = if after.submissions >= before.submissions { before } else { Default::default() };
+        report.gpu_dispatches = (after.dispatches - before.dispatches) as u32;
+        report.gpu_submissions = (after.submissions - before.submissions) as u32;
         report.frame = self.frame;
         report.time = self.time;
         report.state_frame = self.gpu.host_frame;
