@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example bench_gpu [-- --json] [--adapter NAME] [--max-tets N] [--frames N]
-//!                                          [--only SCENE]...
+//!                                          [--only SCENE]... [--profile]
 //! ```
 //!
 //! Boxes of about 10^3, 10^4, 10^5 and 10^6 tets (5³, 12³, 26³ and 55³ cells × 6 tets) and of
@@ -57,6 +57,11 @@ struct Args {
     only: Vec<String>,
 }
 
+/// `--profile`: after each row, a few more frames profiled kernel by kernel.
+static PROFILE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `--json`, for the profile's rows.
+static JSON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 impl Args {
     fn wants(&self, scene: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|o| scene.contains(o.as_str()))
@@ -73,9 +78,10 @@ fn args() -> Args {
             "--max-tets" => a.max_tets = it.next().and_then(|v| v.parse().ok()).unwrap_or(a.max_tets),
             "--frames" => a.frames = it.next().and_then(|v| v.parse().ok()),
             "--only" => a.only.extend(it.next()),
+            "--profile" => PROFILE.store(true, std::sync::atomic::Ordering::Relaxed),
             other => {
                 eprintln!(
-                    "unknown argument {other}; use --json, --adapter NAME, --max-tets N, --frames N, --only SCENE"
+                    "unknown argument {other}; use --json, --adapter NAME, --max-tets N, --frames N, --only SCENE, --profile"
                 );
                 std::process::exit(2);
             }
@@ -264,6 +270,9 @@ fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static
     }
     let mut last = StepReport { backend: Backend::Gpu, ..StepReport::default() };
     world.complete_report(&mut last);
+    if PROFILE.load(std::sync::atomic::Ordering::Relaxed) {
+        print_profile(world, scene);
+    }
     metrics.insert(0, ("busy_call_ms_max", idle_max));
     metrics.insert(1, ("min_obstacle_distance_m", last.min_obstacle_distance.unwrap_or(f32::NAN) as f64));
     metrics.insert(2, ("unsafe_steps", rejected as f64));
@@ -283,6 +292,50 @@ fn timed(world: &mut World, scene: &str, frames: u32, mut metrics: Vec<(&'static
         submissions: submissions as f64 / gpu_frames,
         iterations: world.config().iterations,
         metrics,
+    }
+}
+
+/// Five more frames of `world` profiled kernel by kernel (each waits for the GPU), printed per
+/// kernel: dispatches and GPU time per frame, the costliest first.
+fn print_profile(world: &mut World, scene: &str) {
+    const FRAMES: u32 = 5;
+    if !world.set_gpu_profiling(true) {
+        eprintln!("{scene}: no kernel profile (the adapter has no timestamps inside passes)");
+        return;
+    }
+    for _ in 0..FRAMES {
+        world.step();
+    }
+    world.wait_for_gpu();
+    let adapter = world.gpu_context().map_or_else(String::new, |c| c.adapter_info.name.clone());
+    let Some((kernels, unprofiled)) = world.gpu_kernel_profile() else {
+        eprintln!("{scene}: no kernel profile came back: {:?}", world.why_not_gpu());
+        return;
+    };
+    world.set_gpu_profiling(false);
+    let total: f64 = kernels.iter().map(|k| k.ms).sum();
+    for k in &kernels {
+        let (per_frame, ms) = (k.dispatches as f64 / FRAMES as f64, k.ms / FRAMES as f64);
+        if JSON.load(std::sync::atomic::Ordering::Relaxed) {
+            println!(
+                "{{\"bench\":\"gpu_profile\",\"scene\":\"{scene}\",\"backend\":\"gpu\",\"adapter\":\"{adapter}\",\"kernel\":\"{}\",\"frames\":{FRAMES},\"dispatches_per_frame\":{per_frame:.1},\"ms_per_frame\":{ms:.4},\"us_per_dispatch\":{:.2},\"share\":{:.3}}}",
+                k.kernel,
+                1e3 * k.ms / k.dispatches.max(1) as f64,
+                k.ms / total.max(1e-12),
+            );
+        } else {
+            println!(
+                "    {:<24} {:>7.1} dispatches/frame {:>9.4} ms/frame {:>8.2} µs each {:>5.1} %",
+                k.kernel,
+                per_frame,
+                ms,
+                1e3 * k.ms / k.dispatches.max(1) as f64,
+                100.0 * k.ms / total.max(1e-12)
+            );
+        }
+    }
+    if unprofiled > 0 {
+        eprintln!("{scene}: {unprofiled} dispatches found no timestamp slot");
     }
 }
 
@@ -357,6 +410,7 @@ fn largest_difference(a: &World, b: &World) -> f64 {
 
 fn main() {
     let a = args();
+    JSON.store(a.json, std::sync::atomic::Ordering::Relaxed);
     if !a.json {
         println!(
             "{:<18} {:>8} {:>8} {:>4} {:>6} {:>10} {:>8} {:>8} {:>6} {:>9} {:>9}  accuracy",

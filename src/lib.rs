@@ -67,6 +67,8 @@ pub use collision::surface_pairs::ContactPair;
 pub use collision::{Obstacle, ObstacleError, ObstacleGeometry, ObstacleShape, PosedShape, RigidPose};
 pub use error::PliantError;
 #[cfg(feature = "gpu")]
+pub use gpu::profile::KernelTime;
+#[cfg(feature = "gpu")]
 pub use gpu::{GpuContext, GpuError, GpuOptions};
 pub use material::{ClothMaterial, MaterialError, SolidMaterial, StVK, StableNeoHookean};
 pub use mesh::{EmbeddedMesh, Embedding, MeshError, RenderMesh, TetMesh, TetSplit, TriMesh};

@@ -125,8 +125,12 @@ impl GpuContext {
             ..wgpu::Limits::default()
         };
         // Timestamps, where the adapter has them, time each frame on the GPU itself
-        // (`StepReport::gpu_ms`); nothing else is optional.
-        let required_features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
+        // (`StepReport::gpu_ms`) and, inside passes, each kernel (`gpu::profile`); nothing
+        // else is optional.
+        let required_features = adapter.features()
+            & (wgpu::Features::TIMESTAMP_QUERY
+                | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS
+                | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("pliant"),
             required_features,

@@ -133,6 +133,8 @@ enum Workgroups {
 /// A kernel with its uniform and buffers bound: one dispatch, recorded again every step.
 #[derive(Clone)]
 pub struct Bound {
+    /// The kernel's name (its pipeline's label), for profiles.
+    label: &'static str,
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
     /// Kept alive with the bind group that names it.
@@ -156,6 +158,7 @@ impl Bound {
             Workgroups::Direct(n) => pass.dispatch_workgroups(*n, 1, 1),
             Workgroups::Indirect(buffer, offset) => pass.dispatch_workgroups_indirect(buffer, *offset),
         }
+        crate::gpu::profile::mark(pass, self.label);
     }
 
     /// The workgroups of a direct dispatch (0 for an indirect one).
@@ -233,6 +236,7 @@ impl ComputeKernel {
             entries: &entries,
         });
         Bound {
+            label: self.label,
             pipeline: self.pipeline.clone(),
             bind_group,
             _uniform: uniform,

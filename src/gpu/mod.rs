@@ -21,6 +21,7 @@ pub mod context;
 pub mod kernel;
 pub mod obstacles;
 pub mod pack;
+pub mod profile;
 pub mod readback;
 pub mod rigid;
 pub mod step;

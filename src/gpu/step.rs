@@ -51,6 +51,7 @@ use crate::gpu::contact::layout::{
 };
 use crate::gpu::contact::program::ContactState;
 use crate::gpu::pack::{IndexLayout, RecordLayout, pack_index, pack_records, span_count};
+use crate::gpu::profile::{KernelTime, Profiler};
 use crate::gpu::readback::ReadbackRing;
 use crate::gpu::rigid::program::RigidState;
 use crate::gpu::submit::Submitter;
@@ -234,6 +235,8 @@ pub struct GpuStepper {
     frame_dispatches: u32,
     /// Dispatches and submissions handed to the queue since the stepper was made.
     work: GpuWork,
+    /// Per-kernel timestamps, while profiling (`set_profiling`).
+    profiler: Option<Profiler>,
 }
 
 /// Work handed to the GPU, counted as it is recorded: what a frame costs the driver and the
@@ -357,6 +360,7 @@ impl GpuStepper {
             clock: clock::FrameClock::new(&ctx),
             frame_dispatches: 0,
             work: GpuWork::default(),
+            profiler: None,
             ctx,
         })
     }
@@ -396,6 +400,24 @@ impl GpuStepper {
     /// and order your passes after [`GpuStepper::submit_frame`]'s submission).
     pub fn position_buffer(&self) -> &wgpu::Buffer {
         &self.buffers.positions
+    }
+
+    /// Profiles every frame from now on, kernel by kernel (`on`), or stops and forgets the
+    /// totals. Returns whether profiling is on: the device needs timestamps inside passes. Each
+    /// profiled frame makes [`GpuStepper::submit_frame`] wait for the GPU.
+    pub fn set_profiling(&mut self, on: bool) -> bool {
+        match (on, self.profiler.is_some()) {
+            (true, false) => self.profiler = Profiler::new(&self.ctx),
+            (false, true) => self.profiler = None,
+            _ => {}
+        }
+        self.profiler.is_some()
+    }
+
+    /// The profiled frames' time per kernel, the costliest first, and the dispatches that
+    /// found no timestamp slot; `None` when not profiling.
+    pub fn kernel_profile(&self) -> Option<(Vec<KernelTime>, u64)> {
+        self.profiler.as_ref().map(|p| p.report())
     }
 
     /// Dispatches and submissions handed to the queue since the stepper was made.

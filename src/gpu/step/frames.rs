@@ -117,7 +117,17 @@ impl GpuStepper {
         ];
         let ticket = self.ring.record(&mut encoder, &parts, frame);
         let recorded = ticket.is_some();
+        if let Some(profiler) = &self.profiler {
+            profiler.resolve(&mut encoder);
+        }
         self.submitter.submit(encoder, ticket.map(|t| (self.ring.clone(), t)));
+        if let Some(profiler) = self.profiler.as_mut() {
+            // A diagnostic: the frame's timestamps are waited for here.
+            self.submitter.fence();
+            if let Err(e) = profiler.collect(&self.ctx) {
+                eprintln!("pliant: GPU kernel profile lost a frame: {e}");
+            }
+        }
         recorded
     }
 

@@ -50,6 +50,7 @@ impl GpuStepper {
             snapshots,
             clock,
             frame_dispatches,
+            profiler,
             ..
         } = self;
         let p = program.as_ref().unwrap_or_else(|| unreachable!("bound above"));
@@ -97,7 +98,11 @@ impl GpuStepper {
                 timestamp_writes: clock.pass_writes(*pending_substeps == 0),
             });
             let before = dispatches_recorded();
-            record_phases(p, &mut pass, settings.vbd.iterations, rebuild);
+            let record = |pass: &mut wgpu::ComputePass<'_>| record_phases(p, pass, settings.vbd.iterations, rebuild);
+            match profiler.as_mut() {
+                Some(profiler) => profiler.around(&mut pass, record),
+                None => record(&mut pass),
+            }
             *frame_dispatches += (dispatches_recorded() - before) as u32;
         }
         *pending_substeps += 1;

@@ -97,6 +97,8 @@ pub(super) struct GpuRuntime {
     checked_frame: u64,
     /// Bodies the GPU's check rejected, read back and not yet acted on.
     unsafe_found: Vec<(SoftBodyHandle, FallbackReason)>,
+    /// Frames are profiled kernel by kernel (`World::set_gpu_profiling`).
+    profiling: bool,
 }
 
 impl GpuRuntime {
@@ -466,7 +468,9 @@ impl World {
                 rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
             }
             if self.gpu.stepper.is_none() {
-                self.gpu.stepper = Some(self.make_stepper(ctx)?);
+                let mut stepper = self.make_stepper(ctx)?;
+                stepper.set_profiling(self.gpu.profiling);
+                self.gpu.stepper = Some(stepper);
                 self.gpu.dirty = false;
                 // The host copy the device starts from was stepped (and checked) on the CPU.
                 self.gpu.checked_frame = self.frame;
@@ -553,6 +557,32 @@ impl World {
     /// submitted step once the queue has run it. `None` when the world steps on the CPU.
     pub fn gpu_position_buffer(&self) -> Option<&wgpu::Buffer> {
         self.gpu.stepper().map(|s| s.position_buffer())
+    }
+
+    /// Profiles the GPU's frames kernel by kernel from the next step on (`on`), or stops. A
+    /// diagnostic for finding where a frame's GPU time goes: every profiled frame makes
+    /// `step()` wait for the GPU. Returns whether frames will be profiled (the device needs
+    /// timestamp queries inside passes); a stepper made again (bodies added or removed) starts
+    /// its totals afresh.
+    pub fn set_gpu_profiling(&mut self, on: bool) -> bool {
+        self.gpu.profiling = on;
+        let has = |c: &GpuContext| {
+            c.device.features().contains(
+                wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
+            )
+        };
+        match self.gpu.stepper.as_mut() {
+            Some(s) => s.set_profiling(on),
+            None => on && self.gpu.context().is_some_and(|c| has(c)),
+        }
+    }
+
+    /// The profiled GPU frames' time per kernel, the costliest first (each dispatch's time runs
+    /// from the end of the dispatch before it, so it includes the device's gap between them),
+    /// and the dispatches that found no timestamp slot; `None` without profiling or before the
+    /// first profiled step.
+    pub fn gpu_kernel_profile(&self) -> Option<(Vec<crate::KernelTime>, u64)> {
+        self.gpu.stepper().and_then(|s| s.kernel_profile())
     }
 
     /// The GPU context, when the backend opened one.
