@@ -9,7 +9,7 @@
 #                                         # loader, names the adapter, prints the JSON rows
 #                                         # (and writes them to OUT/rows.jsonl when OUT is given)
 #
-# `run` takes at most 6 minutes: every benchmark runs under its own timeout, so one that hangs
+# `run` takes at most 6 minutes (about 1.5 on an H200): every benchmark runs under its own timeout, so one that hangs
 # costs its share and the rest still print. Every row names its adapter and carries the GPU time
 # per frame from timestamp queries (`gpu_ms`), dispatches per frame and submissions per frame.
 set -u
@@ -58,6 +58,10 @@ run)
     bench 90 "$here/bench_gpu" --json "${adapter[@]}" --only drop_box_26^3 --only drop_box_55^3 --only drop_box_60^3
     bench 60 "$here/bench_gpu" --json "${adapter[@]}" --only stack_soft_cubes --only cloth_100x100
     bench 120 "$here/bench_gpu_fallback" --json "${adapter[@]}"
+    # Where the time goes, kernel by kernel (`gpu_profile` rows; timestamps between dispatches
+    # add a little to each).
+    bench 60 "$here/bench_gpu" --json "${adapter[@]}" --profile --frames 10 \
+        --only drop_box_6^3 --only drop_box_55^3 --only stack_soft_cubes
     echo "# run took $(($(date +%s) - start)) s"
     if [ -n "$out" ]; then cp "$rows" "$out/rows.jsonl"; fi
     ;;

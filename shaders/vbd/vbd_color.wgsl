@@ -1,4 +1,4 @@
-// One VBD colour pass by gather, one invocation per vertex of the colour: the GPU twin of
+// One VBD colour pass by gather, LANES invocations per vertex of the colour: the GPU twin of
 // update_vertex in src/solver/vbd/vertex.rs (tets: stable neo-Hookean and StVK; cloth: StVK
 // membranes and dihedral hinges; Rayleigh and linear damping, inertia with gravity, obstacle
 // contact and friction, body–body and self contact pairs with lagged friction, the surface
@@ -7,7 +7,8 @@
 // read only other colours. A contact pair can join two vertices of one colour; then the pass is
 // staged, as on the CPU: updates go to `updates` and a second dispatch (phase 1) commits them,
 // so such pairs update Jacobi-style and no invocation reads a position another one is writing.
-// Nothing is accumulated across invocations in floating point.
+// A vertex's lanes add their element sums in a fixed tree order in workgroup memory; nothing is
+// accumulated across invocations through atomics.
 // Surface edges and triangles get the contacts vbd_spans detected against boxes and spheres,
 // and their limit (add_edge_terms and limit_edge_move in src/solver/vbd/vertex.rs).
 // Host wrapper: src/gpu/vbd/vbd_color.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
@@ -275,61 +276,20 @@ fn layer_majorant(v: u32, x: vec3<f32>, goal: vec3<f32>, k_c: f32) -> mat3x3<f32
     return extra;
 }
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-    if id.x >= params.count {
-        return;
-    }
-    let v = index[params.first + id.x];
-    if params.phase == 1u {
-        positions[v] = vec4<f32>(updates[v].xyz, 0.0);
-        return;
-    }
-    let x = positions[v].xyz;
-    let s = steps[v];
-    let c1 = s.velocity.w;
-    let body = index[params.vertex_body + v];
-    let body_record = records[params.bodies + 2u * body];
-    // Inertia with gravity, −m/w (x − y), written with displacements from x^n.
-    let dx = x - s.start.xyz;
-    let m_over_w = s.inertia.w;
-    let mass = m_over_w * s.predictor.w;
-    var f = (s.inertia.xyz - dx) * m_over_w;
-    var h = diag3(m_over_w);
-    // Linear drag −α m v.
-    let alpha = body_record.w;
-    if alpha > 0.0 {
-        let am = alpha * mass;
-        f -= (dx * c1 + s.velocity.xyz) * am;
-        h += diag3(am * c1);
-    }
-    // Obstacles: the contact layer within the offset, lagged friction.
-    var in_contact = false;
-    var k_c = params.stiffness;
-    if (params.contact_flags & 1u) == 1u {
-        k_c *= mass;
-    }
-    for (var k = 0u; k < params.obstacles.count; k++) {
-        let o = params.obstacles.items[k];
-        let sd = obstacle_distance(o, x);
-        // Friction scaled by the normal force lagged from x^n; obstacles are static, so the
-        // slip is the vertex's own displacement.
-        let d_start = obstacle_distance(o, s.start.xyz).d;
-        var lagged = k_c * max(params.offset - d_start, 0.0);
-        var now = vec2<f32>(k_c, params.offset);
-        if stiffening() {
-            lagged = layer_force_stiffness(d_start, k_c, params.offset).x;
-            now = stiffened_layer(k_c, params.offset, sd.d);
-        }
-        let touching = add_contact(&f, &h, sd.d, sd.n, 1.0, dx, 0.5 * (body_record.z + o.friction), lagged, now.x,
-                                   now.y, params.static_slip);
-        in_contact = in_contact || touching;
-    }
-    if params.spans == 1u {
-        let touching = add_span_terms(v, &f, &h, body_record.z);
-        in_contact = in_contact || touching;
-    }
-    for (var e = index[params.tet_offsets + v]; e < index[params.tet_offsets + v + 1u]; e++) {
+// Invocations per vertex: each sums a share of the vertex's elements (tets, membranes, hinges:
+// 24 tets around an inner vertex of a six-tet box), lane 0 adds the other terms and takes the
+// step. One invocation walking all of them took ~45 µs per colour on an H200 for a 6³ cube,
+// latency of its dependent loads alone.
+const LANES: u32 = 8u;
+
+var<workgroup> lane_f: array<vec3<f32>, 64>;
+var<workgroup> lane_h: array<mat3x3<f32>, 64>;
+
+// Lane `lane`'s share of vertex v's element terms: elements lane, lane + LANES, … of each of its
+// lists.
+fn element_terms(v: u32, lane: u32, f: ptr<function, vec3<f32>>, h: ptr<function, mat3x3<f32>>) {
+    let c1 = steps[v].velocity.w;
+    for (var e = index[params.tet_offsets + v] + lane; e < index[params.tet_offsets + v + 1u]; e += LANES) {
         let entry = index[params.tet_entries + e];
         let t = tets[entry >> 2u];
         let slot = entry & 3u;
@@ -385,16 +345,16 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
                 damp = (ff * dsg) * t.volume;
             }
         }
-        f -= grad;
-        h += hb;
+        *f -= grad;
+        *h += hb;
         if damping > 0.0 {
             // Rayleigh: −k_d Σ_b K_ab v_b, and +k_d c1 K_aa through v_a = c1 Δx_a + c0.
-            f -= damp * damping;
-            h += hb * (damping * c1);
+            *f -= damp * damping;
+            *h += hb * (damping * c1);
         }
     }
     // Membranes: StVK in plane stress with 3×2 F (src/material/membrane.rs).
-    for (var e = index[params.tri_offsets + v]; e < index[params.tri_offsets + v + 1u]; e++) {
+    for (var e = index[params.tri_offsets + v] + lane; e < index[params.tri_offsets + v + 1u]; e += LANES) {
         let entry = index[params.tri_entries + e];
         let base = params.tris + 3u * (entry >> 2u);
         let slot = entry & 3u;
@@ -425,8 +385,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         let u = f0 * g.x + f1 * g.y;
         let hb = (diag3(abs(dot(g, sg))) + outer3(u, u) * (mu + lambda)
             + (outer3(f0, f0) + outer3(f1, f1)) * (mu * dot(g, g))) * measure;
-        f -= (f0 * sg.x + f1 * sg.y) * measure;
-        h += hb;
+        *f -= (f0 * sg.x + f1 * sg.y) * measure;
+        *h += hb;
         if m.w > 0.0 {
             let w0 = velocity_estimate(tv.x);
             let d1 = velocity_estimate(tv.y) - w0;
@@ -439,12 +399,12 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             let rtr = lambda * (r11 + r22);
             let ds = vec3<f32>(2.0 * mu * r11 + rtr, 2.0 * mu * r12, 2.0 * mu * r22 + rtr);
             let dsg = vec2<f32>(ds.x * g.x + ds.y * g.y, ds.y * g.x + ds.z * g.y);
-            f -= (f0 * dsg.x + f1 * dsg.y) * (measure * m.w);
-            h += hb * (m.w * c1);
+            *f -= (f0 * dsg.x + f1 * dsg.y) * (measure * m.w);
+            *h += hb * (m.w * c1);
         }
     }
     // Hinges: dihedral bending with the Gauss–Newton block (src/material/bending.rs vertex_terms).
-    for (var e = index[params.hinge_offsets + v]; e < index[params.hinge_offsets + v + 1u]; e++) {
+    for (var e = index[params.hinge_offsets + v] + lane; e < index[params.hinge_offsets + v + 1u]; e += LANES) {
         let entry = index[params.hinge_entries + e];
         let base = params.hinges + 2u * (entry >> 2u);
         let slot = entry & 3u;
@@ -458,15 +418,65 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         let ga = grads[slot];
         let k = hinge.y;
         let hb = outer3(ga, ga) * k;
-        f -= ga * (k * hinge_angle_offset(x0, x1, x2, x3, hinge.x));
-        h += hb;
+        *f -= ga * (k * hinge_angle_offset(x0, x1, x2, x3, hinge.x));
+        *h += hb;
         if hinge.z > 0.0 {
             let theta_dot = dot(grads[0], velocity_estimate(hv.x)) + dot(grads[1], velocity_estimate(hv.y))
                 + dot(grads[2], velocity_estimate(hv.z)) + dot(grads[3], velocity_estimate(hv.w));
-            f -= ga * (k * theta_dot * hinge.z);
-            h += hb * (hinge.z * c1);
+            *f -= ga * (k * theta_dot * hinge.z);
+            *h += hb * (hinge.z * c1);
         }
     }
+}
+
+// Vertex v's update from its elements' summed terms `fe`, `he`.
+fn update(v: u32, fe: vec3<f32>, he: mat3x3<f32>) {
+    let x = positions[v].xyz;
+    let s = steps[v];
+    let c1 = s.velocity.w;
+    let body = index[params.vertex_body + v];
+    let body_record = records[params.bodies + 2u * body];
+    // Inertia with gravity, −m/w (x − y), written with displacements from x^n.
+    let dx = x - s.start.xyz;
+    let m_over_w = s.inertia.w;
+    let mass = m_over_w * s.predictor.w;
+    var f = (s.inertia.xyz - dx) * m_over_w;
+    var h = diag3(m_over_w);
+    // Linear drag −α m v.
+    let alpha = body_record.w;
+    if alpha > 0.0 {
+        let am = alpha * mass;
+        f -= (dx * c1 + s.velocity.xyz) * am;
+        h += diag3(am * c1);
+    }
+    // Obstacles: the contact layer within the offset, lagged friction.
+    var in_contact = false;
+    var k_c = params.stiffness;
+    if (params.contact_flags & 1u) == 1u {
+        k_c *= mass;
+    }
+    for (var k = 0u; k < params.obstacles.count; k++) {
+        let o = params.obstacles.items[k];
+        let sd = obstacle_distance(o, x);
+        // Friction scaled by the normal force lagged from x^n; obstacles are static, so the
+        // slip is the vertex's own displacement.
+        let d_start = obstacle_distance(o, s.start.xyz).d;
+        var lagged = k_c * max(params.offset - d_start, 0.0);
+        var now = vec2<f32>(k_c, params.offset);
+        if stiffening() {
+            lagged = layer_force_stiffness(d_start, k_c, params.offset).x;
+            now = stiffened_layer(k_c, params.offset, sd.d);
+        }
+        let touching = add_contact(&f, &h, sd.d, sd.n, 1.0, dx, 0.5 * (body_record.z + o.friction), lagged, now.x,
+                                   now.y, params.static_slip);
+        in_contact = in_contact || touching;
+    }
+    if params.spans == 1u {
+        let touching = add_span_terms(v, &f, &h, body_record.z);
+        in_contact = in_contact || touching;
+    }
+    f += fe;
+    h += he;
     // Body–body and self contact pairs this vertex belongs to: the contact layer along the lagged normal
     // on the gap linearised at detection, friction against the pair's relative displacement.
     if params.bounds.enabled != 0u {
@@ -537,5 +547,42 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     } else {
         positions[v] = vec4<f32>(p, 0.0);
         updates[v] = vec4<f32>(0.0, 0.0, 0.0, w);
+    }
+}
+
+@compute @workgroup_size(64)
+fn main(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    // A grid of workgroups when one row would exceed the device's limit.
+    let slot = (group.y * groups.x + group.x) * (64u / LANES) + lid / LANES;
+    let lane = lid % LANES;
+    let live = slot < params.count;
+    if params.phase == 1u {
+        if live && lane == 0u {
+            let v = index[params.first + slot];
+            positions[v] = vec4<f32>(updates[v].xyz, 0.0);
+        }
+        return;
+    }
+    var fe = vec3<f32>(0.0);
+    var he = mat3x3<f32>();
+    if live {
+        element_terms(index[params.first + slot], lane, &fe, &he);
+    }
+    lane_f[lid] = fe;
+    lane_h[lid] = he;
+    workgroupBarrier();
+    for (var stride = LANES / 2u; stride > 0u; stride >>= 1u) {
+        if lane < stride {
+            lane_f[lid] += lane_f[lid + stride];
+            lane_h[lid] += lane_h[lid + stride];
+        }
+        workgroupBarrier();
+    }
+    if live && lane == 0u {
+        update(index[params.first + slot], lane_f[lid], lane_h[lid]);
     }
 }

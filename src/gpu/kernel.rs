@@ -122,8 +122,8 @@ pub(crate) fn dispatches_recorded() -> u64 {
 /// How many workgroups a bound dispatch runs.
 #[derive(Clone)]
 enum Workgroups {
-    /// A count fixed when the dispatch was bound.
-    Direct(u32),
+    /// A grid fixed when the dispatch was bound.
+    Direct([u32; 3]),
     /// Read by the GPU from `(x, y, z)` at a byte offset of a buffer that an earlier kernel of
     /// the same frame wrote: for counts only the GPU knows (contact pairs) and for work only
     /// the GPU decides on (a detection, a CCD pass), with no round trip to the host.
@@ -155,18 +155,24 @@ impl Bound {
         DISPATCHES.with(|d| d.set(d.get() + 1));
         pass.set_bind_group(0, &self.bind_group, &[]);
         match &self.workgroups {
-            Workgroups::Direct(n) => pass.dispatch_workgroups(*n, 1, 1),
+            Workgroups::Direct([x, y, z]) => pass.dispatch_workgroups(*x, *y, *z),
             Workgroups::Indirect(buffer, offset) => pass.dispatch_workgroups_indirect(buffer, *offset),
         }
         crate::gpu::profile::mark(pass, self.label);
     }
 
-    /// The workgroups of a direct dispatch (0 for an indirect one).
+    /// The workgroups of a direct dispatch, all dimensions together (0 for an indirect one).
     pub fn workgroups(&self) -> u32 {
         match self.workgroups {
-            Workgroups::Direct(n) => n,
+            Workgroups::Direct([x, y, z]) => x * y * z,
             Workgroups::Indirect(..) => 0,
         }
+    }
+
+    /// The same dispatch over a grid of `x` × `y` workgroups (`workgroup_id` runs over both).
+    pub fn grid(mut self, x: u32, y: u32) -> Self {
+        self.workgroups = Workgroups::Direct([x, y, 1]);
+        self
     }
 
     /// The same dispatch with its workgroup count read from `buffer` at byte `offset` (three
@@ -240,7 +246,7 @@ impl ComputeKernel {
             pipeline: self.pipeline.clone(),
             bind_group,
             _uniform: uniform,
-            workgroups: Workgroups::Direct(invocations.div_ceil(WORKGROUP)),
+            workgroups: Workgroups::Direct([invocations.div_ceil(WORKGROUP), 1, 1]),
         }
     }
 

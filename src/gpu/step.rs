@@ -43,7 +43,7 @@ use crate::gpu::al::al_gate;
 use crate::gpu::al::fallback::GpuFallbackSettings;
 use crate::gpu::buffers::{output, storage};
 use crate::gpu::check::step_check::{StepCheck, body_sizes};
-use crate::gpu::check::step_energy::{StepEnergy, energy_words};
+use crate::gpu::check::step_energy::{CHUNK_VERTICES, StepEnergy, energy_words};
 use crate::gpu::check::step_guard::{ROLLBACK_WORDS, StepGuard};
 use crate::gpu::check::step_soft::{SOFT_WORDS, StepSoft, body_constants};
 use crate::gpu::contact::layout::{
@@ -58,7 +58,7 @@ use crate::gpu::submit::Submitter;
 use crate::gpu::vbd::vbd_advance::VbdAdvance;
 use crate::gpu::vbd::vbd_chebyshev::VbdChebyshev;
 use crate::gpu::vbd::vbd_color::VbdColor;
-use crate::gpu::vbd::vbd_divergence::VbdDivergence;
+use crate::gpu::vbd::vbd_divergence::{self, VbdDivergence};
 use crate::gpu::vbd::vbd_finish::VbdFinish;
 use crate::gpu::vbd::vbd_inertia::{GpuVertexStep, VbdInertia};
 use crate::gpu::vbd::vbd_spans::{self, VbdSpans};
@@ -66,6 +66,11 @@ use crate::gpu::vbd::vbd_spin::VbdSpin;
 use crate::gpu::{GpuContext, GpuError};
 use crate::solver::{SurfaceContactSettings, VbdSettings};
 use crate::state::{SimState, VERTEX_KINEMATIC};
+
+/// Vertices of the state's largest body.
+pub(crate) fn largest_body(st: &SimState) -> u32 {
+    st.bodies.iter().map(|b| b.vertex_count).max().unwrap_or(0)
+}
 
 /// Staging buffers of the readback ring: one being written, one mapped, one spare.
 const READBACK_SLOTS: usize = 3;
@@ -156,6 +161,8 @@ struct StepBuffers {
     /// Bound in place of the contacts buffer by passes that do not read it (no surface contact).
     no_contacts: wgpu::Buffer,
     smallest: wgpu::Buffer,
+    /// Per body and chunk: a chunk's residual sum (`vbd_divergence` on large bodies).
+    residual_partials: wgpu::Buffer,
     bad: wgpu::Buffer,
     rollbacks: wgpu::Buffer,
     /// Per body: the bounding-box diagonal at upload (the check's speed limit).
@@ -300,13 +307,22 @@ impl GpuStepper {
             control: output::<u32>(c, "control", control_words(bodies)),
             no_contacts: output::<u32>(c, "no contacts", 4),
             smallest: output::<[f32; 2]>(c, "smallest", bodies),
+            residual_partials: output::<f32>(
+                c,
+                "residual partials",
+                bodies * vbd_divergence::chunks(largest_body(st), vbd_divergence::CHUNK_VERTICES) as usize,
+            ),
             // Two words per body, then the world's (see `step_guard`).
             bad: output::<[u32; 2]>(c, "bad", bodies + 1),
             rollbacks: output::<[u32; ROLLBACK_WORDS]>(c, "rollbacks", bodies),
             sizes: storage(c, "sizes", &body_sizes(&st.positions, &st.vertex_body, bodies), false),
             soft_constants: storage(c, "soft constants", &body_constants(st), false),
             soft: output::<[u32; SOFT_WORDS]>(c, "soft", bodies),
-            energy: output::<u32>(c, "energy", energy_words(bodies, st.tets.len() + st.tris.len() + st.hinges.len())),
+            energy: output::<u32>(
+                c,
+                "energy",
+                energy_words(bodies, st.tets.len() + st.tris.len() + st.hinges.len(), largest_body(st), CHUNK_VERTICES),
+            ),
             gate: crate::gpu::buffers::control_words(c, "al_gate control", al_gate::CONTROL_WORDS),
         };
         let kernels = Kernels {

@@ -21,8 +21,12 @@ pub const SHADER: &str = crate::gpu::kernel::compose!(
     "layer"
 );
 
-/// u32 words per body at the start of the `energy` buffer (then one per element).
+/// u32 words per body at the start of the `energy` buffer (then one per element, then the
+/// chunks' partial sums).
 pub const ENERGY_WORDS: usize = 8;
+/// Vertices per workgroup in a body's sums: larger bodies are summed in chunks of this many
+/// (one workgroup each), then the chunks' partials are added.
+pub const CHUNK_VERTICES: u32 = 1024;
 /// The word of a body's block the host sets to 1 when a pin of the body moved in the frame
 /// (work the test cannot account for: the body's island is not tested).
 pub const DRIVEN: usize = 6;
@@ -46,12 +50,12 @@ struct Params {
     hinge_offsets: u32,
     hinge_entries: u32,
     contact_flags: u32,
-    _pad0: u32,
+    chunk: u32,
     gravity: [f32; 4],
     stiffness: f32,
     offset: f32,
-    _pad1: u32,
-    _pad2: u32,
+    chunks: u32,
+    partials: u32,
     obstacles: GpuObstacleSet,
 }
 
@@ -69,7 +73,8 @@ pub struct StepEnergyBuffers<'a> {
     pub records: &'a wgpu::Buffer,
     /// [`crate::gpu::pack::pack_index`].
     pub index: &'a wgpu::Buffer,
-    /// [`energy_words`] u32: [`ENERGY_WORDS`] per body, then one per element.
+    /// [`energy_words`] u32: [`ENERGY_WORDS`] per body, then one per element, then the chunks'
+    /// partial sums.
     pub energy: &'a wgpu::Buffer,
 }
 
@@ -80,6 +85,10 @@ pub struct StepEnergySetup<'a> {
     pub bodies: u32,
     /// Tets, membrane triangles and hinges in the state.
     pub elements: [u32; 3],
+    /// Vertices of the largest body.
+    pub largest_body: u32,
+    /// Vertices per chunk of a body's sums ([`CHUNK_VERTICES`]).
+    pub chunk: u32,
     /// Where the tables sit in `index` and `records`.
     pub layout: &'a IndexLayout,
     /// See `layout`.
@@ -99,9 +108,16 @@ pub struct StepEnergy {
     kernel: ComputeKernel,
 }
 
-/// Words of the `energy` buffer for `bodies` bodies and `elements` elements.
-pub fn energy_words(bodies: usize, elements: usize) -> usize {
-    ENERGY_WORDS * bodies + elements
+/// Chunks per body when the largest body has `largest` vertices.
+fn chunks(largest: u32, chunk: u32) -> u32 {
+    largest.div_ceil(chunk).max(1)
+}
+
+/// Words of the `energy` buffer for `bodies` bodies, `elements` elements and a largest body of
+/// `largest` vertices summed in chunks of `chunk`.
+pub fn energy_words(bodies: usize, elements: usize, largest: u32, chunk: u32) -> usize {
+    let chunks = chunks(largest, chunk) as usize;
+    ENERGY_WORDS * bodies + elements + if chunks > 1 { 4 * bodies * chunks } else { 0 }
 }
 
 impl StepEnergy {
@@ -116,6 +132,7 @@ impl StepEnergy {
         let [tets, tris, hinges] = s.elements;
         let elements = tets + tris + hinges;
         let l = s.layout;
+        let chunks = chunks(s.largest_body, s.chunk);
         let params = |phase: u32, count: u32| Params {
             phase,
             count,
@@ -132,22 +149,26 @@ impl StepEnergy {
             hinge_offsets: l.hinge_offsets,
             hinge_entries: l.hinge_entries,
             contact_flags,
-            _pad0: 0,
+            chunk: s.chunk,
             gravity: [s.gravity.x, s.gravity.y, s.gravity.z, s.h],
             stiffness,
             offset: s.contact.offset,
-            _pad1: 0,
-            _pad2: 0,
+            chunks,
+            partials: ENERGY_WORDS as u32 * s.bodies + elements,
             obstacles: *s.obstacles,
         };
         let buffers = [b.positions, b.velocities, b.masses, b.tets, b.records, b.index, b.energy];
         let per_body = s.bodies * WORKGROUP;
-        [(0, 1), (2, 3)].map(|(elements_phase, body_phase)| {
+        [(0, 1, 4), (2, 3, 5)].map(|(elements_phase, body_phase, combine_phase)| {
             let mut out = Vec::new();
             if elements > 0 {
                 out.push(self.kernel.bind_pod(ctx, &params(elements_phase, elements), &buffers, elements));
             }
-            out.push(self.kernel.bind_pod(ctx, &params(body_phase, s.bodies), &buffers, per_body));
+            // A grid of chunks × bodies, then (with more than one chunk) the bodies' totals.
+            out.push(self.kernel.bind_pod(ctx, &params(body_phase, s.bodies), &buffers, 0).grid(chunks, s.bodies));
+            if chunks > 1 {
+                out.push(self.kernel.bind_pod(ctx, &params(combine_phase, s.bodies), &buffers, per_body));
+            }
             out
         })
     }
@@ -165,16 +186,18 @@ mod tests {
     use crate::gpu::test_support;
     use crate::prelude::*;
     use crate::solver::check::energy::body_energies;
+    use crate::state::SimState;
     use crate::test_rng::Rng;
 
     /// A stable neo-Hookean cube, a StVK cube and a bending cloth, deformed and moving at
     /// random, two of them pressed into the ground's contact layer: each body's energies at
-    /// the start and at the end, as the CPU's check sums them, and the height spanned.
+    /// the start and at the end, as the CPU's check sums them, and the height spanned: with one
+    /// workgroup per body, and with the bodies cut into chunks.
     #[test]
     fn sums_each_bodys_energies_as_the_cpu_does() {
         let Some(ctx) = test_support::context() else { return };
         let mut w = World::new(StepConfig::default()).expect("world");
-        let mesh = TetMesh::box_mesh(Vec3::splat(0.1), [3, 3, 3], TetSplit::Six).expect("mesh");
+        let mesh = TetMesh::box_mesh(Vec3::splat(0.1), [5, 5, 5], TetSplit::Six).expect("mesh");
         let snh = crate::material::StableNeoHookean::from_young_poisson(1e5, 0.3);
         w.bodies.insert(
             SoftBodyBuilder::tetrahedral(mesh.clone()).material(snh).translation(Vec3::Y * 0.05).build().expect("a"),
@@ -195,6 +218,16 @@ mod tests {
             *x += (rng.vec() * 0.01).as_vec3().extend(0.0);
             *v = (rng.vec() * 2.0).as_vec3().extend(0.0);
         }
+        assert!([st.tets.len(), st.tris.len(), st.hinges.len()].iter().all(|&n| n > 0));
+        let largest = st.bodies.iter().map(|b| b.vertex_count).max().unwrap_or(0);
+        // One workgroup per body, and chunks of 64 vertices (the cubes take several).
+        for chunk in [CHUNK_VERTICES, 64] {
+            assert!(chunk >= largest || largest > 2 * chunk, "{largest} vertices in chunks of {chunk}");
+            check_energies(&ctx, &st, chunk, largest, &mut rng);
+        }
+    }
+
+    fn check_energies(ctx: &GpuContext, st: &SimState, chunk: u32, largest: u32, rng: &mut Rng) {
         let obstacles = [Obstacle::ground(0.0, 0.5)];
         let contact = ContactModel {
             stiffness: ContactStiffness::PerMass(5e4),
@@ -204,23 +237,22 @@ mod tests {
         };
         let gravity = Vec3A::new(0.0, -9.81, 0.0);
         let h = 1.0 / 60.0;
-        let (index, layout) = pack_index(&st);
-        let (records, record_layout) = pack_records(&st);
+        let (index, layout) = pack_index(st);
+        let (records, record_layout) = pack_records(st);
         let bodies = st.bodies.len();
         let elements = [st.tets.len(), st.tris.len(), st.hinges.len()];
-        assert!(elements.iter().all(|&n| n > 0));
-        let words = energy_words(bodies, elements.iter().sum());
+        let words = energy_words(bodies, elements.iter().sum(), largest, chunk);
         let start = st.positions.clone();
         // The end: every vertex moved again.
         let end: Vec<Vec4> = start.iter().map(|x| *x + (rng.vec() * 0.005).as_vec3().extend(0.0)).collect();
         let bufs = [
-            storage(&ctx, "positions", &start, true),
-            storage(&ctx, "velocities", &st.velocities, true),
-            storage(&ctx, "masses", &st.masses, false),
-            storage(&ctx, "tets", &st.tets, false),
-            storage(&ctx, "records", &records, false),
-            storage(&ctx, "index", &index, false),
-            output::<u32>(&ctx, "energy", words),
+            storage(ctx, "positions", &start, true),
+            storage(ctx, "velocities", &st.velocities, true),
+            storage(ctx, "masses", &st.masses, false),
+            storage(ctx, "tets", &st.tets, false),
+            storage(ctx, "records", &records, false),
+            storage(ctx, "index", &index, false),
+            output::<u32>(ctx, "energy", words),
         ];
         let b = StepEnergyBuffers {
             positions: &bufs[0],
@@ -235,6 +267,8 @@ mod tests {
         let setup = StepEnergySetup {
             bodies: bodies as u32,
             elements: elements.map(|n| n as u32),
+            largest_body: largest,
+            chunk,
             layout: &layout,
             records: &record_layout,
             gravity,
@@ -242,8 +276,8 @@ mod tests {
             contact: &contact,
             obstacles: &packed,
         };
-        let kernel = StepEnergy::new(&ctx);
-        let [before, after] = kernel.bind(&ctx, &setup, &b);
+        let kernel = StepEnergy::new(ctx);
+        let [before, after] = kernel.bind(ctx, &setup, &b);
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         record_pass(&mut encoder, "step_energy before", &before);
         ctx.queue.submit([encoder.finish()]);
@@ -251,11 +285,11 @@ mod tests {
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         record_pass(&mut encoder, "step_energy after", &after);
         ctx.queue.submit([encoder.finish()]);
-        let got: Vec<u32> = read_blocking(&ctx, &bufs[6], words).expect("energy");
+        let got: Vec<u32> = read_blocking(ctx, &bufs[6], words).expect("energy");
         let word = |b: usize, k: usize| f32::from_bits(got[ENERGY_WORDS * b + k]) as f64;
         let (mut e0, mut e1) = (Vec::new(), Vec::new());
-        body_energies(&st, (&start, &st.velocities), gravity, &obstacles, &contact, &mut e0);
-        body_energies(&st, (&end, &st.velocities), gravity, &obstacles, &contact, &mut e1);
+        body_energies(st, (&start, &st.velocities), gravity, &obstacles, &contact, &mut e0);
+        body_energies(st, (&end, &st.velocities), gravity, &obstacles, &contact, &mut e1);
         let close = |a: f64, b: f64, what: &str| {
             assert!((a - b).abs() <= 1e-4 * b.abs().max(1e-3), "{what}: GPU {a}, CPU {b}");
         };

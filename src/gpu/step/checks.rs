@@ -3,13 +3,13 @@
 //! flags (`step_soft`) and the hard tests (`step_check`).
 
 use crate::gpu::check::step_check::StepCheckBuffers;
-use crate::gpu::check::step_energy::{StepEnergyBuffers, StepEnergySetup};
+use crate::gpu::check::step_energy::{CHUNK_VERTICES, StepEnergyBuffers, StepEnergySetup};
 use crate::gpu::check::step_soft::{StepSoftBuffers, StepSoftSetup};
 use crate::gpu::contact::program::ContactState;
 use crate::gpu::kernel::Bound;
 use crate::gpu::obstacles::GpuObstacleSet;
 use crate::gpu::step::GpuStepSettings;
-use crate::gpu::step::GpuStepper;
+use crate::gpu::step::{GpuStepper, largest_body};
 
 /// The check's dispatches, by where they go in the substep.
 pub(super) struct Checks {
@@ -38,6 +38,8 @@ impl GpuStepper {
             &StepEnergySetup {
                 bodies: self.bodies,
                 elements: [self.state.tets.len(), self.state.tris.len(), self.state.hinges.len()].map(|n| n as u32),
+                largest_body: largest_body(&self.state),
+                chunk: CHUNK_VERTICES,
                 layout: l,
                 records: &self.records,
                 gravity: s.vbd.gravity,

@@ -2,7 +2,7 @@
 //! the phase of the step they belong to (the order `record_substep` records them in).
 
 use super::checks::Checks;
-use super::{GpuStepSettings, GpuStepper};
+use super::{GpuStepSettings, GpuStepper, largest_body};
 use crate::gpu::al::fallback::{GpuFallback, GpuFallbackBuffers, GpuFallbackSetup};
 use crate::gpu::buffers::StateBuffers;
 use crate::gpu::check::step_guard::StepGuardBuffers;
@@ -16,7 +16,7 @@ use crate::gpu::rigid::program::RigidState;
 use crate::gpu::vbd::vbd_advance::VbdAdvanceBuffers;
 use crate::gpu::vbd::vbd_chebyshev::{SpanRows, VbdChebyshevBuffers};
 use crate::gpu::vbd::vbd_color::{VbdColorBuffers, VbdColorSetup};
-use crate::gpu::vbd::vbd_divergence::VbdDivergenceBuffers;
+use crate::gpu::vbd::vbd_divergence::{CHUNK_VERTICES as DIVERGENCE_CHUNK, VbdDivergenceBuffers};
 use crate::gpu::vbd::vbd_finish::VbdFinishBuffers;
 use crate::gpu::vbd::vbd_inertia::{VbdInertiaBuffers, VbdInertiaParams};
 use crate::gpu::vbd::vbd_spans::VbdSpansBuffers;
@@ -43,8 +43,9 @@ pub(super) struct Program {
     pub colors: Vec<Bound>,
     /// Check: the residual rule's sum after the first sweep.
     pub first_sweep: Option<Bound>,
-    /// Solve: Chebyshev's divergence guard after each sweep.
-    pub divergence: Option<Bound>,
+    /// Solve: Chebyshev's divergence guard after each sweep (its chunks' sums, then the
+    /// bodies', for large bodies).
+    pub divergence: Vec<Bound>,
     /// Solve: one Chebyshev mix per sweep but the last (the step ends on a plain Gauss–Seidel
     /// sweep).
     pub chebyshev: Vec<Bound>,
@@ -280,7 +281,7 @@ impl GpuStepper {
         s: &GpuStepSettings,
         obstacles: &GpuObstacleSet,
         contact: &ContactBinding<'_>,
-    ) -> (Vec<Bound>, Option<Bound>, Vec<Bound>) {
+    ) -> (Vec<Bound>, Vec<Bound>, Vec<Bound>) {
         let (ctx, k, b, l) = (&*self.ctx, &self.kernels, &self.buffers, &self.layout);
         let frozen = CONTROL_HEADER as u32;
         let (bounds, contacts) = (contact.bounds, contact.contacts);
@@ -307,18 +308,20 @@ impl GpuStepper {
             .collect();
         // Chebyshev needs a few sweeps to pay off (as on the CPU).
         let Some(rho) = s.vbd.chebyshev_rho.filter(|_| s.vbd.iterations >= 4) else {
-            return (colors, None, Vec::new());
+            return (colors, Vec::new(), Vec::new());
         };
         let divergence = k.divergence.bind(
             ctx,
             self.bodies,
             self.records.bodies,
+            (largest_body(&self.state), DIVERGENCE_CHUNK),
             &VbdDivergenceBuffers {
                 records: &b.records,
                 updates: &b.updates,
                 smallest: &b.smallest,
                 control: &b.control,
                 frozen,
+                partials: &b.residual_partials,
             },
         );
         let mut schedule = ChebyshevSchedule::new(rho);
@@ -339,7 +342,7 @@ impl GpuStepper {
                 k.chebyshev.bind(ctx, omega, self.colored, l.vertex_body, &bounds, obstacles, &mix)
             })
             .collect();
-        (colors, Some(divergence), chebyshev)
+        (colors, divergence, chebyshev)
     }
 
     /// The fast path's finish: velocities and accelerations from the solved positions.

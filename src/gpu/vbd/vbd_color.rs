@@ -5,7 +5,7 @@
 use crate::collision::ContactModel;
 use crate::gpu::GpuContext;
 use crate::gpu::contact::layout::SurfaceBounds;
-use crate::gpu::kernel::{Bound, ComputeKernel};
+use crate::gpu::kernel::{Bound, ComputeKernel, WORKGROUP};
 use crate::gpu::obstacles::GpuObstacleSet;
 use crate::gpu::pack::{IndexLayout, RecordLayout};
 use bytemuck::{Pod, Zeroable};
@@ -24,6 +24,11 @@ pub const SHADER: &str = crate::gpu::kernel::compose!(
     "layer",
     "elements"
 );
+
+/// Invocations per vertex (the shader's `LANES`): each sums a share of the vertex's elements.
+const LANES: u32 = 8;
+/// Workgroups per dimension of a dispatch (WebGPU's default limit).
+const MAX_GROUPS: u32 = 65_535;
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -161,9 +166,17 @@ impl VbdColor {
             obstacles: *setup.obstacles,
         };
         let buffers = [b.positions, b.steps, b.index, b.tets, b.records, b.updates, b.control, b.contacts];
-        let mut out = vec![self.kernel.bind_pod(ctx, &params, &buffers, count)];
+        let bind = |params: &Params| {
+            let bound = self.kernel.bind_pod(ctx, params, &buffers, count * LANES);
+            // Past the device's workgroups per dimension, a grid (the shader counts its rows).
+            match (count * LANES).div_ceil(WORKGROUP) {
+                groups if groups > MAX_GROUPS => bound.grid(MAX_GROUPS, groups.div_ceil(MAX_GROUPS)),
+                _ => bound,
+            }
+        };
+        let mut out = vec![bind(&params)];
         if params.staged == 1 {
-            out.push(self.kernel.bind_pod(ctx, &Params { phase: 1, ..params }, &buffers, count));
+            out.push(bind(&Params { phase: 1, ..params }));
         }
         out
     }
