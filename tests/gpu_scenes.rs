@@ -371,6 +371,43 @@ fn steps_return_at_once_and_frames_come_back_in_order() {
     assert!(w.gpu_position_buffer().is_some() && w.gpu_context().is_some());
 }
 
+/// Each frame stepped is one submission of its counted dispatches, its GPU time comes
+/// back with its readback (the adapter's timestamps), and a kernel profile accounts for every
+/// dispatch of the frames it covered, the colour passes in every sweep.
+#[test]
+fn steps_report_their_dispatches_submissions_and_gpu_time() {
+    let Some(mut w) = gpu_world(StepConfig { iterations: 10, ..config() }) else { return };
+    falling_cube(&mut w, "cube", Vec3::new(0.0, 2.0, 0.0));
+    let timestamps = w.gpu_context().is_some_and(|c| c.device.features().contains(wgpu::Features::TIMESTAMP_QUERY));
+    let mut timed = 0;
+    for _ in 0..10 {
+        let r = step_taking_a_frame(&mut w);
+        assert_eq!(r.gpu_submissions, 1, "one submission per frame");
+        assert!(r.gpu_dispatches > 10 * 2, "{} dispatches for 10 sweeps", r.gpu_dispatches);
+        if let Some(ms) = r.gpu_ms {
+            assert!(ms > 0.0 && ms < 60_000.0, "{ms} ms");
+            timed += 1;
+        }
+        w.wait_for_gpu();
+    }
+    assert_eq!(timed > 0, timestamps, "{timed} frames timed; timestamps: {timestamps}");
+    if !w.set_gpu_profiling(true) {
+        return;
+    }
+    let mut dispatches = 0u64;
+    for _ in 0..3 {
+        dispatches += u64::from(step_taking_a_frame(&mut w).gpu_dispatches);
+    }
+    let (kernels, unprofiled) = w.gpu_kernel_profile().expect("profile");
+    assert_eq!(unprofiled, 0);
+    assert_eq!(kernels.iter().map(|k| k.dispatches).sum::<u64>(), dispatches, "{kernels:?}");
+    let colour = kernels.iter().find(|k| k.kernel == "vbd_color").expect("colour passes profiled");
+    // Per frame and sweep, one dispatch per colour (two when contact pairs stage the pass).
+    assert!(colour.dispatches % 30 == 0 && colour.dispatches / 30 >= 4, "{colour:?}");
+    assert!(kernels.iter().all(|k| k.ms >= 0.0) && kernels.iter().map(|k| k.ms).sum::<f64>() > 0.0);
+    assert!(kernels.windows(2).all(|k| k[0].ms >= k[1].ms), "costliest first");
+}
+
 /// A pinned vertex sent to 3e38 m overflows the elements inside the GPU step: the GPU rolls the
 /// body back at rest, the other body carries on, no NaN reaches the host, and the event names
 /// the body.
