@@ -187,7 +187,7 @@ fn bench_box(a: &Args, cells: u32, iterations: u32) -> Row {
     let frames = a.frames.unwrap_or(match tets {
         0..=20_000 => 60,
         20_001..=200_000 => 20,
-        _ => 5,
+        _ => 10,
     });
     let mut gpu = World::new(config(Backend::Gpu, &a.adapter, iterations)).unwrap_or_else(|e| {
         eprintln!("bench_gpu needs a GPU adapter (on Linux without one: Mesa lavapipe): {e}");
