@@ -62,7 +62,7 @@ use crate::gpu::vbd::vbd_divergence::{self, VbdDivergence};
 use crate::gpu::vbd::vbd_finish::VbdFinish;
 use crate::gpu::vbd::vbd_inertia::{GpuVertexStep, VbdInertia};
 use crate::gpu::vbd::vbd_spans::{self, VbdSpans};
-use crate::gpu::vbd::vbd_spin::VbdSpin;
+use crate::gpu::vbd::vbd_spin::{self, VbdSpin};
 use crate::gpu::{GpuContext, GpuError};
 use crate::solver::{SurfaceContactSettings, VbdSettings};
 use crate::state::{SimState, VERTEX_KINEMATIC};
@@ -163,6 +163,9 @@ struct StepBuffers {
     smallest: wgpu::Buffer,
     /// Per body and chunk: a chunk's residual sum (`vbd_divergence` on large bodies).
     residual_partials: wgpu::Buffer,
+    /// `vbd_spin` on large bodies: the chunks' sums, and each body's spin.
+    spin_partials: wgpu::Buffer,
+    spins: wgpu::Buffer,
     bad: wgpu::Buffer,
     rollbacks: wgpu::Buffer,
     /// Per body: the bounding-box diagonal at upload (the check's speed limit).
@@ -307,6 +310,12 @@ impl GpuStepper {
             control: output::<u32>(c, "control", control_words(bodies)),
             no_contacts: output::<u32>(c, "no contacts", 4),
             smallest: output::<[f32; 2]>(c, "smallest", bodies),
+            spin_partials: output::<f32>(
+                c,
+                "spin partials",
+                vbd_spin::partial_words(bodies, largest_body(st), vbd_spin::CHUNK_VERTICES),
+            ),
+            spins: output::<Vec4>(c, "spins", vbd_spin::spin_words(bodies)),
             residual_partials: output::<f32>(
                 c,
                 "residual partials",

@@ -11,7 +11,7 @@
 
 use crate::collision::ContactModel;
 use crate::gpu::GpuContext;
-use crate::gpu::buffers::{StateBuffers, storage};
+use crate::gpu::buffers::{StateBuffers, output, storage};
 use crate::gpu::contact::layout::ContactLayout;
 use crate::gpu::contact::scan::Scan;
 use crate::gpu::kernel::Bound;
@@ -19,7 +19,7 @@ use crate::gpu::obstacles::GpuObstacleSet;
 use crate::gpu::pack::{IndexLayout, RecordLayout};
 use crate::gpu::rigid::rigid_apply::{RigidApply, RigidApplyBuffers};
 use crate::gpu::rigid::rigid_groups::{RIGID_ELIGIBLE, RIGID_VOLUMETRIC, RigidGroups, RigidGroupsBuffers, RigidLayout};
-use crate::gpu::rigid::rigid_reduce::{RigidReduce, RigidReduceBuffers};
+use crate::gpu::rigid::rigid_reduce::{self, RigidReduce, RigidReduceBuffers};
 use crate::gpu::rigid::rigid_solve::{RigidSolve, RigidSolveBuffers, RigidSolveSetup};
 use crate::solver::Initialization;
 use crate::state::{SimState, VERTEX_KINEMATIC};
@@ -32,6 +32,11 @@ pub(crate) struct RigidState {
     apply: RigidApply,
     scan: Scan,
     buffer: wgpu::Buffer,
+    /// `rigid_reduce`'s chunk sums for large bodies.
+    partials: wgpu::Buffer,
+    /// Vertices of the largest body, and per chunk of its sums.
+    largest: u32,
+    chunk: u32,
     layout: RigidLayout,
     index: IndexLayout,
     records: RecordLayout,
@@ -71,6 +76,7 @@ impl RigidState {
         }
         let (layout, words) = RigidLayout::new(st.bodies.len() as u32, st.vertex_count() as u32);
         let initial = layout.initial_words(words, flags.into_iter());
+        let largest = st.bodies.iter().map(|b| b.vertex_count).max().unwrap_or(0);
         Some(Self {
             groups: RigidGroups::new(ctx),
             reduce: RigidReduce::new(ctx),
@@ -78,11 +84,27 @@ impl RigidState {
             apply: RigidApply::new(ctx),
             scan: Scan::new(ctx),
             buffer: storage(ctx, "rigid", &initial, true),
+            partials: output::<f32>(
+                ctx,
+                "rigid partials",
+                rigid_reduce::partial_words(st.bodies.len(), largest, rigid_reduce::CHUNK_VERTICES),
+            ),
+            largest,
+            chunk: rigid_reduce::CHUNK_VERTICES,
             layout,
             index,
             records,
             vertices: st.vertex_count() as u32,
         })
+    }
+
+    /// Sums the bodies' quadratics in chunks of `chunk` vertices (tests; steps use
+    /// [`rigid_reduce::CHUNK_VERTICES`]).
+    #[cfg(test)]
+    pub fn sum_in_chunks(&mut self, ctx: &GpuContext, chunk: u32) {
+        let bodies = (self.layout.bodies as usize).max(1);
+        self.partials = output::<f32>(ctx, "rigid partials", rigid_reduce::partial_words(bodies, self.largest, chunk));
+        self.chunk = chunk;
     }
 
     /// The correction's words (each body's flags: free, volumetric).
@@ -132,8 +154,9 @@ impl RigidState {
             records: b.records,
             masses: b.masses,
             rigid: &self.buffer,
+            partials: &self.partials,
         };
-        let mut correct = vec![self.reduce.bind(ctx, l, self.records.bodies, &rb)];
+        let mut correct = self.reduce.bind(ctx, (l, self.records.bodies), (self.largest, self.chunk), &rb);
         correct.extend(self.scan.bind(ctx, &self.buffer, l.sizes, l.bodies, l.sums));
         let setup =
             RigidSolveSetup { rigid: *l, contact, vertex_body, bodies: self.records.bodies, model: *model, obstacles };

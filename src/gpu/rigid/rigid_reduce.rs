@@ -1,5 +1,6 @@
 //! Host side of `shaders/rigid/rigid_reduce.wgsl`: each correctable body's coarse quadratic (centre,
-//! mass-like stiffness, inertia tensor, force, torque, largest arm), one workgroup per body.
+//! mass-like stiffness, inertia tensor, force, torque, largest arm): one workgroup per body, or
+//! for bodies of more than [`CHUNK_VERTICES`] vertices three dispatches over their chunks.
 //!
 //! Parity with the CPU: `rigid_solve`'s `correction_matches_the_cpu` (the whole correction).
 
@@ -18,7 +19,22 @@ pub const SHADER: &str = crate::gpu::kernel::compose!("rigid/rigid_reduce", "ste
 struct Params {
     rigid: RigidLayout,
     bodies: u32,
-    _pad: [u32; 3],
+    phase: u32,
+    chunk: u32,
+    chunks: u32,
+}
+
+/// Vertices per workgroup in a large body's sums.
+pub const CHUNK_VERTICES: u32 = 2048;
+
+/// Chunks per body when the largest body has `largest` vertices.
+fn chunks(largest: u32, chunk: u32) -> u32 {
+    largest.div_ceil(chunk).max(1)
+}
+
+/// f32 words of the `partials` buffer for `bodies` bodies, the largest of `largest` vertices.
+pub fn partial_words(bodies: usize, largest: u32, chunk: u32) -> usize {
+    17 * bodies * chunks(largest, chunk) as usize
 }
 
 /// What the kernel reads and writes.
@@ -33,6 +49,8 @@ pub struct RigidReduceBuffers<'a> {
     pub masses: &'a wgpu::Buffer,
     /// The correction's words.
     pub rigid: &'a wgpu::Buffer,
+    /// Chunked bodies' partial sums ([`partial_words`] f32).
+    pub partials: &'a wgpu::Buffer,
 }
 
 /// The compiled kernel.
@@ -46,10 +64,24 @@ impl RigidReduce {
         Self { kernel: ComputeKernel::new(ctx, "rigid_reduce", SHADER) }
     }
 
-    /// One workgroup per body; `bodies` is the first body record in `records`.
-    pub fn bind(&self, ctx: &GpuContext, rigid: &RigidLayout, bodies: u32, b: &RigidReduceBuffers<'_>) -> Bound {
-        let params = Params { rigid: *rigid, bodies, _pad: [0; 3] };
-        let buffers = [b.positions, b.steps, b.records, b.masses, b.rigid];
-        self.kernel.bind_pod(ctx, &params, &buffers, rigid.bodies * WORKGROUP)
+    /// The quadratics of the bodies, the largest of `largest` vertices, summed in chunks of
+    /// `chunk`; `bodies` is the first body record in `records`. One dispatch (a workgroup per
+    /// body) when every body fits one chunk.
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        (rigid, bodies): (&RigidLayout, u32),
+        (largest, chunk): (u32, u32),
+        b: &RigidReduceBuffers<'_>,
+    ) -> Vec<Bound> {
+        let chunks = chunks(largest, chunk);
+        let params = |phase| Params { rigid: *rigid, bodies, phase, chunk, chunks };
+        let buffers = [b.positions, b.steps, b.records, b.masses, b.rigid, b.partials];
+        let per_body = |phase| self.kernel.bind_pod(ctx, &params(phase), &buffers, rigid.bodies * WORKGROUP);
+        if chunks == 1 {
+            return vec![per_body(0)];
+        }
+        let grid = |phase| self.kernel.bind_pod(ctx, &params(phase), &buffers, 0).grid(chunks, rigid.bodies);
+        vec![grid(1), grid(2), per_body(3)]
     }
 }

@@ -141,6 +141,13 @@ mod tests {
     #[test]
     fn correction_matches_the_cpu() {
         let Some(ctx) = test_support::context() else { return };
+        // One workgroup per body, and the quadratics summed in chunks of 16 vertices.
+        for chunk in [None, Some(16)] {
+            correction_matches_the_cpu_with(&ctx, chunk);
+        }
+    }
+
+    fn correction_matches_the_cpu_with(ctx: &crate::gpu::GpuContext, chunk: Option<u32>) {
         let mut world = World::new(StepConfig::default()).expect("world");
         let mesh = |n: u32| TetMesh::box_mesh(Vec3::splat(0.2), [n, n, n], TetSplit::Six).expect("mesh");
         for (k, at) in [(0.0, 0.1005), (0.0, 0.301), (0.01, 0.5015), (0.2007, 0.1005)].iter().enumerate() {
@@ -221,16 +228,16 @@ mod tests {
         let mut control = vec![0u32; control_words(st.bodies.len())];
         control[CONTROL_PAIR_COUNT] = pairs.pairs.len() as u32;
         let [initial, previous, before_previous] =
-            ["initial", "previous", "before_previous"].map(|s| storage(&ctx, s, &before, true));
+            ["initial", "previous", "before_previous"].map(|s| storage(ctx, s, &before, true));
         let bufs = [
-            storage(&ctx, "positions", &before, true),
-            storage(&ctx, "steps", &steps, true),
-            storage(&ctx, "index", &index, false),
-            storage(&ctx, "records", &records, false),
-            storage(&ctx, "masses", &st.masses, false),
-            storage(&ctx, "flags", &st.flags, false),
-            storage(&ctx, "control", &control, true),
-            storage(&ctx, "contacts", &layout.pack_cpu(words, &pairs, &clamp), false),
+            storage(ctx, "positions", &before, true),
+            storage(ctx, "steps", &steps, true),
+            storage(ctx, "index", &index, false),
+            storage(ctx, "records", &records, false),
+            storage(ctx, "masses", &st.masses, false),
+            storage(ctx, "flags", &st.flags, false),
+            storage(ctx, "control", &control, true),
+            storage(ctx, "contacts", &layout.pack_cpu(words, &pairs, &clamp), false),
         ];
         let b = StateBuffers {
             positions: &bufs[0],
@@ -245,15 +252,18 @@ mod tests {
             before_previous: &before_previous,
             control: &bufs[6],
         };
-        let state = RigidState::new(&ctx, &st, l, r).expect("correctable bodies");
+        let mut state = RigidState::new(ctx, &st, l, r).expect("correctable bodies");
+        if let Some(chunk) = chunk {
+            state.sum_in_chunks(ctx, chunk);
+        }
         let set = crate::gpu::obstacles::GpuObstacleSet::pack(&obstacles).expect("obstacles");
-        let program = state.bind(&ctx, &model, Initialization::Inertia, &set, &b, (&bufs[7], Some(layout)));
+        let program = state.bind(ctx, &model, Initialization::Inertia, &set, &b, (&bufs[7], Some(layout)));
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         let all: Vec<Bound> = program.groups.iter().chain(&program.correct).cloned().collect();
         record_pass(&mut encoder, "rigid", &all);
         ctx.queue.submit([encoder.finish()]);
-        let gpu: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
-        let gpu_steps: Vec<GpuVertexStep> = read_blocking(&ctx, &bufs[1], n).expect("steps");
+        let gpu: Vec<Vec4> = read_blocking(ctx, &bufs[0], n).expect("positions");
+        let gpu_steps: Vec<GpuVertexStep> = read_blocking(ctx, &bufs[1], n).expect("steps");
 
         let mut moved = vec![0.0f32; st.bodies.len()];
         let mut worst = 0.0f32;

@@ -20,7 +20,7 @@ use crate::gpu::vbd::vbd_divergence::{CHUNK_VERTICES as DIVERGENCE_CHUNK, VbdDiv
 use crate::gpu::vbd::vbd_finish::VbdFinishBuffers;
 use crate::gpu::vbd::vbd_inertia::{VbdInertiaBuffers, VbdInertiaParams};
 use crate::gpu::vbd::vbd_spans::VbdSpansBuffers;
-use crate::gpu::vbd::vbd_spin::VbdSpinBuffers;
+use crate::gpu::vbd::vbd_spin::{self, VbdSpinBuffers};
 use crate::solver::vbd::chebyshev::ChebyshevSchedule;
 
 /// Every dispatch of a substep, by phase.
@@ -204,8 +204,15 @@ impl GpuStepper {
                 records: &b.records,
                 rigid: state.words(),
                 turns: &b.turns,
+                partials: &b.spin_partials,
+                spins: &b.spins,
             };
-            predict.push(k.spin.bind(ctx, self.bodies, self.records.bodies, s.h, &spin));
+            predict.extend(k.spin.bind(
+                ctx,
+                (self.bodies, self.records.bodies, s.h),
+                (largest_body(&self.state), vbd_spin::CHUNK_VERTICES),
+                &spin,
+            ));
             inertia = inertia.with_spins();
         }
         predict.push(k.inertia.bind(

@@ -1,6 +1,7 @@
 //! Host side of `shaders/vbd/vbd_spin.wgsl`: each free volumetric body's rigid spin over a step
-//! (`solver::vbd::spin::BodySpin`) and its vertices' terms, one workgroup per body, for
-//! `vbd_inertia` to turn the body exactly.
+//! (`solver::vbd::spin::BodySpin`) and its vertices' terms, for `vbd_inertia` to turn the body
+//! exactly: one workgroup per body, or for bodies of more than [`CHUNK_VERTICES`] vertices four
+//! dispatches over their chunks.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -17,7 +18,28 @@ struct Params {
     bodies: u32,
     records: u32,
     h: f32,
-    _pad: u32,
+    phase: u32,
+    chunk: u32,
+    chunks: u32,
+    _pad: [u32; 2],
+}
+
+/// Vertices per workgroup in a large body's sums and terms.
+pub const CHUNK_VERTICES: u32 = 2048;
+
+/// Chunks per body when the largest body has `largest` vertices.
+fn chunks(largest: u32, chunk: u32) -> u32 {
+    largest.div_ceil(chunk).max(1)
+}
+
+/// f32 words of the `partials` buffer for `bodies` bodies, the largest of `largest` vertices.
+pub fn partial_words(bodies: usize, largest: u32, chunk: u32) -> usize {
+    13 * bodies * chunks(largest, chunk) as usize
+}
+
+/// vec4s of the `spins` buffer for `bodies` bodies.
+pub fn spin_words(bodies: usize) -> usize {
+    6 * bodies
 }
 
 /// What the kernel reads and writes.
@@ -34,6 +56,10 @@ pub struct VbdSpinBuffers<'a> {
     pub rigid: &'a wgpu::Buffer,
     /// Output per vertex: the predictor's shift ρ, then the velocity's κ (two vec4s).
     pub turns: &'a wgpu::Buffer,
+    /// Chunked bodies' partial sums ([`partial_words`] f32).
+    pub partials: &'a wgpu::Buffer,
+    /// Chunked bodies' spins ([`spin_words`] vec4).
+    pub spins: &'a wgpu::Buffer,
 }
 
 /// The compiled kernel.
@@ -47,11 +73,25 @@ impl VbdSpin {
         Self { kernel: ComputeKernel::new(ctx, "vbd_spin", SHADER) }
     }
 
-    /// One workgroup per body; `records` is the first body record in `records`, `h` the step.
-    pub fn bind(&self, ctx: &GpuContext, bodies: u32, records: u32, h: f32, b: &VbdSpinBuffers<'_>) -> Bound {
-        let params = Params { bodies, records, h, _pad: 0 };
-        let buffers = [b.positions, b.velocities, b.masses, b.records, b.rigid, b.turns];
-        self.kernel.bind_pod(ctx, &params, &buffers, bodies * WORKGROUP)
+    /// The spins of `bodies` bodies, the largest of `largest` vertices, summed in chunks of
+    /// `chunk`; `records` is the first body record in `records`, `h` the step. One dispatch (a
+    /// workgroup per body) when every body fits one chunk.
+    pub fn bind(
+        &self,
+        ctx: &GpuContext,
+        (bodies, records, h): (u32, u32, f32),
+        (largest, chunk): (u32, u32),
+        b: &VbdSpinBuffers<'_>,
+    ) -> Vec<Bound> {
+        let chunks = chunks(largest, chunk);
+        let params = |phase| Params { bodies, records, h, phase, chunk, chunks, _pad: [0; 2] };
+        let buffers = [b.positions, b.velocities, b.masses, b.records, b.rigid, b.turns, b.partials, b.spins];
+        let per_body = |phase| self.kernel.bind_pod(ctx, &params(phase), &buffers, bodies * WORKGROUP);
+        if chunks == 1 {
+            return vec![per_body(0)];
+        }
+        let grid = |phase| self.kernel.bind_pod(ctx, &params(phase), &buffers, 0).grid(chunks, bodies);
+        vec![grid(1), grid(2), per_body(3), grid(4)]
     }
 }
 
@@ -75,7 +115,14 @@ mod tests {
     #[test]
     fn turns_as_the_cpu_does() {
         let Some(ctx) = test_support::context() else { return };
-        let (spin_kernel, inertia_kernel) = (VbdSpin::new(&ctx), VbdInertia::new(&ctx));
+        // One workgroup per body, and chunks of 32 vertices (the largest body takes five).
+        for chunk in [CHUNK_VERTICES, 32] {
+            turns_in_chunks(&ctx, chunk);
+        }
+    }
+
+    fn turns_in_chunks(ctx: &GpuContext, chunk: u32) {
+        let (spin_kernel, inertia_kernel) = (VbdSpin::new(ctx), VbdInertia::new(ctx));
         let mut rng = Rng(7);
         let sizes = [150usize, 90, 60, 40];
         let omegas = [Vec3A::new(1.0, -3.0, 20.0), Vec3A::new(0.0, 5.0, 0.5), Vec3A::new(2.0, 0.0, 0.0), Vec3A::ZERO];
@@ -103,17 +150,20 @@ mod tests {
         let h = 1.0f32 / 60.0;
         let g = Vec3A::new(0.0, -9.81, 0.0);
         let bufs = [
-            storage(&ctx, "positions", &x, false),
-            storage(&ctx, "velocities", &v, false),
-            storage(&ctx, "accelerations", &vec![Vec4::ZERO; n], false),
-            storage(&ctx, "masses", &m, false),
-            storage(&ctx, "flags", &vec![0u32; n], false),
-            storage(&ctx, "targets", &vec![Vec4::ZERO; n], false),
-            storage(&ctx, "records", &records, false),
-            storage(&ctx, "rigid", &rigid, false),
+            storage(ctx, "positions", &x, false),
+            storage(ctx, "velocities", &v, false),
+            storage(ctx, "accelerations", &vec![Vec4::ZERO; n], false),
+            storage(ctx, "masses", &m, false),
+            storage(ctx, "flags", &vec![0u32; n], false),
+            storage(ctx, "targets", &vec![Vec4::ZERO; n], false),
+            storage(ctx, "records", &records, false),
+            storage(ctx, "rigid", &rigid, false),
         ];
-        let turns = output::<Vec4>(&ctx, "turns", 2 * n);
-        let steps = output::<GpuVertexStep>(&ctx, "steps", n);
+        let turns = output::<Vec4>(ctx, "turns", 2 * n);
+        let steps = output::<GpuVertexStep>(ctx, "steps", n);
+        let largest = *sizes.iter().max().expect("bodies") as u32;
+        let partials = output::<f32>(ctx, "partials", partial_words(bodies, largest, chunk));
+        let spins = output::<Vec4>(ctx, "spins", spin_words(bodies));
         let sb = VbdSpinBuffers {
             positions: &bufs[0],
             velocities: &bufs[1],
@@ -121,6 +171,8 @@ mod tests {
             records: &bufs[6],
             rigid: &bufs[7],
             turns: &turns,
+            partials: &partials,
+            spins: &spins,
         };
         let params = VbdInertiaParams::new(n, h, g, Integrator::Newmark, Initialization::Adaptive).with_spins();
         let ib = VbdInertiaBuffers {
@@ -134,10 +186,11 @@ mod tests {
             turns: &turns,
         };
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        let passes = [spin_kernel.bind(&ctx, bodies as u32, 0, h, &sb), inertia_kernel.bind(&ctx, &params, &ib)];
+        let mut passes = spin_kernel.bind(ctx, (bodies as u32, 0, h), (largest, chunk), &sb);
+        passes.push(inertia_kernel.bind(ctx, &params, &ib));
         record_pass(&mut encoder, "vbd_spin", &passes);
         ctx.queue.submit([encoder.finish()]);
-        let gpu: Vec<GpuVertexStep> = read_blocking(&ctx, &steps, n).expect("readback");
+        let gpu: Vec<GpuVertexStep> = read_blocking(ctx, &steps, n).expect("readback");
         let mut first = 0;
         for (b, &count) in sizes.iter().enumerate() {
             let range = first..first + count;
