@@ -88,6 +88,7 @@ impl Common {
             self_collision: self.self_collision,
             solver: self.solver,
             pins_version: 0,
+            kinematic_marked: false,
         }
     }
 }

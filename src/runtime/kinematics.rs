@@ -21,6 +21,9 @@ pub(crate) fn update_pin_flags(
     let mut changed = false;
     for s in slots {
         let Some(body) = bodies.get_mut(s.handle) else { continue };
+        if body.pins.is_empty() && !body.kinematic_marked {
+            continue;
+        }
         let base = s.vertex_start as usize;
         mark.clear();
         mark.resize(s.vertex_count as usize, false);
@@ -46,6 +49,7 @@ pub(crate) fn update_pin_flags(
                 *f ^= VERTEX_KINEMATIC;
             }
         }
+        body.kinematic_marked = mark.contains(&true);
     }
     changed
 }
@@ -56,6 +60,9 @@ pub(crate) fn update_pin_flags(
 pub(crate) fn pin_set_changes(st: &SimState, bodies: &BodySet, slots: &[BodySlot], t: f64) -> bool {
     slots.iter().any(|s| {
         let Some(body) = bodies.get(s.handle) else { return false };
+        if body.pins.is_empty() && !body.kinematic_marked {
+            return false;
+        }
         let base = s.vertex_start as usize;
         let mut mark = vec![false; s.vertex_count as usize];
         for pin in body.pins.iter().filter(|p| p.active_at(t)) {
