@@ -125,6 +125,18 @@ pub fn pack_records(st: &SimState) -> (Vec<[f32; 4]>, RecordLayout) {
     (records, RecordLayout { bodies, tris, hinges })
 }
 
+/// Vertices of the state's largest body (how many chunks a per-body sum needs).
+pub(crate) fn largest_body(st: &SimState) -> u32 {
+    st.bodies.iter().map(|b| b.vertex_count).max().unwrap_or(0)
+}
+
+/// Chunks of `chunk` vertices a body of `largest` vertices is summed in (at least one): the
+/// per-body reductions (`step_energy`, `vbd_divergence`, `vbd_spin`, `rigid_reduce`) spread a
+/// large body over that many workgroups, then add the chunks' sums in a fixed order.
+pub(crate) fn chunks(largest: u32, chunk: u32) -> u32 {
+    largest.div_ceil(chunk).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,7 +50,7 @@ use crate::gpu::contact::layout::{
     CONTROL_OVERFLOW_FRAME, CONTROL_PAIRS_DROPPED, CONTROL_PAIRS_REQUESTED, control_words,
 };
 use crate::gpu::contact::program::ContactState;
-use crate::gpu::pack::{IndexLayout, RecordLayout, pack_index, pack_records, span_count};
+use crate::gpu::pack::{IndexLayout, RecordLayout, chunks, largest_body, pack_index, pack_records, span_count};
 use crate::gpu::profile::{KernelTime, Profiler};
 use crate::gpu::readback::ReadbackRing;
 use crate::gpu::rigid::program::RigidState;
@@ -66,11 +66,6 @@ use crate::gpu::vbd::vbd_spin::{self, VbdSpin};
 use crate::gpu::{GpuContext, GpuError};
 use crate::solver::{SurfaceContactSettings, VbdSettings};
 use crate::state::{SimState, VERTEX_KINEMATIC};
-
-/// Vertices of the state's largest body.
-pub(crate) fn largest_body(st: &SimState) -> u32 {
-    st.bodies.iter().map(|b| b.vertex_count).max().unwrap_or(0)
-}
 
 /// Staging buffers of the readback ring: one being written, one mapped, one spare.
 const READBACK_SLOTS: usize = 3;
@@ -319,7 +314,7 @@ impl GpuStepper {
             residual_partials: output::<f32>(
                 c,
                 "residual partials",
-                bodies * vbd_divergence::chunks(largest_body(st), vbd_divergence::CHUNK_VERTICES) as usize,
+                bodies * chunks(largest_body(st), vbd_divergence::CHUNK_VERTICES) as usize,
             ),
             // Two words per body, then the world's (see `step_guard`).
             bad: output::<[u32; 2]>(c, "bad", bodies + 1),

@@ -6,7 +6,7 @@ use crate::collision::ContactModel;
 use crate::gpu::GpuContext;
 use crate::gpu::kernel::{Bound, ComputeKernel, WORKGROUP};
 use crate::gpu::obstacles::GpuObstacleSet;
-use crate::gpu::pack::{IndexLayout, RecordLayout};
+use crate::gpu::pack::{IndexLayout, RecordLayout, chunks};
 use bytemuck::{Pod, Zeroable};
 use glam::Vec3A;
 
@@ -106,11 +106,6 @@ pub struct StepEnergySetup<'a> {
 /// The compiled kernel.
 pub struct StepEnergy {
     kernel: ComputeKernel,
-}
-
-/// Chunks per body when the largest body has `largest` vertices.
-fn chunks(largest: u32, chunk: u32) -> u32 {
-    largest.div_ceil(chunk).max(1)
 }
 
 /// Words of the `energy` buffer for `bodies` bodies, `elements` elements and a largest body of
@@ -219,7 +214,7 @@ mod tests {
             *v = (rng.vec() * 2.0).as_vec3().extend(0.0);
         }
         assert!([st.tets.len(), st.tris.len(), st.hinges.len()].iter().all(|&n| n > 0));
-        let largest = st.bodies.iter().map(|b| b.vertex_count).max().unwrap_or(0);
+        let largest = crate::gpu::pack::largest_body(&st);
         // One workgroup per body, and chunks of 64 vertices (the cubes take several).
         for chunk in [CHUNK_VERTICES, 64] {
             assert!(chunk >= largest || largest > 2 * chunk, "{largest} vertices in chunks of {chunk}");

@@ -76,7 +76,7 @@ impl RigidState {
         }
         let (layout, words) = RigidLayout::new(st.bodies.len() as u32, st.vertex_count() as u32);
         let initial = layout.initial_words(words, flags.into_iter());
-        let largest = st.bodies.iter().map(|b| b.vertex_count).max().unwrap_or(0);
+        let largest = crate::gpu::pack::largest_body(st);
         Some(Self {
             groups: RigidGroups::new(ctx),
             reduce: RigidReduce::new(ctx),

@@ -8,6 +8,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::GpuContext;
 use crate::gpu::kernel::{Bound, ComputeKernel, WORKGROUP};
+use crate::gpu::pack::chunks;
 use crate::gpu::rigid::rigid_groups::RigidLayout;
 
 /// WGSL source.
@@ -26,11 +27,6 @@ struct Params {
 
 /// Vertices per workgroup in a large body's sums.
 pub const CHUNK_VERTICES: u32 = 2048;
-
-/// Chunks per body when the largest body has `largest` vertices.
-fn chunks(largest: u32, chunk: u32) -> u32 {
-    largest.div_ceil(chunk).max(1)
-}
 
 /// f32 words of the `partials` buffer for `bodies` bodies, the largest of `largest` vertices.
 pub fn partial_words(bodies: usize, largest: u32, chunk: u32) -> usize {

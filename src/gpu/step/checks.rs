@@ -8,8 +8,9 @@ use crate::gpu::check::step_soft::{StepSoftBuffers, StepSoftSetup};
 use crate::gpu::contact::program::ContactState;
 use crate::gpu::kernel::Bound;
 use crate::gpu::obstacles::GpuObstacleSet;
+use crate::gpu::pack::largest_body;
 use crate::gpu::step::GpuStepSettings;
-use crate::gpu::step::{GpuStepper, largest_body};
+use crate::gpu::step::GpuStepper;
 
 /// The check's dispatches, by where they go in the substep.
 pub(super) struct Checks {

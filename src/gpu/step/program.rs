@@ -2,7 +2,7 @@
 //! the phase of the step they belong to (the order `record_substep` records them in).
 
 use super::checks::Checks;
-use super::{GpuStepSettings, GpuStepper, largest_body};
+use super::{GpuStepSettings, GpuStepper};
 use crate::gpu::al::fallback::{GpuFallback, GpuFallbackBuffers, GpuFallbackSetup};
 use crate::gpu::buffers::StateBuffers;
 use crate::gpu::check::step_guard::StepGuardBuffers;
@@ -11,6 +11,7 @@ use crate::gpu::contact::program::{ContactProgram, ContactState};
 use crate::gpu::contact::surface::GpuSurface;
 use crate::gpu::kernel::Bound;
 use crate::gpu::obstacles::GpuObstacleSet;
+use crate::gpu::pack::largest_body;
 use crate::gpu::pack::span_count;
 use crate::gpu::rigid::program::RigidState;
 use crate::gpu::vbd::vbd_advance::VbdAdvanceBuffers;

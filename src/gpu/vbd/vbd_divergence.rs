@@ -3,6 +3,7 @@
 
 use crate::gpu::GpuContext;
 use crate::gpu::kernel::{Bound, ComputeKernel, WORKGROUP};
+use crate::gpu::pack::chunks;
 use bytemuck::{Pod, Zeroable};
 
 /// WGSL source.
@@ -24,12 +25,6 @@ struct Params {
 /// Vertices per workgroup in a body's residual sum: larger bodies are summed in chunks of this
 /// many, then the chunks' sums are added.
 pub const CHUNK_VERTICES: u32 = 4096;
-
-/// Chunks per body when the largest body has `largest` vertices (the `partials` buffer holds
-/// `bodies ×` this many f32).
-pub fn chunks(largest: u32, chunk: u32) -> u32 {
-    largest.div_ceil(chunk).max(1)
-}
 
 /// What the kernel reads and writes.
 pub struct VbdDivergenceBuffers<'a> {
