@@ -70,10 +70,15 @@ pub(crate) struct Profiler {
 }
 
 impl Profiler {
-    /// A profiler on `ctx`'s device; `None` where it lacks timestamps inside passes.
-    pub fn new(ctx: &GpuContext) -> Option<Self> {
+    /// Whether `ctx`'s device can be profiled: it writes timestamps inside passes.
+    pub fn supported(ctx: &GpuContext) -> bool {
         let needed = wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
-        let period = ctx.timestamp_period.filter(|_| ctx.device.features().contains(needed))?;
+        ctx.timestamp_period.is_some() && ctx.device.features().contains(needed)
+    }
+
+    /// A profiler on `ctx`'s device; `None` where it is not [`Profiler::supported`].
+    pub fn new(ctx: &GpuContext) -> Option<Self> {
+        let period = ctx.timestamp_period.filter(|_| Self::supported(ctx))?;
         let queries = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
             label: Some("kernel profile"),
             ty: wgpu::QueryType::Timestamp,

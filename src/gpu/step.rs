@@ -236,22 +236,11 @@ pub struct GpuStepper {
     driven_words: Vec<u32>,
     /// The frame's timestamps on the device's clock.
     clock: clock::FrameClock,
-    /// Dispatches recorded into the frame being recorded.
+    /// Dispatches recorded into the frame being recorded, and into the last one submitted.
     frame_dispatches: u32,
-    /// Dispatches and submissions handed to the queue since the stepper was made.
-    work: GpuWork,
+    submitted_dispatches: u32,
     /// Per-kernel timestamps, while profiling (`set_profiling`).
     profiler: Option<Profiler>,
-}
-
-/// Work handed to the GPU, counted as it is recorded: what a frame costs the driver and the
-/// GPU's front end, whatever each dispatch computes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GpuWork {
-    /// Compute dispatches.
-    pub dispatches: u64,
-    /// Queue submissions (one per frame).
-    pub submissions: u64,
 }
 
 impl std::fmt::Debug for GpuStepper {
@@ -379,7 +368,7 @@ impl GpuStepper {
             driven_words: Vec::new(),
             clock: clock::FrameClock::new(&ctx),
             frame_dispatches: 0,
-            work: GpuWork::default(),
+            submitted_dispatches: 0,
             profiler: None,
             ctx,
         })
@@ -440,9 +429,10 @@ impl GpuStepper {
         self.profiler.as_ref().map(|p| p.report())
     }
 
-    /// Dispatches and submissions handed to the queue since the stepper was made.
-    pub fn work(&self) -> GpuWork {
-        self.work
+    /// Dispatches of the last frame handed to the queue (each costs the driver and the GPU's
+    /// front end a few µs, whatever it computes).
+    pub fn submitted_dispatches(&self) -> u32 {
+        self.submitted_dispatches
     }
 
     /// Frames handed to the GPU that it has not finished (as of the last poll).

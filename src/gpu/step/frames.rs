@@ -102,8 +102,7 @@ impl GpuStepper {
         });
         self.pending_substeps = 0;
         self.clock.resolve(&mut encoder);
-        self.work.dispatches += u64::from(std::mem::take(&mut self.frame_dispatches));
-        self.work.submissions += 1;
+        self.submitted_dispatches = std::mem::take(&mut self.frame_dispatches);
         let n = self.vertices as u64 * size_of::<Vec4>() as u64;
         let counts = (self.bodies as usize * ROLLBACK_WORDS * size_of::<u32>()) as u64;
         let header = (CONTROL_HEADER * size_of::<u32>()) as u64;
@@ -125,7 +124,7 @@ impl GpuStepper {
             // A diagnostic: the frame's timestamps are waited for here.
             self.submitter.fence();
             if let Err(e) = profiler.collect(&self.ctx) {
-                eprintln!("pliant: GPU kernel profile lost a frame: {e}");
+                log::warn!("pliant: GPU kernel profile lost a frame: {e}");
             }
         }
         recorded

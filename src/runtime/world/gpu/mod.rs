@@ -429,15 +429,10 @@ impl World {
             report.wall_ms = report.game_thread_ms;
             return Ok(Some(report));
         }
-        let before = self.gpu.stepper.as_ref().map(|s| s.work()).unwrap_or_default();
         while self.frame < target {
-            self.record_frame(&ctx, &settings)?;
+            report.gpu_dispatches += self.record_frame(&ctx, &settings)?;
+            report.gpu_submissions += 1;
         }
-        // A stepper made during the frames starts its count at zero.
-        let after = self.gpu.stepper.as_ref().map(|s| s.work()).unwrap_or_default();
-        let before = if after.submissions >= before.submissions { before } else { Default::default() };
-        report.gpu_dispatches = (after.dispatches - before.dispatches) as u32;
-        report.gpu_submissions = (after.submissions - before.submissions) as u32;
         report.frame = self.frame;
         report.time = self.time;
         report.state_frame = self.gpu.host_frame;
@@ -446,8 +441,9 @@ impl World {
         Ok(Some(report))
     }
 
-    /// Records the next frame's substeps and hands the frame to the queue thread.
-    fn record_frame(&mut self, ctx: &Arc<GpuContext>, settings: &GpuStepSettings) -> Result<(), GpuError> {
+    /// Records the next frame's substeps and hands the frame to the queue thread (one
+    /// submission); returns the frame's dispatches.
+    fn record_frame(&mut self, ctx: &Arc<GpuContext>, settings: &GpuStepSettings) -> Result<u32, GpuError> {
         let c = self.config.clone();
         let h = settings.h;
         let has_pins = self.bodies.iter().any(|(_, b)| !b.pins.is_empty());
@@ -524,7 +520,7 @@ impl World {
         }
         self.gpu.driven = driven;
         stepper.submit_frame(id);
-        Ok(())
+        Ok(stepper.submitted_dispatches())
     }
 
     /// The newest finished frame's positions (one vec4 per vertex of the packed state, w = 0)
@@ -566,14 +562,9 @@ impl World {
     /// its totals afresh.
     pub fn set_gpu_profiling(&mut self, on: bool) -> bool {
         self.gpu.profiling = on;
-        let has = |c: &GpuContext| {
-            c.device.features().contains(
-                wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS,
-            )
-        };
         match self.gpu.stepper.as_mut() {
             Some(s) => s.set_profiling(on),
-            None => on && self.gpu.context().is_some_and(|c| has(c)),
+            None => on && self.gpu.context().is_some_and(|c| crate::gpu::profile::Profiler::supported(c)),
         }
     }
 
