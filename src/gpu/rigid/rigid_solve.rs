@@ -134,38 +134,47 @@ mod tests {
     use crate::state::VERTEX_KINEMATIC;
     use crate::test_rng::Rng;
 
-    /// Three boxes stacked 0.5 mm apart on the ground (one coupled group that turns), a fourth
-    /// beside the bottom one with a pinned vertex (a fixed partner), a cloth lying on the top
-    /// box (a sheet: it does not turn), with random velocities and a random initial guess: the
-    /// whole GPU correction (groups, quadratics, Newton, motions) against the CPU's.
+    /// `stacked` boxes stacked 0.5 mm apart on the ground (one coupled group that turns),
+    /// another beside the bottom one with a pinned vertex (a fixed partner), a cloth lying on
+    /// the top box (a sheet: it does not turn), with random velocities and a random initial
+    /// guess: the whole GPU correction (groups, quadratics, Newton, motions) against the CPU's.
+    /// Three boxes with the penalty layer, and eight (the group of `stack_soft_cubes_8`) with
+    /// the stiffening layer.
     #[test]
     fn correction_matches_the_cpu() {
         let Some(ctx) = test_support::context() else { return };
         // One workgroup per body, and the quadratics summed in chunks of 16 vertices.
         for chunk in [None, Some(16)] {
-            correction_matches_the_cpu_with(&ctx, chunk);
+            correction_matches_the_cpu_with(&ctx, chunk, 3);
         }
+        correction_matches_the_cpu_with(&ctx, None, 8);
     }
 
-    fn correction_matches_the_cpu_with(ctx: &crate::gpu::GpuContext, chunk: Option<u32>) {
+    fn correction_matches_the_cpu_with(ctx: &crate::gpu::GpuContext, chunk: Option<u32>, stacked: usize) {
         let mut world = World::new(StepConfig::default()).expect("world");
         let mesh = |n: u32| TetMesh::box_mesh(Vec3::splat(0.2), [n, n, n], TetSplit::Six).expect("mesh");
-        for (k, at) in [(0.0, 0.1005), (0.0, 0.301), (0.01, 0.5015), (0.2007, 0.1005)].iter().enumerate() {
+        // The stack (each box 0.5 mm above the last, the third a centimetre off axis), then
+        // the pinned box beside the bottom one.
+        let places = (0..stacked)
+            .map(|k| (if k == 2 { 0.01 } else { 0.0 }, 0.1005 + 0.2005 * k as f32))
+            .chain([(0.2007, 0.1005)]);
+        for (k, at) in places.enumerate() {
             let body = SoftBodyBuilder::tetrahedral(mesh(3 + k as u32 % 2))
-                .friction(0.3 + 0.1 * k as f32)
+                .friction(0.3 + 0.1 * (k % 4) as f32)
                 .linear_damping(if k == 1 { 0.5 } else { 0.0 })
                 .translation(Vec3::new(at.0, at.1, 0.0));
             world.bodies.insert(body.build().expect("body"));
         }
         world.bodies.insert(
             ClothBuilder::new(TriMesh::cloth_grid(glam::Vec2::splat(0.15), [6, 6]).expect("cloth"))
-                .translation(Vec3::new(0.0, 0.6025, 0.0))
+                .translation(Vec3::new(0.0, 0.2005 * stacked as f32 + 0.001, 0.0))
                 .build()
                 .expect("cloth"),
         );
         world.sync();
         let mut st = world.state().clone();
-        let pinned = st.bodies[3].vertex_start as usize;
+        let (fixed, cloth) = (stacked, stacked + 1);
+        let pinned = st.bodies[fixed].vertex_start as usize;
         st.flags[pinned] |= VERTEX_KINEMATIC;
         let n = st.vertex_count();
         let (h, g) = (1.0f32 / 60.0, Vec3A::new(0.0, -9.81, 0.0));
@@ -191,7 +200,7 @@ mod tests {
             stiffness: ContactStiffness::default_for(9.81, 1e-3),
             offset: 1e-3,
             static_slip: 1e-4 * h,
-            stiffening: false,
+            stiffening: stacked > 3,
         };
         let obstacles = [Obstacle::ground(0.0, 0.5)];
         // The last detection, at x^n.
@@ -216,7 +225,7 @@ mod tests {
             clamp: &clamp_sh,
         };
         let mut eligible = vec![true; st.bodies.len()];
-        eligible[3] = false;
+        eligible[fixed] = false;
         let before = guess.clone();
         correct_once(&inputs, &eligible, &mut guess);
 
@@ -279,7 +288,7 @@ mod tests {
         }
         eprintln!("largest body moves {moved:?}; largest GPU − CPU difference {worst:.2e} of the move");
         assert!(worst < 1e-3, "GPU and CPU corrections differ by {worst} of the move");
-        assert!(moved[0] > 1e-4 && moved[1] > 1e-4 && moved[2] > 1e-4 && moved[4] > 1e-4, "{moved:?}");
-        assert_eq!(moved[3], 0.0, "the body with a kinematic vertex is not corrected");
+        assert!((0..stacked).chain([cloth]).all(|b| moved[b] > 1e-4), "{moved:?}");
+        assert_eq!(moved[fixed], 0.0, "the body with a kinematic vertex is not corrected");
     }
 }
