@@ -62,6 +62,8 @@ var<workgroup> red: array<f32, 1344>;
 var<workgroup> joined: array<atomic<u32>, 72>;
 // Per invocation: its candidates, then where they go.
 var<workgroup> chunks: array<u32, 64>;
+// Per slot: the earliest obstacle entry of its motion (f32 bits).
+var<workgroup> tois: array<atomic<u32>, MAX_GROUP_BODIES>;
 var<workgroup> flag: u32;
 var<workgroup> value: f32;
 var<workgroup> value2: f32;
@@ -711,14 +713,22 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
             }
         }
     }
-    // Apply: each body's motion, scaled back so that no vertex enters an obstacle.
+    // Apply: each body's motion, scaled back so that no vertex enters an obstacle. One pass
+    // over the group's vertices keeps each slot's earliest entry with an atomic minimum (the
+    // bits of non-negative floats order as the floats do, and a minimum does not depend on
+    // the order), then one invocation per body writes its motion: fewer loop iterations and
+    // barriers than a tree reduction per body (loop iterations are budgeted on lavapipe, see
+    // shaders/README.md).
+    for (var s = lane; s < g; s += 64u) {
+        atomicStore(&tois[s], bitcast<u32>(1.0));
+    }
+    workgroupBarrier();
     for (var s = 0u; s < g; s++) {
         let b = members[s];
         let i = 6u * s;
         let t = vec3<f32>(q[i], q[i + 1u], q[i + 2u]);
-        let theta = vec3<f32>(q[i + 3u], q[i + 4u], q[i + 5u]);
         let center = vec_at(b, RB_CENTER);
-        let rot = rotation_of(theta);
+        let rot = rotation_of(vec3<f32>(q[i + 3u], q[i + 4u], q[i + 5u]));
         let record = records[params.bodies + 2u * b];
         let first = bitcast<u32>(record.x);
         let end = first + bitcast<u32>(record.y);
@@ -733,30 +743,31 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
                 }
             }
         }
-        red[lane * WIDTH] = toi;
-        workgroupBarrier();
-        for (var stride = 32u; stride > 0u; stride >>= 1u) {
-            if lane < stride {
-                red[lane * WIDTH] = min(red[lane * WIDTH], red[(lane + stride) * WIDTH]);
-            }
-            workgroupBarrier();
+        if toi < 1.0 {
+            atomicMin(&tois[s], bitcast<u32>(max(toi, 0.0)));
         }
-        if lane == 0u {
-            var scale = 1.0;
-            if red[0] < 1.0 {
-                scale = red[0] * (1.0 - 1e-4);
-            }
-            let finite = !(non_finite(vec4<f32>(t, 0.0)) || non_finite(vec4<f32>(theta, 0.0)));
-            let r = rigid_record(b);
-            rigid[r + RB_TRANSLATION] = bitcast<u32>(t.x * scale);
-            rigid[r + RB_TRANSLATION + 1u] = bitcast<u32>(t.y * scale);
-            rigid[r + RB_TRANSLATION + 2u] = bitcast<u32>(t.z * scale);
-            rigid[r + RB_ROTATION] = bitcast<u32>(theta.x * scale);
-            rigid[r + RB_ROTATION + 1u] = bitcast<u32>(theta.y * scale);
-            rigid[r + RB_ROTATION + 2u] = bitcast<u32>(theta.z * scale);
-            rigid[r + RB_MOVES] = u32(finite);
+    }
+    workgroupBarrier();
+    if lane < g {
+        let s = lane;
+        let b = members[s];
+        let i = 6u * s;
+        let t = vec3<f32>(q[i], q[i + 1u], q[i + 2u]);
+        let theta = vec3<f32>(q[i + 3u], q[i + 4u], q[i + 5u]);
+        let earliest = bitcast<f32>(atomicLoad(&tois[s]));
+        var scale = 1.0;
+        if earliest < 1.0 {
+            scale = earliest * (1.0 - 1e-4);
         }
-        workgroupBarrier();
+        let finite = !(non_finite(vec4<f32>(t, 0.0)) || non_finite(vec4<f32>(theta, 0.0)));
+        let r = rigid_record(b);
+        rigid[r + RB_TRANSLATION] = bitcast<u32>(t.x * scale);
+        rigid[r + RB_TRANSLATION + 1u] = bitcast<u32>(t.y * scale);
+        rigid[r + RB_TRANSLATION + 2u] = bitcast<u32>(t.z * scale);
+        rigid[r + RB_ROTATION] = bitcast<u32>(theta.x * scale);
+        rigid[r + RB_ROTATION + 1u] = bitcast<u32>(theta.y * scale);
+        rigid[r + RB_ROTATION + 2u] = bitcast<u32>(theta.z * scale);
+        rigid[r + RB_MOVES] = u32(finite);
     }
 }
 

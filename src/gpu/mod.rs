@@ -53,7 +53,50 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod tests {
-    use crate::gpu::kernel::{KernelSource, RENDER, SHADERS};
+    use crate::gpu::buffers::{read_blocking, storage};
+    use crate::gpu::kernel::{ComputeKernel, KernelSource, RENDER, SHADERS, record_pass};
+
+    /// Lavapipe ends an invocation's loops after 65,535 iterations in all (shaders/README.md,
+    /// "Lavapipe's loop budget"): a loop of 100,000 stops there, and a loop entered after it runs
+    /// once. A hardware adapter runs both in full. The GPU tests on lavapipe are sized by this.
+    #[test]
+    fn lavapipe_budgets_an_invocations_loop_iterations() {
+        let Some(ctx) = crate::gpu::test_support::context() else { return };
+        const SOURCE: &str = "
+struct Params { n: u32, m: u32, p0: u32, p1: u32 }
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x != 0u {
+        return;
+    }
+    var first = 0u;
+    for (var i = 0u; i < params.n; i++) {
+        first += 1u;
+    }
+    var second = 0u;
+    for (var i = 0u; i < params.m; i++) {
+        second += 1u;
+    }
+    out[0] = first;
+    out[1] = second;
+}";
+        let kernel = ComputeKernel::new(&ctx, "loop_budget", SOURCE);
+        let out = storage(&ctx, "loop budget", &[0u32; 2], true);
+        let bound = kernel.bind_pod(&ctx, &[100_000u32, 100, 0, 0], &[&out], 64);
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        record_pass(&mut encoder, "loop budget", &[bound]);
+        ctx.queue.submit([encoder.finish()]);
+        let counts: Vec<u32> = read_blocking(&ctx, &out, 2).expect("counts");
+        let lavapipe = ctx.adapter_info.name.contains("llvmpipe");
+        eprintln!("{}: loops ran {} and {} iterations", ctx.adapter_info.name, counts[0], counts[1]);
+        if lavapipe {
+            assert_eq!(counts, [65_535, 1], "lavapipe's loop budget changed: update shaders/README.md");
+        } else {
+            assert_eq!(counts, [100_000, 100]);
+        }
+    }
 
     /// Every kernel, composed with the `shaders/lib/` files it uses, parses and validates for
     /// the WebGPU baseline: no capabilities beyond the default (in particular no f64). Every
