@@ -268,17 +268,30 @@ fn stack_matches_the_cpu(config: StepConfig, name: &str) {
 
 /// `stack_soft_cubes_8` (eight 729-vertex cubes, one coupled group, the stiffening layer) as
 /// bundled, on the GPU against the CPU. The GPU's coarse solve of that group once came back
-/// with all but the first body unmoved (lavapipe ended its loops, shaders/README.md), and the
-/// stack hovered where it started.
+/// with all but the first body unmoved, and the stack hovered where it started. On lavapipe
+/// that solve still runs past the loop budget in some frames (shaders/README.md): its last
+/// Newton iterations are cut short there, which this comparison tolerates.
 #[test]
 fn eight_cube_stack_matches_the_cpu_after_60_frames() {
-    let load = |backend: Backend| {
-        let json = pliant::io::bundled::bundled_scene("stack_soft_cubes_8").expect("bundled scene");
-        let mut loaded = pliant::io::parse_scene(json).expect("scene").build(std::path::Path::new(".")).expect("build");
-        let config = StepConfig { backend, ..loaded.world.config().clone() };
-        loaded.world.set_config(config).map_err(|e| common::no_gpu(&e)).ok().map(|()| loaded.world)
-    };
-    let (Some(mut gpu), Some(mut cpu)) = (load(Backend::Gpu), load(Backend::Cpu)) else { return };
+    bundled_scene_matches_the_cpu("stack_soft_cubes_8");
+}
+
+/// `ball_roll` as bundled (two 2,197-vertex balls on an incline and on a box, μ = 0.9 and
+/// 0.05), on the GPU against the CPU.
+#[test]
+fn ball_roll_matches_the_cpu_after_60_frames() {
+    bundled_scene_matches_the_cpu("ball_roll");
+}
+
+/// A bundled scene stepped 60 frames on the GPU and on the CPU: positions within 1e-3 m, no
+/// intersection on the GPU path at the end.
+fn bundled_scene_matches_the_cpu(name: &str) {
+    let (mut gpu, mut cpu) = (common::load(name).world, common::load(name).world);
+    let config = StepConfig { backend: Backend::Gpu, ..gpu.config().clone() };
+    if let Err(e) = gpu.set_config(config) {
+        common::no_gpu(&e);
+        return;
+    }
     for frame in 0..60 {
         let r = step_taking_a_frame(&mut gpu);
         assert_eq!(r.backend, Backend::Gpu, "{:?}", gpu.drain_events());
@@ -287,7 +300,7 @@ fn eight_cube_stack_matches_the_cpu_after_60_frames() {
     }
     gpu.wait_for_gpu();
     let d = largest_difference(gpu.positions(), cpu.positions());
-    eprintln!("eight-cube stack: largest GPU − CPU position difference after 60 frames {d:.3e} m");
+    eprintln!("{name}: largest GPU − CPU position difference after 60 frames {d:.3e} m");
     assert!(d < 1e-3, "{d}");
     assert!(gpu.find_intersections().is_empty());
 }
