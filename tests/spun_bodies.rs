@@ -78,12 +78,13 @@ fn angular_momentum(w: &World) -> DVec3 {
 }
 
 /// A soft cube spun at 10 rad/s in zero gravity keeps its angular momentum over 2 s: to 0.1 %
-/// without Rayleigh damping, to 2 % with the default k_d = 1e-6 s (its `μ Ḟ` stress rate damps
-/// rotation: 1.7 % measured). Before each body's rigid spin was turned exactly
-/// (`solver/vbd/spin.rs`) the integrator left 37 % of it, and its first step fell back.
+/// without Rayleigh damping, to 1 % (issue 30) with the default k_d = 1e-6 s (5e-6 measured
+/// both ways). Before each body's rigid spin was turned exactly (`solver/vbd/spin.rs`) the
+/// integrator left 37 % of it, and its first step fell back; before damping acted relative to
+/// that spin, the default damping took 1.7 %.
 #[test]
 fn a_spun_cube_keeps_its_angular_momentum() {
-    for (damping, tolerance) in [(0.0, 1e-3), (1e-6, 0.02)] {
+    for (damping, tolerance) in [(0.0, 1e-3), (1e-6, 0.01)] {
         let mut world = World::new(StepConfig { gravity: Vec3::ZERO, ..StepConfig::default() }).unwrap();
         let mesh = TetMesh::box_mesh(Vec3::splat(0.2), [6, 6, 6], TetSplit::Six).unwrap();
         world.bodies.insert(
@@ -101,6 +102,7 @@ fn a_spun_cube_keeps_its_angular_momentum() {
             assert!(r.fallbacks == 0 && !r.nan_detected, "damping {damping}: {r:?}");
         }
         let l = angular_momentum(&world);
+        println!("damping {damping}: |L − L0| / |L0| = {:.2e} after 2 s", (l - l0).length() / l0.length());
         assert!((l - l0).length() < tolerance * l0.length(), "damping {damping}: L {l} after 2 s, {l0} at the start");
     }
 }

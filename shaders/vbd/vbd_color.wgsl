@@ -57,8 +57,9 @@ struct Params {
     surface_edges: u32,
     surface_triangles: u32,
     edge_count: u32,
+    // Where the bodies' spins ω' start in `records` (vbd_spin writes them), or NO_SPINS.
+    spins: u32,
     _pad0: u32,
-    _pad1: u32,
     // Surface contact: pairs and bounds in `contacts`.
     bounds: SurfaceBounds,
     obstacles: ObstacleSet,
@@ -281,6 +282,8 @@ fn layer_majorant(v: u32, x: vec3<f32>, goal: vec3<f32>, k_c: f32) -> mat3x3<f32
 // step. One invocation walking all of them took ~45 µs per colour on an H200 for a 6³ cube,
 // latency of its dependent loads alone.
 const LANES: u32 = 8u;
+// Params::spins when no kernel wrote the bodies' spins (src/gpu/vbd/vbd_color.rs NO_SPINS).
+const NO_SPINS: u32 = 0xffffffffu;
 
 var<workgroup> lane_f: array<vec3<f32>, 64>;
 var<workgroup> lane_h: array<mat3x3<f32>, 64>;
@@ -289,6 +292,12 @@ var<workgroup> lane_h: array<mat3x3<f32>, 64>;
 // lists.
 fn element_terms(v: u32, lane: u32, f: ptr<function, vec3<f32>>, h: ptr<function, mat3x3<f32>>) {
     let c1 = steps[v].velocity.w;
+    // The body's spin after the step: Rayleigh damping acts on the velocities relative to the
+    // turning ω' × x (src/solver/vbd/vertex.rs elastic_terms, src/solver/vbd/spin.rs).
+    var spin = vec3<f32>(0.0);
+    if params.spins != NO_SPINS {
+        spin = records[params.spins + index[params.vertex_body + v]].xyz;
+    }
     for (var e = index[params.tet_offsets + v] + lane; e < index[params.tet_offsets + v + 1u]; e += LANES) {
         let entry = index[params.tet_entries + e];
         let t = tets[entry >> 2u];
@@ -311,7 +320,8 @@ fn element_terms(v: u32, lane: u32, f: ptr<function, vec3<f32>>, h: ptr<function
         if damping > 0.0 {
             let v0 = velocity_estimate(t.vertices.x);
             f_dot = mat3x3<f32>(velocity_estimate(t.vertices.y) - v0, velocity_estimate(t.vertices.z) - v0,
-                                velocity_estimate(t.vertices.w) - v0) * t.dm_inv;
+                                velocity_estimate(t.vertices.w) - v0) * t.dm_inv
+                - mat3x3<f32>(cross(spin, ff[0]), cross(spin, ff[1]), cross(spin, ff[2]));
         }
         var grad: vec3<f32>;
         var hb: mat3x3<f32>;

@@ -20,15 +20,17 @@ struct Params {
     // Vertices per chunk, chunks per body (phases 1–4).
     chunk: u32,
     chunks: u32,
+    // Where the bodies' spins ω' start in `records` (phases 0 and 3 write them for vbd_color's
+    // Rayleigh damping; zero for a body that does not turn).
+    spin_records: u32,
     _pad0: u32,
-    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> positions: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> velocities: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> masses: array<f32>;
-@group(0) @binding(4) var<storage, read> records: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> records: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> rigid: array<u32>;
 // Per vertex: ρ, then κ (w unused).
 @group(0) @binding(6) var<storage, read_write> turns: array<vec4<f32>>;
@@ -172,6 +174,12 @@ fn solve_spin(mass: f32, center: vec3<f32>) {
     turn = rot;
 }
 
+// Body b's spin ω' into its record for vbd_color, zero when it does not turn (lane 0, after
+// solve_spin).
+fn write_spin_record(b: u32) {
+    records[params.spin_records + b] = select(vec4<f32>(0.0), vec4<f32>(spin[2].xyz, 0.0), spin[0].w != 0.0);
+}
+
 // The vertices' terms from `spin` and `turn` (all invocations, after a barrier).
 fn write_turns(lane: u32, first: u32, end: u32) {
     let centre = spin[0];
@@ -217,6 +225,9 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
                 }
             }
             workgroupBarrier();
+            if lane == 0u {
+                write_spin_record(b);
+            }
             write_turns(lane, range.x, range.y);
         }
         case 1u: {
@@ -257,6 +268,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
             }
             workgroupBarrier();
             if lane == 0u {
+                write_spin_record(b);
                 spins[6u * b] = spin[0];
                 spins[6u * b + 1u] = spin[1];
                 spins[6u * b + 2u] = spin[2];

@@ -110,10 +110,15 @@ pub struct RecordLayout {
     pub tris: u32,
     /// `hinges`, two vec4 each.
     pub hinges: u32,
+    /// Per body, one vec4 the step writes: the spin `ω'` that `vbd_spin` found (xyz; zero for a
+    /// body that does not turn), which Rayleigh damping in `vbd_color` leaves alone.
+    pub spins: u32,
 }
 
 /// `materials` (one vec4 each), `bodies` (two), `tris` (three) and `hinges` (two) as raw vec4s in
-/// one array: every read-only per-element and per-body constant in one binding.
+/// one array: every per-element and per-body constant in one binding, then the bodies' spins
+/// (one vec4 each, zero here; `vbd_spin` writes them each step, the only kernel that writes
+/// this buffer).
 pub fn pack_records(st: &SimState) -> (Vec<[f32; 4]>, RecordLayout) {
     let mut records: Vec<[f32; 4]> = bytemuck::cast_slice(&st.materials).to_vec();
     let bodies = records.len() as u32;
@@ -122,7 +127,9 @@ pub fn pack_records(st: &SimState) -> (Vec<[f32; 4]>, RecordLayout) {
     records.extend_from_slice(bytemuck::cast_slice(&st.tris));
     let hinges = records.len() as u32;
     records.extend_from_slice(bytemuck::cast_slice(&st.hinges));
-    (records, RecordLayout { bodies, tris, hinges })
+    let spins = records.len() as u32;
+    records.resize(records.len() + st.bodies.len(), [0.0; 4]);
+    (records, RecordLayout { bodies, tris, hinges, spins })
 }
 
 /// Vertices of the state's largest body (how many chunks a per-body sum needs).
@@ -169,6 +176,9 @@ mod tests {
         assert_eq!(bodies as usize, st.materials.len());
         assert_eq!(r.tris as usize, st.materials.len() + 2 * st.bodies.len());
         assert_eq!(r.hinges as usize, r.tris as usize + 3 * st.tris.len());
+        assert_eq!(r.spins as usize, r.hinges as usize + 2 * st.hinges.len());
+        assert_eq!(records.len(), r.spins as usize + st.bodies.len());
+        assert!(records[r.spins as usize..].iter().all(|&s| s == [0.0; 4]), "no body turns before the first step");
         for (b, body) in st.bodies.iter().enumerate() {
             let r = records[bodies as usize + 2 * b];
             assert_eq!(r[0].to_bits(), body.vertex_start);

@@ -221,6 +221,7 @@ mod tests {
             obstacles: &obstacles,
             contact: model,
             tet_rates: &rates,
+            spins: &[],
             surface: &surface,
             clamp: &clamp_sh,
         };

@@ -210,7 +210,7 @@ impl GpuStepper {
             };
             predict.extend(k.spin.bind(
                 ctx,
-                (self.bodies, self.records.bodies, s.h),
+                (self.bodies, self.records, s.h),
                 (largest_body(&self.state), vbd_spin::CHUNK_VERTICES),
                 &spin,
             ));
@@ -295,8 +295,16 @@ impl GpuStepper {
         let (bounds, contacts) = (contact.bounds, contact.contacts);
         let spans = (obstacles.has_spans() && span_count(&self.state) > 0)
             .then_some((self.state.surface_edges.len() as u32, self.vertices));
-        let setup =
-            VbdColorSetup { layout: *l, records: self.records, contact: s.vbd.contact, bounds, obstacles, spans };
+        let spins = self.rigid.as_ref().is_some_and(|r| r.is_some()) && s.vbd.rigid_correction;
+        let setup = VbdColorSetup {
+            layout: *l,
+            records: self.records,
+            contact: s.vbd.contact,
+            bounds,
+            obstacles,
+            spans,
+            spins,
+        };
         let color_buffers = VbdColorBuffers {
             positions: &b.positions,
             steps: &b.steps,

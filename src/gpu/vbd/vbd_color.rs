@@ -60,7 +60,8 @@ struct Params {
     surface_edges: u32,
     surface_triangles: u32,
     edge_count: u32,
-    _pad: [u32; 2],
+    spins: u32,
+    _pad: u32,
     bounds: SurfaceBounds,
     obstacles: GpuObstacleSet,
 }
@@ -108,7 +109,13 @@ pub struct VbdColorSetup<'a> {
     /// Span contacts (`gpu::vbd::vbd_spans`): the surface's edge count and where the span
     /// records start in `updates`, when a box or a sphere is among the obstacles.
     pub spans: Option<(u32, u32)>,
+    /// `vbd_spin` wrote the bodies' spins into `records` this step (the rigid correction is
+    /// on), so Rayleigh damping leaves each body's turning alone (`solver::vbd::spin`).
+    pub spins: bool,
 }
+
+/// `Params::spins` when no kernel wrote the bodies' spins.
+const NO_SPINS: u32 = u32::MAX;
 
 /// The compiled kernel.
 pub struct VbdColor {
@@ -161,7 +168,8 @@ impl VbdColor {
             surface_edges: l.surface_edges,
             surface_triangles: l.surface_triangles,
             edge_count: setup.spans.map_or(0, |(edges, _)| edges),
-            _pad: [0; 2],
+            spins: if setup.spins { setup.records.spins } else { NO_SPINS },
+            _pad: 0,
             bounds: setup.bounds,
             obstacles: *setup.obstacles,
         };
@@ -320,7 +328,8 @@ mod tests {
         let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
         let bounds = SurfaceBounds::new(contact_layout, settings.ccd.min_separation);
         let spans = Some((st.surface_edges.len() as u32, n as u32));
-        let setup = VbdColorSetup { layout, records: record_layout, contact, bounds, obstacles: &set, spans };
+        let setup =
+            VbdColorSetup { layout, records: record_layout, contact, bounds, obstacles: &set, spans, spins: false };
         let kernel = VbdColor::new(&ctx);
         let toi = storage(&ctx, "body_toi", &vec![0u32; st.bodies.len()], true);
         let span_buffers = VbdSpansBuffers {
@@ -374,6 +383,7 @@ mod tests {
             obstacles: &obstacles,
             contact,
             tet_rates: &rates,
+            spins: &[],
             surface: &surface,
             clamp: &clamp,
         };

@@ -7,7 +7,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::gpu::GpuContext;
 use crate::gpu::kernel::{Bound, ComputeKernel, WORKGROUP};
-use crate::gpu::pack::chunks;
+use crate::gpu::pack::{RecordLayout, chunks};
 
 /// WGSL source.
 pub const SHADER: &str = crate::gpu::kernel::compose!("vbd/vbd_spin", "step", "rigid");
@@ -22,7 +22,8 @@ struct Params {
     phase: u32,
     chunk: u32,
     chunks: u32,
-    _pad: [u32; 2],
+    spin_records: u32,
+    _pad: u32,
 }
 
 /// Vertices per workgroup in a large body's sums and terms.
@@ -46,7 +47,7 @@ pub struct VbdSpinBuffers<'a> {
     pub velocities: &'a wgpu::Buffer,
     /// `SimState::masses`.
     pub masses: &'a wgpu::Buffer,
-    /// [`crate::gpu::pack::pack_records`] (vertex ranges).
+    /// [`crate::gpu::pack::pack_records`]: the bodies' vertex ranges in, their spins `ω'` out.
     pub records: &'a wgpu::Buffer,
     /// The rigid correction's words: which bodies are free and volumetric.
     pub rigid: &'a wgpu::Buffer,
@@ -75,12 +76,21 @@ impl VbdSpin {
     pub fn bind(
         &self,
         ctx: &GpuContext,
-        (bodies, records, h): (u32, u32, f32),
+        (bodies, records, h): (u32, RecordLayout, f32),
         (largest, chunk): (u32, u32),
         b: &VbdSpinBuffers<'_>,
     ) -> Vec<Bound> {
         let chunks = chunks(largest, chunk);
-        let params = |phase| Params { bodies, records, h, phase, chunk, chunks, _pad: [0; 2] };
+        let params = |phase| Params {
+            bodies,
+            records: records.bodies,
+            h,
+            phase,
+            chunk,
+            chunks,
+            spin_records: records.spins,
+            _pad: 0,
+        };
         let buffers = [b.positions, b.velocities, b.masses, b.records, b.rigid, b.turns, b.partials, b.spins];
         let per_body = |phase| self.kernel.bind_pod(ctx, &params(phase), &buffers, bodies * WORKGROUP);
         if chunks == 1 {
@@ -138,6 +148,9 @@ mod tests {
         }
         let n = x.len();
         let bodies = sizes.len();
+        // The spins' records after the bodies', stale (NaN) until the kernel writes them.
+        let layout = RecordLayout { bodies: 0, tris: 0, hinges: 0, spins: records.len() as u32 };
+        records.resize(records.len() + bodies, Vec4::NAN);
         let words = crate::gpu::rigid::rigid_groups::RIGID_WORDS;
         let mut rigid = vec![0u32; bodies * words];
         for b in 0..bodies {
@@ -152,7 +165,7 @@ mod tests {
             storage(ctx, "masses", &m, false),
             storage(ctx, "flags", &vec![0u32; n], false),
             storage(ctx, "targets", &vec![Vec4::ZERO; n], false),
-            storage(ctx, "records", &records, false),
+            storage(ctx, "records", &records, true),
             storage(ctx, "rigid", &rigid, false),
         ];
         let turns = output::<Vec4>(ctx, "turns", 2 * n);
@@ -182,17 +195,22 @@ mod tests {
             turns: &turns,
         };
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        let mut passes = spin_kernel.bind(ctx, (bodies as u32, 0, h), (largest, chunk), &sb);
+        let mut passes = spin_kernel.bind(ctx, (bodies as u32, layout, h), (largest, chunk), &sb);
         passes.push(inertia_kernel.bind(ctx, &params, &ib));
         record_pass(&mut encoder, "vbd_spin", &passes);
         ctx.queue.submit([encoder.finish()]);
         let gpu: Vec<GpuVertexStep> = read_blocking(ctx, &steps, n).expect("readback");
+        let written: Vec<Vec4> = read_blocking(ctx, &bufs[6], records.len()).expect("readback");
         let mut first = 0;
         for (b, &count) in sizes.iter().enumerate() {
             let range = first..first + count;
             first += count;
             let spin = BodySpin::of(&x[range.clone()], &v[range.clone()], &m[range.clone()], h).filter(|_| eligible[b]);
             assert_eq!(spin.is_some(), eligible[b] && omegas[b] != Vec3A::ZERO, "body {b}");
+            // The spin vbd_color's damping leaves alone: ω', zero for a body that does not turn.
+            let record = Vec3A::from_vec4(written[layout.spins as usize + b]);
+            let after = spin.map_or(Vec3A::ZERO, |s| s.omega_after);
+            assert!((record - after).length() <= 1e-5 * (1.0 + after.length()), "body {b}: ω' {record} vs {after}");
             for i in range {
                 let mut s = Integrator::Newmark.vertex_step(h, Vec3A::from_vec4(v[i]), Vec3A::ZERO);
                 if let Some(spin) = spin {

@@ -105,6 +105,7 @@ impl Vbd {
                 obstacles: &[],
                 contact,
                 tet_rates: &self.tet_rates,
+                spins: &self.body_scratch.spins,
                 surface: &surface,
                 clamp: &clamp,
             };

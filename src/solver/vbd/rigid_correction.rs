@@ -60,8 +60,8 @@
 //!    a third of its acceleration, its coarse rotation alternating ±7–17 mrad a step.
 //! 4. **The integrator damped turning** (fixed in `spin`). Newmark (γ = 3/2) treated a turning
 //!    body as an oscillation of every coordinate: a 0.2 m cube spun at 10 rad/s in zero gravity
-//!    kept 37 % of its angular momentum after 2 s; it now keeps 98.3 % (the rest is Rayleigh
-//!    damping's `μ Ḟ`, see `spin`).
+//!    kept 37 % of its angular momentum after 2 s; it now keeps all but 5e-6 of it (Rayleigh
+//!    damping acts relative to the body's spin, see `spin`).
 //!
 //! With 1., 3. and 4. together the μ = 0.9 ball rolled 1.00 m in 1 s (ω 11.9 rad/s where rolling
 //! needs 19.7), with 2. as well 1.00 m (ω 14.3): rolling needs all four, on the CPU and the GPU.

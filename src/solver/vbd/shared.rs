@@ -151,6 +151,7 @@ impl Shared<'_> {
                 obstacles,
                 contact: self.settings.contact,
                 tet_rates: self.tet_rates.as_slice(),
+                spins: self.spins,
                 surface: self.surface,
                 clamp: &self.clamp,
             }

@@ -20,13 +20,20 @@
 //! velocity `ω' × R r`, the rigid motion of the turned body with the same angular momentum `L`
 //! (about a principal axis `ω' = ω`; otherwise `ω` precesses as a free rigid body's does),
 //! whatever the integrator's damping does to the deformation. Both terms fold into the
-//! integrator's coefficients: `ρ` into the predictor, `κ − c1 ρ` into `c0`. Without Rayleigh
-//! damping the spun cube keeps its angular momentum to four digits over 2 s; with the default
-//! k_d = 1e-6 s it loses 1.7 %, because the stable neo-Hookean damping stress `μ Ḟ + …` is not
-//! zero for a rotation. A damping stress on the Green strain rate alone (`μ F sym(FᵀḞ)`) kept
-//! the four digits, but then a stack of three soft cubes still rocked after 1.5 s (4e-4 J, where
-//! `tests/fallback.rs` wants 1e-4): contact dissipates nothing, and that rotation damping was
-//! what settled it.
+//! integrator's coefficients: `ρ` into the predictor, `κ − c1 ρ` into `c0`.
+//!
+//! Rayleigh damping leaves the spin alone too: the elements of a turning body see `Ḟ − [ω']× F`,
+//! the rate of their deformation gradient relative to the body turning at `ω'` (velocities
+//! `v − ω' × x`; a constant drops out of `Ḟ`), in `vertex::elastic_terms` and `vbd_color`.
+//! The stable neo-Hookean damping stress `μ Ḟ + …` is not zero for a rotation, and with it the
+//! spun cube lost 1.7 % of its angular momentum in 2 s at the default k_d = 1e-6 s; it now keeps
+//! it to 5e-6 (`tests/spun_bodies.rs`), as without damping. Only the body's mean turning is
+//! spared: an element rotating relative to its body is damped as before, and bodies with
+//! kinematic vertices (no spin) are damped as before. An earlier try, a damping stress on the
+//! Green strain rate alone (`μ F sym(FᵀḞ)`), spared every rotation: then a stack of three soft
+//! cubes still rocked after 1.5 s (4e-4 J where `tests/fallback.rs` wants 1e-4), since contact
+//! dissipates nothing. With the spin taken out per body the stack settles (the rigid
+//! correction, which now couples its cubes through their contact, carries the rocking).
 //!
 //! The rotating frame's centrifugal and Coriolis terms are left out: a spinning body keeps its
 //! shape instead of bulging by about `ρ ω² r² / E` (1e-3 for that cube). Adding the centrifugal

@@ -15,6 +15,7 @@ use crate::mesh::unpack_entry;
 use crate::solver::parallel::{PhaseCell, SharedSlice};
 use crate::solver::vbd::contact::{SurfaceContactScratch, limit_move, relative_displacement};
 use crate::solver::vbd::spans::{self, GAP, SpanContacts};
+use crate::solver::vbd::spin::BodySpin;
 use crate::state::SimState;
 
 /// Read-only per-step inputs of the vertex update.
@@ -31,6 +32,9 @@ pub(crate) struct VertexInputs<'a> {
     pub contact: ContactModel,
     /// Per tet: `G_e = (D_c0 − c1 D_s^n) D_m⁻¹`, so that `Ḟ = c1 F + G_e` (damped tets only).
     pub tet_rates: &'a [Mat3A],
+    /// Per body: the rigid spin it turns by exactly this step (`spin`), if any; Rayleigh damping
+    /// leaves that turning alone. Empty where no body spins.
+    pub spins: &'a [Option<BodySpin>],
     /// Surface contact pairs of the last detection.
     pub surface: &'a PhaseCell<SurfaceContactScratch>,
     /// xyz: position at the last detection; w: displacement bound b_v.
@@ -175,6 +179,9 @@ fn elastic_terms(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) 
     let (mut f, mut h) = (Vec3A::ZERO, Mat3A::ZERO);
     // d(velocity)/d(position) of this vertex: damping's contribution to the Hessian.
     let c1 = inp.velocity[v].w;
+    // The body's spin after the step, ω': the damping acts on the velocities relative to the
+    // turning `ω' × x` (see `spin`).
+    let spin = inp.spins.get(st.vertex_body[v] as usize).copied().flatten().map(|s| s.omega_after);
 
     for &entry in st.tet_adjacency.row(v) {
         let (e, slot) = unpack_entry(entry);
@@ -187,7 +194,13 @@ fn elastic_terms(v: usize, pos: &SharedSlice<'_, Vec4>, inp: &VertexInputs<'_>) 
         let m = &st.materials[t.material as usize];
         // Ḟ of the current iterate: c1 is the same for every vertex of a step, so
         // Ḟ = c1 F + G_e with G_e fixed per element and step (see `Vbd::tet_rates`).
-        let f_dot = (m.damping > 0.0).then(|| f_def * c1 + inp.tet_rates[e as usize]);
+        let f_dot = (m.damping > 0.0).then(|| {
+            let f_dot = f_def * c1 + inp.tet_rates[e as usize];
+            match spin {
+                Some(w) => f_dot - spin_rate(w, &f_def),
+                None => f_dot,
+            }
+        });
         if m.model == MODEL_STABLE_NEO_HOOKEAN {
             let (grad, hb, d) =
                 stable_neo_hookean::vertex_terms::<f32>(&f_def, f_dot.as_ref(), g_a, t.volume, m.mu, m.lambda);
@@ -340,6 +353,12 @@ pub(crate) fn external_terms(v: usize, x: Vec3A, inp: &VertexInputs<'_>, obstacl
         in_contact |= add_contact::<f32>(&mut f, &mut h, &c, &contact);
     }
     ExternalTerms { force: f, hessian: h, in_contact }
+}
+
+/// `[ω]× F`: the rate of `F` when its body turns at `ω` (velocities `ω × x`).
+#[inline(always)]
+fn spin_rate(w: Vec3A, f: &Mat3A) -> Mat3A {
+    Mat3A::from_cols(w.cross(f.x_axis), w.cross(f.y_axis), w.cross(f.z_axis))
 }
 
 /// Velocity of vertex `i` implied by the current iterate, `v = c1 (x − x^n) + c0`.
