@@ -22,25 +22,31 @@
 //! whatever the integrator's damping does to the deformation. Both terms fold into the
 //! integrator's coefficients: `ρ` into the predictor, `κ − c1 ρ` into `c0`.
 //!
-//! Rayleigh damping leaves the spin alone too: the elements of a turning body see `Ḟ − [ω']× F`,
-//! the rate of their deformation gradient relative to the body turning at `ω'` (velocities
+//! Rayleigh damping leaves the spin alone too: the tets of a turning body see `Ḟ − [ω']× F`, the
+//! rate of their deformation gradient relative to the body turning at `ω'` (velocities
 //! `v − ω' × x`; a constant drops out of `Ḟ`), in `vertex::elastic_terms` and `vbd_color`.
 //! The stable neo-Hookean damping stress `μ Ḟ + …` is not zero for a rotation, and with it the
 //! spun cube lost 1.7 % of its angular momentum in 2 s at the default k_d = 1e-6 s; it now keeps
 //! it to 5e-6 (`tests/spun_bodies.rs`), as without damping. Only the body's mean turning is
-//! spared: an element rotating relative to its body is damped as before, and bodies with
-//! kinematic vertices (no spin) are damped as before. An earlier try, a damping stress on the
+//! spared: an element rotating relative to its body is damped as before, and so are bodies with
+//! kinematic vertices (no spin). It costs a damped tet's vertex update three cross products
+//! (drop cubes up to 10 % slower on this VM, BENCHMARKS.md). Folding `[ω']× F̂` at the
+//! predicted `x̂` into each tet's per-step `G_e` instead cost nothing there, but where contact
+//! holds a body away from `x̂` the subtracted rate is no rigid motion of the body, and the
+//! damping turns into a force that does work: the steel block of `fallback_weight_on_sheet`
+//! (E = 1e11 Pa) took its total energy from 4.3 to 5.8 J within 0.6 s, unrejected. An earlier try, a damping stress on the
 //! Green strain rate alone (`μ F sym(FᵀḞ)`), spared every rotation: then a stack of three soft
-//! cubes still rocked after 1.5 s (4e-4 J where `tests/fallback.rs` wants 1e-4), since contact
-//! dissipates nothing. With the spin taken out per body the stack settles (the rigid
-//! correction, which now couples its cubes through their contact, carries the rocking).
+//! cubes still rocked after 1.5 s (4e-4 J where `tests/fallback.rs` wanted 1e-4). Sparing only
+//! each body's spin leaves that stack's jitter as it was (frame to frame 1e-5 to 4e-4 J from
+//! 0.5 s on, before and after).
 //!
 //! The rotating frame's centrifugal and Coriolis terms are left out: a spinning body keeps its
 //! shape instead of bulging by about `ρ ω² r² / E` (1e-3 for that cube). Adding the centrifugal
 //! acceleration to the inertia target bulged it but drained 20 % of the momentum in 2 s.
 //!
 //! The GPU's `vbd_spin` kernel computes the same per-body spin (in f32) and `vbd_inertia`
-//! applies it.
+//! applies it; `vbd_spin` also writes each body's `ω'` after the packed records for
+//! `vbd_color`'s damping.
 
 use glam::{DMat3, DVec3, Mat3A, Vec3A, Vec4};
 
