@@ -129,21 +129,13 @@ fn a_spun_cube_keeps_its_angular_momentum_on_the_gpu() {
             .expect("body"),
     );
     w.sync();
-    let momentum = |w: &World| {
-        let (x, v, m) = (w.positions(), w.velocities(), w.vertex_masses());
-        let total: f64 = m.iter().map(|&m| m as f64).sum();
-        let c = x.iter().zip(m).fold(glam::DVec3::ZERO, |s, (p, &m)| s + p.truncate().as_dvec3() * m as f64) / total;
-        x.iter().zip(v).zip(m).fold(glam::DVec3::ZERO, |l, ((p, q), &m)| {
-            l + (p.truncate().as_dvec3() - c).cross(q.truncate().as_dvec3()) * m as f64
-        })
-    };
-    let l0 = momentum(&w);
+    let l0 = common::angular_momentum(&w);
     for _ in 0..120 {
         let r = step_taking_a_frame(&mut w);
         assert_eq!(r.backend, Backend::Gpu, "{:?}", w.drain_events());
     }
     w.wait_for_gpu();
-    let l = momentum(&w);
+    let l = common::angular_momentum(&w);
     let lost = (l - l0).length() / l0.length();
     eprintln!("spun cube on the GPU: |L − L0| / |L0| = {lost:.2e} after 2 s");
     assert!(lost < 0.01, "L {l} after 2 s, {l0} at the start");

@@ -2,6 +2,8 @@
 //! `angular_velocity`) give every vertex the velocity of a rigid motion about the body's centre
 //! of mass, and the `angular_velocity` / `angular_momentum` probes read it back.
 
+mod common;
+
 use glam::{DMat3, DVec3, Vec3};
 use pliant::io::{evaluate_probe, parse_scene};
 use pliant::prelude::*;
@@ -67,16 +69,6 @@ fn probes_read_the_spin_back() {
     assert!((value("L") - l).length() < 1e-4 * l.length(), "L probe {} vs {l}", value("L"));
 }
 
-/// Angular momentum about the centre of mass of a world's vertices.
-fn angular_momentum(w: &World) -> DVec3 {
-    let (x, v, m) = (w.positions(), w.velocities(), w.vertex_masses());
-    let total: f64 = m.iter().map(|&m| m as f64).sum();
-    let c = x.iter().zip(m).fold(DVec3::ZERO, |s, (p, &m)| s + p.truncate().as_dvec3() * m as f64) / total;
-    x.iter().zip(v).zip(m).fold(DVec3::ZERO, |l, ((p, q), &m)| {
-        l + (p.truncate().as_dvec3() - c).cross(q.truncate().as_dvec3()) * m as f64
-    })
-}
-
 /// A soft cube spun at 10 rad/s in zero gravity keeps its angular momentum over 2 s: to 0.1 %
 /// without Rayleigh damping, to 1 % (issue 30) with the default k_d = 1e-6 s (5e-6 measured
 /// both ways). Before each body's rigid spin was turned exactly (`solver/vbd/spin.rs`) the
@@ -96,12 +88,12 @@ fn a_spun_cube_keeps_its_angular_momentum() {
                 .unwrap(),
         );
         world.sync();
-        let l0 = angular_momentum(&world);
+        let l0 = common::angular_momentum(&world);
         for _ in 0..120 {
             let r = world.step();
             assert!(r.fallbacks == 0 && !r.nan_detected, "damping {damping}: {r:?}");
         }
-        let l = angular_momentum(&world);
+        let l = common::angular_momentum(&world);
         println!("damping {damping}: |L − L0| / |L0| = {:.2e} after 2 s", (l - l0).length() / l0.length());
         assert!((l - l0).length() < tolerance * l0.length(), "damping {damping}: L {l} after 2 s, {l0} at the start");
     }

@@ -66,3 +66,13 @@ pub fn no_gpu(e: &dyn std::fmt::Display) {
     }
     eprintln!("skipping a GPU test: {e}");
 }
+
+/// Angular momentum of the world's vertices about their centre of mass \[kg m²/s\], in f64.
+pub fn angular_momentum(w: &pliant::World) -> glam::DVec3 {
+    let (x, v, m) = (w.positions(), w.velocities(), w.vertex_masses());
+    let total: f64 = m.iter().map(|&m| m as f64).sum();
+    let c = x.iter().zip(m).fold(glam::DVec3::ZERO, |s, (p, &m)| s + p.truncate().as_dvec3() * m as f64) / total;
+    x.iter().zip(v).zip(m).fold(glam::DVec3::ZERO, |l, ((p, q), &m)| {
+        l + (p.truncate().as_dvec3() - c).cross(q.truncate().as_dvec3()) * m as f64
+    })
+}

@@ -182,6 +182,11 @@ impl GpuStepper {
         (contact, binding)
     }
 
+    /// The rigid correction's state when this step runs it (and with it `vbd_spin`).
+    fn rigid_state(&self, s: &GpuStepSettings) -> Option<&RigidState> {
+        self.rigid.as_ref().and_then(|r| r.as_ref()).filter(|_| s.vbd.rigid_correction)
+    }
+
     /// The predict phase: inertia targets, the rigid correction's groups (touching bodies start
     /// from x^n), the obstacle advance, and the correction itself.
     fn bind_predict(
@@ -193,7 +198,7 @@ impl GpuStepper {
         let (ctx, k, b, l) = (&*self.ctx, &self.kernels, &self.buffers, &self.layout);
         let n = self.vertices;
         let v = &s.vbd;
-        let rigid_state = self.rigid.as_ref().and_then(|r| r.as_ref()).filter(|_| v.rigid_correction);
+        let rigid_state = self.rigid_state(s);
         let mut predict = Vec::new();
         let mut inertia = VbdInertiaParams::new(n as usize, s.h, v.gravity, v.integrator, v.initialization);
         if let Some(state) = rigid_state {
@@ -295,7 +300,8 @@ impl GpuStepper {
         let (bounds, contacts) = (contact.bounds, contact.contacts);
         let spans = (obstacles.has_spans() && span_count(&self.state) > 0)
             .then_some((self.state.surface_edges.len() as u32, self.vertices));
-        let spins = self.rigid.as_ref().is_some_and(|r| r.is_some()) && s.vbd.rigid_correction;
+        // `vbd_spin` ran in the predict phase and wrote the bodies' spins (`bind_predict`).
+        let spins = self.rigid_state(s).is_some();
         let setup = VbdColorSetup {
             layout: *l,
             records: self.records,

@@ -34,11 +34,11 @@
 //! predicted `x̂` into each tet's per-step `G_e` instead cost nothing there, but where contact
 //! holds a body away from `x̂` the subtracted rate is no rigid motion of the body, and the
 //! damping turns into a force that does work: the steel block of `fallback_weight_on_sheet`
-//! (E = 1e11 Pa) took its total energy from 4.3 to 5.8 J within 0.6 s, unrejected. An earlier try, a damping stress on the
-//! Green strain rate alone (`μ F sym(FᵀḞ)`), spared every rotation: then a stack of three soft
-//! cubes still rocked after 1.5 s (4e-4 J where `tests/fallback.rs` wanted 1e-4). Sparing only
-//! each body's spin leaves that stack's jitter as it was (frame to frame 1e-5 to 4e-4 J from
-//! 0.5 s on, before and after).
+//! (E = 1e11 Pa) took its total energy from 4.3 to 5.8 J within 0.6 s, unrejected. An earlier
+//! try, a damping stress on the Green strain rate alone (`μ F sym(FᵀḞ)`), spared every
+//! rotation: then a stack of three soft cubes still rocked after 1.5 s (4e-4 J where
+//! `tests/fallback.rs` wanted 1e-4). Sparing only each body's spin leaves that stack's jitter as
+//! it was (frame to frame 1e-5 to 4e-4 J from 0.5 s on, before and after).
 //!
 //! The rotating frame's centrifugal and Coriolis terms are left out: a spinning body keeps its
 //! shape instead of bulging by about `ρ ω² r² / E` (1e-3 for that cube). Adding the centrifugal
