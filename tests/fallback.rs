@@ -283,15 +283,16 @@ fn on_the_gpu_the_check_rejects_the_projectile_and_the_fallback_redoes_its_frame
 /// back intersects (a rejected substep puts every body back, so the block is never returned
 /// into a sheet that moved). Before the rule the GPU kept every one of these steps. The weight's
 /// stalled step also gains energy, and which of the two tests rejects it first turns on the
-/// rounding of the colour passes' sums (the eight-lane element sums of `vbd_color` made the
-/// energy test the first): there either reason is the catch.
+/// rounding of the colour passes' sums: there either reason is the catch. Its first rejection
+/// comes later than it did (60 frames are run, 14 were): until 2026-11-29 the steel's elastic
+/// energy was f32 round-off of joules, and the energy test fired on that noise from the start.
 #[cfg(feature = "gpu")]
 #[test]
 fn on_the_gpu_the_residual_rule_sends_stalled_sweeps_to_the_fallback() {
     use FallbackReason::{EnergyGain, ResidualGrowth};
     for (scene, frames, stalled, reasons) in [
         ("fallback_stiff_on_soft", 12, "block", &[ResidualGrowth][..]),
-        ("fallback_weight_on_sheet", 14, "weight", &[ResidualGrowth, EnergyGain][..]),
+        ("fallback_weight_on_sheet", 60, "weight", &[ResidualGrowth, EnergyGain][..]),
     ] {
         let Some((loaded, reports, events)) = run_on_gpu(scene, frames) else { return };
         let names: Vec<&str> = loaded.bodies.iter().map(|b| b.name.as_str()).collect();
@@ -627,11 +628,11 @@ fn on_the_gpu_the_device_redoes_body_body_contact_itself() {
     use FallbackReason::{Crossing, EnergyGain, ResidualGrowth, Speed};
     use pliant::Backend;
     // The weight's stalled step is caught by whichever of the residual rule and the energy test
-    // sees it first (see the test above).
+    // sees it first, within 60 frames (see the test above).
     for (scene, frames, reasons) in [
         ("fallback_projectile_cloth", 20, &[Speed][..]),
         ("fallback_stiff_on_soft", 12, &[ResidualGrowth][..]),
-        ("fallback_weight_on_sheet", 14, &[ResidualGrowth, EnergyGain][..]),
+        ("fallback_weight_on_sheet", 60, &[ResidualGrowth, EnergyGain][..]),
         ("fallback_cloth_gap", 40, &[Crossing][..]),
     ] {
         let mut loaded = common::load(scene);

@@ -19,6 +19,7 @@ pub const BUNDLED_SCENES: &[(&str, &str)] = &[
     ("fallback_stiff_on_soft", include_str!("../../examples/scenes/fallback_stiff_on_soft.json")),
     ("fallback_weight_on_sheet", include_str!("../../examples/scenes/fallback_weight_on_sheet.json")),
     ("gltf_jelly", include_str!("../../examples/scenes/gltf_jelly.json")),
+    ("heavy_on_foam", include_str!("../../examples/scenes/heavy_on_foam.json")),
     ("incline_slide", include_str!("../../examples/scenes/incline_slide.json")),
     ("incline_stick", include_str!("../../examples/scenes/incline_stick.json")),
     ("pile_soft_box", include_str!("../../examples/scenes/pile_soft_box.json")),

@@ -28,9 +28,13 @@ pub fn pk1<R: Real>(f: &R::M3, mu: R, lambda: R) -> R::M3 {
 }
 
 /// Energy density ψ(F) \[J/m³\].
+///
+/// The Green strain is formed from `H = F − I` as `½ (H + Hᵀ + HᵀH)`: `½ (FᵀF − I)` leaves a
+/// stiff solid's strain, and with it its energy, to f32 round-off.
 #[inline]
 pub fn energy_density<R: Real>(f: &R::M3, mu: R, lambda: R) -> R {
-    let e = green::<R>(f);
+    let h = *f - R::M3::IDENTITY;
+    let e = (h + h.transpose() + h.transpose().mul_mat(&h)) * R::lit(0.5);
     let tr = e.at(0, 0) + e.at(1, 1) + e.at(2, 2);
     let ee = e.col(0).length_squared() + e.col(1).length_squared() + e.col(2).length_squared();
     mu * ee + R::lit(0.5) * lambda * tr * tr

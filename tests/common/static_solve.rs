@@ -22,6 +22,9 @@ pub struct StaticProblem {
     /// The tets' material (its energy is the solver's, evaluated in f64).
     pub material: SolidMaterial,
     pub density: f64,
+    /// Tets whose material and density are not `material` and `density`: `(first tet, end
+    /// tet, material, density)` (a stiff load bonded to a soft body, say).
+    pub parts: Vec<(usize, usize, SolidMaterial, f64)>,
     pub gravity: DVec3,
     /// Vertices held at their rest positions.
     pub pinned: Vec<bool>,
@@ -43,15 +46,23 @@ pub struct StaticSolution {
 impl StaticProblem {
     pub fn masses(&self) -> Vec<f64> {
         let mut m = vec![0.0; self.rest.len()];
-        for t in &self.tets {
+        for (e, t) in self.tets.iter().enumerate() {
             let [a, b, c, d] = t.map(|i| self.rest[i as usize]);
             let volume = (b - a).dot((c - a).cross(d - a)) / 6.0;
             assert!(volume > 0.0, "valid tet");
             for &i in t {
-                m[i as usize] += self.density * volume / 4.0;
+                m[i as usize] += self.material_of(e).1 * volume / 4.0;
             }
         }
         m
+    }
+
+    /// Tet `e`'s material and density.
+    fn material_of(&self, e: usize) -> (&SolidMaterial, f64) {
+        match self.parts.iter().find(|p| (p.0..p.1).contains(&e)) {
+            Some((_, _, material, density)) => (material, *density),
+            None => (&self.material, self.density),
+        }
     }
 
     fn rests(&self) -> Vec<[DVec3; 4]> {
@@ -60,9 +71,9 @@ impl StaticProblem {
 
     fn energy(&self, x: &[DVec3], rests: &[[DVec3; 4]], masses: &[f64]) -> f64 {
         let mut e = 0.0;
-        for (t, r) in self.tets.iter().zip(rests) {
+        for (k, (t, r)) in self.tets.iter().zip(rests).enumerate() {
             let xs = t.map(|i| x[i as usize]);
-            e += self.material.tet_energy(r, &xs).expect("valid tet");
+            e += self.material_of(k).0.tet_energy(r, &xs).expect("valid tet");
         }
         for (i, p) in x.iter().enumerate() {
             e -= masses[i] * self.gravity.dot(*p);
@@ -160,10 +171,11 @@ impl StaticProblem {
                 }
             }
         };
-        for (t, r) in self.tets.iter().zip(rests) {
+        for (e, (t, r)) in self.tets.iter().zip(rests).enumerate() {
             let xs = t.map(|i| x[i as usize]);
-            let grad = self.material.tet_gradient(r, &xs).expect("valid tet");
-            let mut hess = self.material.tet_hessian(r, &xs).expect("valid tet");
+            let material = self.material_of(e).0;
+            let grad = material.tet_gradient(r, &xs).expect("valid tet");
+            let mut hess = material.tet_hessian(r, &xs).expect("valid tet");
             if project {
                 project_12(&mut hess);
             }
@@ -251,6 +263,7 @@ pub fn cantilever_tip_of_mesh(rest: Vec<DVec3>, tets: Vec<[u32; 4]>) -> (f64, f6
         rest,
         material: pliant::StableNeoHookean::from_young_poisson(1.2e8, 0.0).into(),
         density: 1000.0,
+        parts: vec![],
         gravity: DVec3::new(0.0, -9.81, 0.0),
         planes: vec![],
         contact_stiffness: 1e7,

@@ -5,7 +5,7 @@ use glam::{Vec3A, Vec4};
 use crate::collision::{ContactModel, Obstacle};
 use crate::material::MODEL_STABLE_NEO_HOOKEAN;
 use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
-use crate::state::SimState;
+use crate::state::{SimState, TetElement};
 
 /// Energies of the whole world at the end of a step \[J\].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -46,15 +46,7 @@ pub(crate) fn energies(st: &SimState, gravity: Vec3A, obstacles: &[Obstacle], co
         }
     }
     for t in &st.tets {
-        let x = t.vertices.map(|i| p(st, i));
-        let f = tet::deformation_gradient::<f32>(&x, &t.dm_inv());
-        let m = &st.materials[t.material as usize];
-        let psi = if m.model == MODEL_STABLE_NEO_HOOKEAN {
-            stable_neo_hookean::energy_density::<f32>(&f, m.mu, m.lambda)
-        } else {
-            stvk::energy_density::<f32>(&f, m.mu, m.lambda)
-        };
-        e.elastic += (t.volume * psi) as f64;
+        e.elastic += tet_energy(st, t, |i| p(st, i));
     }
     for t in &st.tris {
         let x = [p(st, t.vertices[0]), p(st, t.vertices[1]), p(st, t.vertices[2])];
@@ -67,6 +59,19 @@ pub(crate) fn energies(st: &SimState, gravity: Vec3A, obstacles: &[Obstacle], co
         e.elastic += bending::element_energy::<f32>(&x, h.rest_angle, h.stiffness) as f64;
     }
     e
+}
+
+/// Elastic energy of tet `t` with its vertices at `at(i)` \[J\] (the energy densities are
+/// written so that a stiff solid's is not f32 round-off: `stable_neo_hookean::energy_density`).
+fn tet_energy(st: &SimState, t: &TetElement, at: impl Fn(u32) -> Vec3A) -> f64 {
+    let f = tet::deformation_gradient::<f32>(&t.vertices.map(at), &t.dm_inv());
+    let m = &st.materials[t.material as usize];
+    let psi = if m.model == MODEL_STABLE_NEO_HOOKEAN {
+        stable_neo_hookean::energy_density::<f32>(&f, m.mu, m.lambda)
+    } else {
+        stvk::energy_density::<f32>(&f, m.mu, m.lambda)
+    };
+    (t.volume * psi) as f64
 }
 
 /// Largest vertex speed \[m/s\].
@@ -131,14 +136,7 @@ pub(crate) fn body_energies(
         }
     }
     for t in &st.tets {
-        let f = tet::deformation_gradient::<f32>(&t.vertices.map(at), &t.dm_inv());
-        let m = &st.materials[t.material as usize];
-        let psi = if m.model == MODEL_STABLE_NEO_HOOKEAN {
-            stable_neo_hookean::energy_density::<f32>(&f, m.mu, m.lambda)
-        } else {
-            stvk::energy_density::<f32>(&f, m.mu, m.lambda)
-        };
-        out[st.vertex_body[t.vertices[0] as usize] as usize].0 += (t.volume * psi) as f64;
+        out[st.vertex_body[t.vertices[0] as usize] as usize].0 += tet_energy(st, t, at);
     }
     for t in &st.tris {
         let m = &st.materials[t.material as usize];
