@@ -36,15 +36,16 @@ const PAIRS: [Pair; 2] = [
     Pair { foam: "pad", load: "block", top: "pad_top", bottom: "pad_bottom", com: "block_com" },
 ];
 
-/// A box body of the scene: size, cells, centre, and its material's (E, ν, ρ).
-fn box_body(scene: &Scene, name: &str) -> (DVec3, [u32; 3], DVec3, [f64; 3]) {
+/// A box body of the scene: size, cells and split, centre, and its material's (E, ν, ρ).
+fn box_body(scene: &Scene, name: &str) -> (DVec3, ([u32; 3], TetSplit), DVec3, [f64; 3]) {
     let body = scene.bodies.iter().find(|b| b.name == name).expect("body in the scene");
     let Some(GeneratorSpec::Box(g)) = &body.generator else { panic!("{name}: a box generator") };
+    assert_eq!(body.rotation_deg, [0.0; 3], "{name}: the reference takes axis-aligned boxes");
     let MaterialSpec::StableNeoHookean(m) = &scene.materials[&body.material] else {
         panic!("{name}: a stable neo-Hookean material")
     };
     let (e, nu, rho) = (m.young_modulus, m.nu, m.rho);
-    (DVec3::from(g.size.map(f64::from)), g.cells, DVec3::from(body.translation.map(f64::from)), [e, nu, rho])
+    (DVec3::from(g.size.map(f64::from)), (g.cells, g.split), DVec3::from(body.translation.map(f64::from)), [e, nu, rho])
 }
 
 /// The foam's static compression under its load [m], the load bonded on the foam's top face.
@@ -54,13 +55,13 @@ fn static_compression(scene: &Scene, pair: &Pair) -> f64 {
     let top = foam_at.y + 0.5 * foam_size.y;
     // The load rests on the foam's top face, under its own centre.
     let load_at = DVec3::new(load_at.x, top + 0.5 * load_size.y, load_at.z);
-    let mesh = |size: DVec3, cells, at: DVec3| {
-        let m = TetMesh::box_mesh(size.as_vec3(), cells, TetSplit::Six).expect("box mesh");
+    let mesh = |size: DVec3, (cells, split): ([u32; 3], TetSplit), at: DVec3| {
+        let m = TetMesh::box_mesh(size.as_vec3(), cells, split).expect("box mesh");
         let rest: Vec<DVec3> = m.positions().iter().map(|p| p.as_dvec3() + at).collect();
         (rest, m.tets().to_vec())
     };
     let (mut rest, mut tets) = mesh(foam_size, foam_cells, foam_at);
-    let foam_tets = tets.len();
+    let (foam_vertices, foam_tets) = (rest.len(), tets.len());
     let key = |p: DVec3| ((p.x * 1e5).round() as i64, (p.y * 1e5).round() as i64, (p.z * 1e5).round() as i64);
     let at: HashMap<_, u32> = rest.iter().enumerate().map(|(i, p)| (key(*p), i as u32)).collect();
     let (load_rest, load_tets) = mesh(load_size, load_cells, load_at);
@@ -78,7 +79,7 @@ fn static_compression(scene: &Scene, pair: &Pair) -> f64 {
             }
         })
         .collect();
-    let footprint = (load_cells[0] + 1) * (load_cells[2] + 1);
+    let footprint = (load_cells.0[0] + 1) * (load_cells.0[2] + 1);
     assert_eq!(shared, footprint, "{}: the footprint lies on the foam's grid lines", pair.load);
     tets.extend(load_tets.iter().map(|t| t.map(|i| index[i as usize])));
     let solid = |[e, nu, _]: [f64; 3]| -> SolidMaterial { StableNeoHookean::from_young_poisson(e, nu).into() };
@@ -89,7 +90,7 @@ fn static_compression(scene: &Scene, pair: &Pair) -> f64 {
         pinned: rest.iter().map(|p| (p.y - bottom).abs() < 1e-6).collect(),
         material: solid(foam_m),
         density: foam_m[2],
-        parts: vec![(foam_tets, tets.len(), solid(load_m), load_m[2])],
+        parts: vec![(foam_tets..tets.len(), solid(load_m), load_m[2])],
         tets,
         rest,
         gravity: DVec3::new(0.0, -9.81, 0.0),
@@ -98,26 +99,21 @@ fn static_compression(scene: &Scene, pair: &Pair) -> f64 {
         contact_offset: 1e-3,
     };
     let solution = problem.solve(None);
-    // The steel's stiffness (1e6 times the foam's) leaves f64 round-off near 1e-6 of the weight:
-    // 2e-5 N on the 2 kg block, nothing against millimetres of compression.
+    // The steel's stiffness (4e6 times the pad's) leaves f64 round-off near 1e-6 of the weight:
+    // 2e-5 N on the 2 kg block, nothing against a millimetre of compression.
     assert!(solution.relative_residual < 1e-5, "{}: static solve residual {}", pair.foam, solution.relative_residual);
     let under = |p: DVec3| {
         (p.x - load_at.x).abs() <= 0.5 * load_size.x + 1e-6 && (p.z - load_at.z).abs() <= 0.5 * load_size.z + 1e-6
     };
     let face_mean = |y: f64| {
-        let ids: Vec<usize> = (0..foam_rest_len(foam_cells))
-            .filter(|&i| under(problem.rest[i]) && (problem.rest[i].y - y).abs() < 1e-6)
-            .collect();
+        let ids: Vec<usize> =
+            (0..foam_vertices).filter(|&i| under(problem.rest[i]) && (problem.rest[i].y - y).abs() < 1e-6).collect();
         let now = ids.iter().map(|&i| solution.positions[i].y).sum::<f64>() / ids.len() as f64;
         let then = ids.iter().map(|&i| problem.rest[i].y).sum::<f64>() / ids.len() as f64;
         (now, then)
     };
     let ((top_now, top_rest), (bottom_now, bottom_rest)) = (face_mean(top), face_mean(bottom));
     (top_rest - bottom_rest) - (top_now - bottom_now)
-}
-
-fn foam_rest_len(cells: [u32; 3]) -> usize {
-    ((cells[0] + 1) * (cells[1] + 1) * (cells[2] + 1)) as usize
 }
 
 /// Runs the bundled scene for 3 s at `hz` frames per second (one step per frame), with the
@@ -175,13 +171,16 @@ fn pressed(scene: &Scene, run: &RunResult, hz: f64, pair: &Pair, reference: f64,
     Pressed { low, high, reference, speed }
 }
 
+/// The rate at which the block's island has a known fallback (see below).
+const KNOWN_FALLBACK_RATE: f64 = 120.0;
+
 /// With the stiffening contact layer the 20 kg box presses the mattress within 15 % of the
 /// static answer from 1 s on and rests (< 1 mm/s at 3 s), at 30, 60 and 120 Hz. The block on
 /// the pad is printed: 8–11 % over its static answer at 30 and 60 Hz.
 #[test]
 fn a_heavy_box_presses_a_mattress_to_its_static_answer_on_the_stiffening_layer() {
     let scene = parse_scene(bundled_scene("heavy_on_foam").expect("bundled")).expect("scene parses");
-    let reference = static_compression(&scene, &PAIRS[0]);
+    let (reference, pad) = (static_compression(&scene, &PAIRS[0]), static_compression(&scene, &PAIRS[1]));
     for hz in [30.0, 60.0, 120.0] {
         let (scene, run) = run_at(hz, true);
         let p = pressed(&scene, &run, hz, &PAIRS[0], reference, "stiffening layer");
@@ -189,25 +188,26 @@ fn a_heavy_box_presses_a_mattress_to_its_static_answer_on_the_stiffening_layer()
             assert!((c / p.reference - 1.0).abs() < 0.15, "{hz} Hz: compression {c} m, static {} m", p.reference);
         }
         assert!(p.speed < 1e-3, "{hz} Hz: the box moves at {} m/s after 3 s", p.speed);
-        pressed(&scene, &run, hz, &PAIRS[1], static_compression(&scene, &PAIRS[1]), "stiffening layer");
+        pressed(&scene, &run, hz, &PAIRS[1], pad, "stiffening layer");
         // Known defect, not asserted at 120 Hz: at 1.98 s one fast step of the block's island
         // is rejected for residual growth, and the fallback's redo drops the block 0.4 mm into
         // the pad (2.05 mm pressed), which then throws it up (0.09 mm) for a dozen frames
         // before it settles again at 0.83 mm; 10 frames fall back.
-        if hz < 100.0 {
+        if hz != KNOWN_FALLBACK_RATE {
             assert_eq!(run.summary.fallback_frames, 0, "{hz} Hz: a calm scene falls back");
         }
     }
 }
 
-/// At the default settings (the penalty contact layer) both loads come to rest on their foam
-/// on the fast path, and the steel block never sends its island to the fallback: its elastic
+/// At the default settings (the penalty contact layer) both loads stay on the fast path (no
+/// frame falls back), the block comes to rest, and the box still sinks at about 1 mm/s after
+/// 3 s. The steel block never sends its island to the fallback: its elastic
 /// energy, once f32 round-off of joules (`stable_neo_hookean::energy_density`), read as an energy
 /// gain in 88 of 90 frames. The compression is printed, not bounded: with the penalty layer the
 /// ground holds a loaded foam vertex's friction to what the layer's lagged force allows, the foam's
 /// bottom face spreads under the load, and the column goes on thinning (docs/scenes.md 17).
 #[test]
-fn heavy_loads_rest_on_foam_on_the_fast_path() {
+fn heavy_loads_stay_on_the_fast_path_on_foam() {
     let scene = parse_scene(bundled_scene("heavy_on_foam").expect("bundled")).expect("scene parses");
     let reference: Vec<f64> = PAIRS.iter().map(|p| static_compression(&scene, p)).collect();
     let (scene, run) = run_at(30.0, false);
@@ -215,7 +215,8 @@ fn heavy_loads_rest_on_foam_on_the_fast_path() {
     for (pair, reference) in PAIRS.iter().zip(reference) {
         let p = pressed(&scene, &run, 30.0, pair, reference, "penalty layer");
         assert!(p.low > 0.5 * p.reference, "{}: the foam does not carry the load: {} m", pair.foam, p.low);
-        // The box still sinks at about 1 mm/s after 3 s as the mattress's column thins.
+        // The box still sinks at about 1 mm/s after 3 s as the mattress's column thins; the
+        // block is at rest.
         assert!(p.speed < 2e-3, "{}: moves at {} m/s after 3 s", pair.load, p.speed);
     }
 }

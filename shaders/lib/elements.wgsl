@@ -47,25 +47,30 @@ fn hinge_angle_offset(x0: vec3<f32>, x1: vec3<f32>, x2: vec3<f32>, x3: vec3<f32>
 }
 
 // Elastic energy density ψ(F) [J/m³] of a tet: stable neo-Hookean (src/material/
-// stable_neo_hookean.rs energy_density) or StVK (src/material/stvk.rs), both in the displacement
-// gradient H = F − I, whose terms do not cancel: in I_C − 3 and FᵀF − I a stiff solid's energy
-// is f32 round-off.
+// stable_neo_hookean.rs energy_density, whose doc derives the Green-strain form used near J = 1:
+// the direct form's terms cancel, and a stiff solid's energy was f32 round-off) or StVK
+// (src/material/stvk.rs). The strain is formed from H = F − I (src/material/tet.rs green_strain).
 fn tet_energy_density(stable_neo_hookean: bool, f: mat3x3<f32>, mu: f32, lambda: f32) -> f32 {
-    let id = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
-    let h = f - id;
-    if stable_neo_hookean {
-        let hh = dot(h[0], h[0]) + dot(h[1], h[1]) + dot(h[2], h[2]);
-        let tr = h[0].x + h[1].y + h[2].z;
-        let ht = transpose(h);
-        let tr_h2 = dot(h[0], ht[0]) + dot(h[1], ht[1]) + dot(h[2], ht[2]);
-        let i2 = 0.5 * (tr * tr - tr_h2);
-        let det = determinant(h);
-        let dj = tr + i2 + det;
-        return 0.5 * mu * hh + 0.5 * lambda * dj * dj - mu * (i2 + det);
-    }
+    let h = f - mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
     let e = (h + transpose(h) + transpose(h) * h) * 0.5;
     let tr = e[0].x + e[1].y + e[2].z;
-    return mu * (dot(e[0], e[0]) + dot(e[1], e[1]) + dot(e[2], e[2])) + 0.5 * lambda * tr * tr;
+    let ee = dot(e[0], e[0]) + dot(e[1], e[1]) + dot(e[2], e[2]);
+    if !stable_neo_hookean {
+        return mu * ee + 0.5 * lambda * tr * tr;
+    }
+    let j = determinant(f);
+    if abs(j - 1.0) > 0.25 {
+        let ic = dot(f[0], f[0]) + dot(f[1], f[1]) + dot(f[2], f[2]);
+        let dj = j - (1.0 + mu / lambda);
+        return 0.5 * (mu * (ic - 3.0) + lambda * dj * dj - mu * mu / lambda);
+    }
+    let i2 = 0.5 * (tr * tr - ee);
+    let det = determinant(e);
+    let x = 2.0 * tr + 4.0 * i2 + 8.0 * det;
+    let s1 = 1.0 + sqrt(1.0 + x);
+    let dj = x / s1;
+    let g = 2.0 * i2 + 4.0 * det - x * x / (2.0 * s1 * s1);
+    return 0.5 * lambda * dj * dj - mu * g;
 }
 
 // Plane-stress StVK energy density of a membrane with 3×2 F = [f0 f1] (src/material/

@@ -7,7 +7,7 @@
 //! linear elasticity with shear modulus `μ` and Lamé `λ_L = λ − μ` (see
 //! [`super::StableNeoHookean::lame`]).
 
-use super::tet::{TetRest, cofactor, deformation_gradient};
+use super::tet::{TetRest, cofactor, deformation_gradient, green_strain};
 use crate::math::{Matrix3, Real, Vector3, outer, skew};
 
 #[inline(always)]
@@ -17,26 +17,34 @@ fn alpha<R: Real>(mu: R, lambda: R) -> R {
 
 /// Energy density ψ(F) \[J/m³\].
 ///
-/// Written in the displacement gradient `H = F − I` as
-/// `ψ = ½ μ |H|² + ½ λ (J − 1)² − μ (i₂(H) + det H)`, with `J − 1 = tr H + i₂(H) + det H` and
-/// `i₂ = ½ ((tr H)² − tr H²)`: the same function as `½ (μ (I_C − 3) + λ (J − α)² − μ²/λ)`, whose
-/// terms are each of order `μ` and cancel to order `μ |H|²`, so that in f32 a stiff solid's
-/// energy was round-off (about `1e-7 μ` per m³: joules for a steel block at rest).
+/// The terms of `½ (μ (I_C − 3) + λ (J − α)² − μ²/λ)` are each of order `μ` and cancel to order
+/// `μ |E|²`: in f32 a stiff solid's energy near rest was round-off, about `1e-7 μ` J/m³ (joules
+/// for a steel block, which the safety check's energy test read as a gain). So where `J` is near
+/// 1 the same function is evaluated in the Green strain `E = ½ (H + Hᵀ + HᵀH)`, `H = F − I`,
+/// with no term of first order left: with `x = det(I + 2E) − 1 = 2 tr E + 4 i₂(E) + 8 det E` and
+/// `s = √(1 + x)`, `J − 1 = x/(1 + s)` and
+/// `ψ = ½ λ (J − 1)² − μ (2 i₂(E) + 4 det E − x²/(2 (1 + s)²))`. `E` is invariant under a
+/// rotation of the body, so this holds for a turned body as for one at rest. Where `J` is far
+/// from 1 (inverted elements included, whose sign `√det(I + 2E)` would lose) the terms no longer
+/// cancel and the direct form is used.
 #[inline]
 pub fn energy_density<R: Real>(f: &R::M3, mu: R, lambda: R) -> R {
-    let h = *f - R::M3::IDENTITY;
-    let hh = h.col(0).length_squared() + h.col(1).length_squared() + h.col(2).length_squared();
-    let tr = h.at(0, 0) + h.at(1, 1) + h.at(2, 2);
-    let mut tr_h2 = R::ZERO;
-    for r in 0..3 {
-        for c in 0..3 {
-            tr_h2 += h.at(r, c) * h.at(c, r);
-        }
+    let j = f.determinant();
+    if (j - R::ONE).abs() > R::lit(0.25) {
+        let ic = f.col(0).length_squared() + f.col(1).length_squared() + f.col(2).length_squared();
+        let dj = j - alpha(mu, lambda);
+        return R::lit(0.5) * (mu * (ic - R::lit(3.0)) + lambda * dj * dj - mu * mu / lambda);
     }
-    let i2 = R::lit(0.5) * (tr * tr - tr_h2);
-    let det = h.determinant();
-    let dj = tr + i2 + det;
-    R::lit(0.5) * mu * hh + R::lit(0.5) * lambda * dj * dj - mu * (i2 + det)
+    let e = green_strain::<R>(f);
+    let tr = e.at(0, 0) + e.at(1, 1) + e.at(2, 2);
+    let ee = e.col(0).length_squared() + e.col(1).length_squared() + e.col(2).length_squared();
+    let i2 = R::lit(0.5) * (tr * tr - ee);
+    let det = e.determinant();
+    let x = R::lit(2.0) * tr + R::lit(4.0) * i2 + R::lit(8.0) * det;
+    let s1 = R::ONE + (R::ONE + x).sqrt();
+    let dj = x / s1;
+    let g = R::lit(2.0) * i2 + R::lit(4.0) * det - x * x / (R::lit(2.0) * s1 * s1);
+    R::lit(0.5) * lambda * dj * dj - mu * g
 }
 
 /// First Piola–Kirchhoff stress `P = μF + λ(J − α) cof(F)` \[Pa\].
@@ -148,6 +156,42 @@ mod tests {
 
     const MU: f64 = 3.0e5;
     const LAMBDA: f64 = 1.2e6;
+
+    /// Steel (E = 2e11 Pa, ν = 0.3) strained by 1e-6, at rest and turned by 0.5 rad: the f32
+    /// energy density of an f32 `F` is its f64 one to 1e-3 (the direct form was off by about
+    /// `1e-7 μ`, ten thousand times the energy itself), and in f64 the Green-strain form is the
+    /// direct one.
+    #[test]
+    fn a_stiff_solid_s_energy_is_not_round_off_in_f32() {
+        let (mu, lambda) = (7.69e10f64, 1.15e11 + 7.69e10);
+        let strain = glam::DMat3::from_cols_array(&[1.0, 0.3, -0.2, 0.3, -0.5, 0.1, -0.2, 0.1, 0.7]) * 1e-6;
+        for turn in [0.0, 0.5] {
+            let r = glam::DMat3::from_axis_angle(DVec3::new(1.0, 2.0, 3.0).normalize(), turn);
+            // The same F in both (rounded to f32), so that only the evaluation differs.
+            let f = (r * (glam::DMat3::IDENTITY + strain)).as_mat3();
+            let exact = energy_density::<f64>(&f.as_dmat3(), mu, lambda);
+            let single = energy_density::<f32>(&glam::Mat3A::from(f), mu as f32, lambda as f32) as f64;
+            assert!(exact > 0.0, "{exact}");
+            assert!((single - exact).abs() < 1e-3 * exact + 1e-3, "turned {turn}: f32 {single}, f64 {exact}");
+        }
+        let sheared = glam::DMat3::from_cols_array(&[1.05, 0.2, -0.1, 0.15, 0.9, 0.05, -0.12, 0.3, 1.1]);
+        let turned = glam::DMat3::from_axis_angle(DVec3::Y, 2.0) * sheared;
+        for f in [
+            glam::DMat3::from_diagonal(DVec3::new(1.1, 0.95, 1.12)),
+            sheared,
+            turned,
+            glam::DMat3::from_diagonal(DVec3::new(1.2, 1.0, 1.03)),
+        ] {
+            assert!((f.determinant() - 1.0).abs() < 0.25, "the Green-strain form is the one tested");
+            let direct = {
+                let ic = f.x_axis.length_squared() + f.y_axis.length_squared() + f.z_axis.length_squared();
+                let dj = f.determinant() - (1.0 + MU / LAMBDA);
+                0.5 * (MU * (ic - 3.0) + LAMBDA * dj * dj - MU * MU / LAMBDA)
+            };
+            let e = energy_density::<f64>(&f, MU, LAMBDA);
+            assert!((e - direct).abs() < 1e-9 * direct.abs(), "{e} vs {direct}");
+        }
+    }
 
     fn rest() -> ([DVec3; 4], TetRest<f64>) {
         let r = [DVec3::ZERO, DVec3::new(0.1, 0.0, 0.01), DVec3::new(0.02, 0.12, 0.0), DVec3::new(-0.01, 0.03, 0.09)];

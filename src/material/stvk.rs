@@ -5,14 +5,8 @@
 //! runtime treats inversion as unsafe. The same formulas serve the cloth membrane with 3×2 `F`
 //! ([`super::membrane`]).
 
-use super::tet::{TetRest, deformation_gradient};
+use super::tet::{TetRest, deformation_gradient, green_strain};
 use crate::math::{Matrix3, Real, Vector3, outer};
-
-/// Green strain `E = ½(FᵀF − I)`.
-#[inline(always)]
-fn green<R: Real>(f: &R::M3) -> R::M3 {
-    (f.transpose().mul_mat(f) - R::M3::IDENTITY) * R::lit(0.5)
-}
 
 /// Second Piola–Kirchhoff stress `S = 2μE + λ tr(E) I`.
 #[inline(always)]
@@ -24,17 +18,16 @@ fn pk2<R: Real>(e: &R::M3, mu: R, lambda: R) -> R::M3 {
 /// First Piola–Kirchhoff stress `P = F S` \[Pa\].
 #[inline]
 pub fn pk1<R: Real>(f: &R::M3, mu: R, lambda: R) -> R::M3 {
-    f.mul_mat(&pk2::<R>(&green::<R>(f), mu, lambda))
+    f.mul_mat(&pk2::<R>(&green_strain::<R>(f), mu, lambda))
 }
 
 /// Energy density ψ(F) \[J/m³\].
 ///
-/// The Green strain is formed from `H = F − I` as `½ (H + Hᵀ + HᵀH)`: `½ (FᵀF − I)` leaves a
-/// stiff solid's strain, and with it its energy, to f32 round-off.
+/// The strain is formed from `H = F − I` (`tet::green_strain`): `½ (FᵀF − I)`
+/// leaves a stiff solid's small strain, and with it its energy, to f32 round-off.
 #[inline]
 pub fn energy_density<R: Real>(f: &R::M3, mu: R, lambda: R) -> R {
-    let h = *f - R::M3::IDENTITY;
-    let e = (h + h.transpose() + h.transpose().mul_mat(&h)) * R::lit(0.5);
+    let e = green_strain::<R>(f);
     let tr = e.at(0, 0) + e.at(1, 1) + e.at(2, 2);
     let ee = e.col(0).length_squared() + e.col(1).length_squared() + e.col(2).length_squared();
     mu * ee + R::lit(0.5) * lambda * tr * tr
@@ -48,7 +41,7 @@ pub fn element_energy<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda:
 /// Gradient `∂E/∂x_a = V F S g_a` \[N\].
 pub fn element_gradient<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda: R) -> [R::V3; 4] {
     let f = deformation_gradient::<R>(x, &rest.dm_inv);
-    let p = f.mul_mat(&pk2::<R>(&green::<R>(&f), mu, lambda));
+    let p = f.mul_mat(&pk2::<R>(&green_strain::<R>(&f), mu, lambda));
     rest.shape_gradients().map(|g| p.mul_vec(g) * rest.volume)
 }
 
@@ -56,7 +49,7 @@ pub fn element_gradient<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambd
 /// `H_ab = V ((g_aᵀ S g_b) I + μ u_b u_aᵀ + μ (g_a·g_b) F Fᵀ + λ u_a u_bᵀ)`, `u_a = F g_a`.
 pub fn element_hessian<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda: R) -> [[R::M3; 4]; 4] {
     let f = deformation_gradient::<R>(x, &rest.dm_inv);
-    hessian_with_stress::<R>(&f, &pk2::<R>(&green::<R>(&f), mu, lambda), rest, mu, lambda)
+    hessian_with_stress::<R>(&f, &pk2::<R>(&green_strain::<R>(&f), mu, lambda), rest, mu, lambda)
 }
 
 /// Hessian blocks made positive semi-definite for Newton solves: the stress term
@@ -65,7 +58,7 @@ pub fn element_hessian<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda
 /// surrogate under compression (and past inversion) without an eigen-solve of the 12×12 matrix.
 pub fn element_hessian_psd<R: Real>(x: &[R::V3; 4], rest: &TetRest<R>, mu: R, lambda: R) -> [[R::M3; 4]; 4] {
     let f = deformation_gradient::<R>(x, &rest.dm_inv);
-    let (l, v) = crate::math::sym3_eigen::<R>(&pk2::<R>(&green::<R>(&f), mu, lambda));
+    let (l, v) = crate::math::sym3_eigen::<R>(&pk2::<R>(&green_strain::<R>(&f), mu, lambda));
     let s = (0..3).fold(R::M3::ZERO, |acc, k| acc + outer::<R>(v.col(k), v.col(k)) * l[k].max(R::ZERO));
     hessian_with_stress::<R>(&f, &s, rest, mu, lambda)
 }
@@ -93,7 +86,7 @@ fn hessian_with_stress<R: Real>(f: &R::M3, s: &R::M3, rest: &TetRest<R>, mu: R, 
 /// `(∂E/∂x_a, g_aᵀ S g_a · V, PSD part · V)`.
 #[inline(always)]
 fn vertex_parts<R: Real>(f: &R::M3, g_a: R::V3, volume: R, mu: R, lambda: R) -> (R::V3, R, R::M3) {
-    let s = pk2::<R>(&green::<R>(f), mu, lambda);
+    let s = pk2::<R>(&green_strain::<R>(f), mu, lambda);
     let u = f.mul_vec(g_a);
     let sg = s.mul_vec(g_a);
     let psd = outer::<R>(u, u) * (mu + lambda) + f.mul_mat(&f.transpose()) * (mu * g_a.length_squared());

@@ -55,6 +55,14 @@ pub fn deformation_gradient<R: Real>(x: &[R::V3; 4], dm_inv: &R::M3) -> R::M3 {
     R::M3::from_cols(x[1] - x[0], x[2] - x[0], x[3] - x[0]).mul_mat(dm_inv)
 }
 
+/// Green strain `½ (FᵀF − I)` formed from `H = F − I` as `½ (H + Hᵀ + HᵀH)`, so that a small
+/// strain is not the difference of two numbers near 1.
+#[inline]
+pub fn green_strain<R: Real>(f: &R::M3) -> R::M3 {
+    let h = *f - R::M3::IDENTITY;
+    (h + h.transpose() + h.transpose().mul_mat(&h)) * R::lit(0.5)
+}
+
 /// Cofactor matrix `cof(F) = [f2×f3, f3×f1, f1×f2] = ∂det F/∂F`.
 #[inline(always)]
 pub fn cofactor<R: Real>(f: &R::M3) -> R::M3 {

@@ -22,9 +22,9 @@ pub struct StaticProblem {
     /// The tets' material (its energy is the solver's, evaluated in f64).
     pub material: SolidMaterial,
     pub density: f64,
-    /// Tets whose material and density are not `material` and `density`: `(first tet, end
-    /// tet, material, density)` (a stiff load bonded to a soft body, say).
-    pub parts: Vec<(usize, usize, SolidMaterial, f64)>,
+    /// Tets whose material and density are not `material` and `density`: `(tets, material,
+    /// density)` (a stiff load bonded to a soft body, say).
+    pub parts: Vec<(std::ops::Range<usize>, SolidMaterial, f64)>,
     pub gravity: DVec3,
     /// Vertices held at their rest positions.
     pub pinned: Vec<bool>,
@@ -59,8 +59,8 @@ impl StaticProblem {
 
     /// Tet `e`'s material and density.
     fn material_of(&self, e: usize) -> (&SolidMaterial, f64) {
-        match self.parts.iter().find(|p| (p.0..p.1).contains(&e)) {
-            Some((_, _, material, density)) => (material, *density),
+        match self.parts.iter().find(|p| p.0.contains(&e)) {
+            Some((_, material, density)) => (material, *density),
             None => (&self.material, self.density),
         }
     }

@@ -61,8 +61,7 @@ pub(crate) fn energies(st: &SimState, gravity: Vec3A, obstacles: &[Obstacle], co
     e
 }
 
-/// Elastic energy of tet `t` with its vertices at `at(i)` \[J\] (the energy densities are
-/// written so that a stiff solid's is not f32 round-off: `stable_neo_hookean::energy_density`).
+/// Elastic energy of tet `t` with its vertices at `at(i)` \[J\].
 fn tet_energy(st: &SimState, t: &TetElement, at: impl Fn(u32) -> Vec3A) -> f64 {
     let f = tet::deformation_gradient::<f32>(&t.vertices.map(at), &t.dm_inv());
     let m = &st.materials[t.material as usize];
