@@ -323,32 +323,25 @@ fn ball_roll_matches_the_cpu_after_60_frames() {
 /// (until 2026-11-29 that energy was round-off of joules).
 #[test]
 fn heavy_on_foam_matches_the_cpu_after_60_frames() {
-    let (mut gpu, mut cpu) = (common::load("heavy_on_foam").world, common::load("heavy_on_foam").world);
-    let config = StepConfig { backend: Backend::Gpu, ..gpu.config().clone() };
-    if let Err(e) = gpu.set_config(config) {
-        common::no_gpu(&e);
-        return;
-    }
-    let d = compare_worlds(60, &mut gpu, &mut cpu, &mut Vec::new());
-    eprintln!("heavy_on_foam: largest GPU − CPU position difference after 60 frames {d:.3e} m");
-    assert!(d < 1e-3, "{d}");
+    let Some(mut gpu) = bundled_scene_matches_the_cpu("heavy_on_foam") else { return };
     let rejected: Vec<_> =
         gpu.drain_events().into_iter().filter(|e| matches!(e, pliant::PliantEvent::UnsafeStep { .. })).collect();
     assert!(rejected.is_empty(), "{rejected:?}");
 }
 
 /// A bundled scene stepped 60 frames on the GPU and on the CPU ([`compare_worlds`]):
-/// positions within 1e-3 m.
-fn bundled_scene_matches_the_cpu(name: &str) {
+/// positions within 1e-3 m. Returns the GPU world (`None` without an adapter).
+fn bundled_scene_matches_the_cpu(name: &str) -> Option<World> {
     let (mut gpu, mut cpu) = (common::load(name).world, common::load(name).world);
     let config = StepConfig { backend: Backend::Gpu, ..gpu.config().clone() };
     if let Err(e) = gpu.set_config(config) {
         common::no_gpu(&e);
-        return;
+        return None;
     }
     let d = compare_worlds(60, &mut gpu, &mut cpu, &mut Vec::new());
     eprintln!("{name}: largest GPU − CPU position difference after 60 frames {d:.3e} m");
     assert!(d < 1e-3, "{d}");
+    Some(gpu)
 }
 
 /// A pair buffer far too small for the scene: the frame that overflows it stays free of
