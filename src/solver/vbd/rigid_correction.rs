@@ -112,13 +112,54 @@
 //! | 2 × 10 / 4 × 5 | — | 4.36 / 4.23 (0.5 s) |
 //! | 10 × 2 | 1.63 | 3.25 (0.45 s) |
 //!
-//! At one substep the coarse rotation of each step stays within ±0.002 rad of the spin's own
-//! turn `ω h` (about 0.013): the friction torque's increment `α h²` is 0.002 a step, and it does
-//! not accumulate. Something with a threshold between `h` = 1/60 and 1/120 s takes it back; not
-//! found yet. The same build made `incline_slide`'s block on its box obstacle rock (coarse `θ`
-//! alternating about −8 and +6 mrad a step) and crawl, where the block on the plane slid as it
-//! should: the box's span contacts (`spans`), which the sweeps apply and this coarse problem
-//! leaves out, are the first suspect.
+//! **Cause: this coarse problem holds the contact patch rigid** (found 2026-11-29). A ball
+//! resting on the stiffening layer stands on a patch, flattened or one facet of its mesh
+//! (which is why E = 1e8 Pa stalls alike): its lowest vertices, up to a cell (2.5 cm) ahead of
+//! and behind the contact point, all sit in the layer. Turning the body about
+//! its centre by `θ` presses the vertices ahead of the contact point deeper into the layer by
+//! `a θ` (`a` their distance from it along the slope) and lifts those behind, so the coarse
+//! contact term resists the turn with a rotational stiffness `Σ k a²` (`k` the layer's
+//! stiffness where each vertex rests) that outweighs the inertia term's `I/h²` (457 N·m/rad
+//! for this ball at 60 Hz). Measured on the sliding ball at 0.3–0.5 s with the layer on and
+//! lone volumetric bodies turning (the scale-back as in this code, which cut nothing there):
+//! the initial guess carries about 0.27 of the spin's own turn `ω h` (the
+//! body's advance stops at its first obstacle contact), the coarse solve adds the rest, and the
+//! sum stays within 1e-4 rad of `ω h` where the friction torque asks for `α h²` = 0.0021 rad
+//! more: the coarse solve delivers none of the friction torque's turn, and the sweeps cannot
+//! turn a whole ball. Halving `h` makes `I/h²` four times larger against the same contact
+//! stiffness, which is why substeps recover the spin.
+//!
+//! Two changes tried on top of that (neither is in this code):
+//! - **No normal-contact torque** (the coarse contact term sees only the body's translation;
+//!   friction keeps its arm): the coarse turn rose to 0.011–0.015 rad a step and the sliding
+//!   ball spun to 1–2.5 rad/s, but the turn pressed the patch's front vertices through the
+//!   surface, the scale-back cut whole steps (toi 0.38–0.92), and the ball alternated between
+//!   lifting off and sticking: 0.42 m in 1 s instead of 1.85.
+//! - **The contact in series with a spring per vertex**: a candidate's coarse energy is the
+//!   layer's minimised over the vertex's own deflection `s` against a spring `k_s`,
+//!   `min_s E(d + s) + ½ k_s s²` (its Moreau envelope: convex, with stiffness
+//!   `k k_s/(k + k_s)`). With a constant `k_s` of 3e4 / 1e5 N/m and vertices clamped one by one
+//!   instead of the whole motion scaled back, the μ = 0.9 ball rolled 0.74 / 0.70 m in 1 s
+//!   (ω 10.8 / 10.4 rad/s; rigid 1.48 m and 19.7), but the μ = 0.05 ball stopped sliding: a
+//!   vertex clamped on its path stops dead, a stick that friction of 0.05 does not allow.
+//!   With each vertex's own rest stiffness `Σ_e V_e (μ + (λ + μ)/3) |∇N_v|²` as `k_s`, the
+//!   deflection `s* n` added to the vertices the motion takes into a layer, and a vertex
+//!   left inside pushed out along the normal (not stopped on its path), the μ = 0.9 ball rolled
+//!   0.99 m (ω 13.5 rad/s) on the stiffening layer and 0.98 m (ω 11.1) on the penalty, and the
+//!   μ = 0.05 ball slid 1.52 m on the layer but its spin still stalled at 2.2–2.7 rad/s (7.4
+//!   due at 1 s; on the penalty it stuck, cause 2). But 8 tests failed: every resting body
+//!   sank too far (a dropped cube's shortening +17 %, a stack's bottom cube +12 %, the
+//!   mattress under the box +26 %), the incline's block and the sliding ball accelerated 35 %
+//!   too slowly, and three stacked cubes kept 1.4e-4 J of jitter. The spring double-counts the
+//!   body's compliance: the coarse problem lets the body sink by it, and the sweeps then add the
+//!   elastic deformation again.
+//!
+//! What the coarse space lacks is the motion of rolling itself: material moving through a patch
+//! that stays flat where it is. Neither a rigid nor an affine body motion holds it, and the
+//! sweeps carry it one element per sweep. The same local build also made `incline_slide`'s
+//! block on its box obstacle rock (coarse `θ` alternating about −8 and +6 mrad a step) and
+//! crawl, where the block on the plane slid as it should; the box's span contacts (`spans`),
+//! which the sweeps apply and this coarse problem leaves out, are the first suspect there.
 
 use std::ops::Range;
 
