@@ -76,7 +76,7 @@ pub use runtime::{
     Backend, ConfigError, Energies, FallbackPolicy, FallbackReason, FrameMotion, Intersection, IslandReport,
     PhaseTimes, PliantEvent, StepConfig, StepHooks, StepPath, StepReport, SubstepContext, World,
 };
-pub use solver::{Initialization, Integrator, LocalGlobalSettings, LocalGlobalStats};
+pub use solver::{CoarseSpace, Initialization, Integrator, LocalGlobalSettings, LocalGlobalStats};
 
 // The README's example is compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

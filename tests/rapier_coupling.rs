@@ -450,9 +450,14 @@ fn heavy_rigid_box_rests_on_a_soft_mattress() {
             .unwrap(),
     );
     let (mut lowest, mut ratios, mut speeds) = (f32::INFINITY, Vec::new(), Vec::new());
+    let mut mattress_velocities = Vec::new();
     for frame in 0..150 {
         coupling.step_with_physics_world(&mut world, &mut physics, &());
         physics.step();
+        if frame >= 120 {
+            let (_, p, m) = com(&world, mattress);
+            mattress_velocities.push(p / m);
+        }
         let b = &physics.bodies[box_body];
         lowest = lowest.min(b.translation().y - 0.1);
         if frame >= 120 {
@@ -472,11 +477,15 @@ fn heavy_rigid_box_rests_on_a_soft_mattress() {
     assert!(lowest > 0.06, "box bottom went down to {lowest} m");
     // The ground holds the mattress, so the carrier's reaction must not be added to its
     // velocity (it was: 0.72 m/s downwards, every frame). What is left is the coupled step's
-    // momentum-residual correction, which the ground cancels on the next step (measured 0.044).
-    let (_, p, m) = com(&world, mattress);
-    let v = p / m;
-    println!("mattress centre-of-mass velocity {v}");
-    assert!(v.length() < 0.1, "mattress velocity {v} m/s");
+    // momentum-residual correction, which the ground cancels on the next step: frame to frame
+    // it ranges over −0.27…+0.09 m/s (measured 2026-11-29), so the last frame's value is a draw
+    // (0.044, 0.054 and 0.139 m/s in runs differing only in rounding); its mean over the last
+    // half second is bounded instead, and every frame's value.
+    let mean = mattress_velocities.iter().sum::<Vec3>() / mattress_velocities.len() as f32;
+    let largest = mattress_velocities.iter().map(|v| v.length()).fold(0.0f32, f32::max);
+    println!("mattress centre-of-mass velocity over the last 0.5 s: mean {mean}, largest {largest} m/s");
+    assert!(mean.length() < 0.1, "mattress mean velocity {mean} m/s");
+    assert!(largest < 0.5, "mattress velocity up to {largest} m/s");
     assert!(world.find_intersections().is_empty());
 }
 

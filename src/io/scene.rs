@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::body::SolverChoice;
 use crate::mesh::TetSplit;
-use crate::solver::{Initialization, Integrator, LocalGlobalSettings};
+use crate::solver::{CoarseSpace, Initialization, Integrator, LocalGlobalSettings};
 
 /// The scene-file version this build reads.
 pub const SCENE_VERSION: u32 = 1;
@@ -118,6 +118,10 @@ pub struct SolverSpec {
     /// `translation_correction` is accepted as its former name.
     #[serde(default = "default_true", alias = "translation_correction")]
     pub rigid_correction: bool,
+    /// What that correction moves each body by: `rigid` (default) or `affine` (volumetric
+    /// bodies also stretch and shear as a whole; CPU backend only).
+    #[serde(default)]
+    pub coarse_space: CoarseSpace,
     /// `auto` (default: when the safety check rejects the fast path), `always` or `never`.
     #[serde(default)]
     pub fallback: crate::runtime::FallbackPolicy,
@@ -174,6 +178,7 @@ impl Default for SolverSpec {
             threads: 0,
             contact: ContactSpec::default(),
             rigid_correction: true,
+            coarse_space: CoarseSpace::Rigid,
             fast_path: SolverChoice::Vbd,
             local_global: LocalGlobalSpec::default(),
         }

@@ -146,6 +146,7 @@ impl Scene {
             contact_stiffening: self.solver.contact.stiffening,
             friction_eps_v: self.solver.contact.friction_eps_v,
             rigid_correction: self.solver.rigid_correction,
+            coarse_space: self.solver.coarse_space,
             surface_contact: self.solver.contact.surface,
             contact_detection_interval: self.solver.contact.detection_interval,
             fallback: self.solver.fallback,

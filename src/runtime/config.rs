@@ -4,7 +4,7 @@
 use glam::{Vec3, Vec3A};
 
 use crate::collision::{ContactModel, ContactStiffness};
-use crate::solver::{Initialization, Integrator, LocalGlobalSettings, VbdSettings};
+use crate::solver::{CoarseSpace, Initialization, Integrator, LocalGlobalSettings, VbdSettings};
 
 /// An invalid configuration value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -127,6 +127,10 @@ pub struct StepConfig {
     /// (default on): VBD alone moves whole bodies, and bodies resting on each other, only
     /// slowly (see `solver/vbd/rigid_correction.rs`).
     pub rigid_correction: bool,
+    /// The motions that correction gives each body (default [`CoarseSpace::Rigid`]);
+    /// [`CoarseSpace::Affine`] adds each volumetric body's whole-body stretch and shear, with
+    /// its elastic energy (CPU backend only).
+    pub coarse_space: CoarseSpace,
     /// Body–body and self contact between surfaces (default on). Off, bodies pass through
     /// each other and only obstacles collide.
     pub surface_contact: bool,
@@ -196,6 +200,7 @@ impl Default for StepConfig {
             contact_stiffening: false,
             friction_eps_v: 1e-4,
             rigid_correction: true,
+            coarse_space: CoarseSpace::Rigid,
             surface_contact: true,
             contact_detection_interval: 5,
             backend: Backend::Cpu,
@@ -297,6 +302,7 @@ impl StepConfig {
             contact: self.contact_model(self.substep_dt()),
             threads,
             rigid_correction: self.rigid_correction,
+            coarse_space: self.coarse_space,
             surface_contact: self.surface_settings(),
             local_global: self.local_global,
         }

@@ -18,4 +18,4 @@ pub use init::Initialization;
 pub use integrator::Integrator;
 pub use local_global::{LocalGlobalSettings, LocalGlobalStats};
 pub use vbd::contact::SurfaceContactSettings;
-pub use vbd::{Vbd, VbdSettings};
+pub use vbd::{CoarseSpace, Vbd, VbdSettings};

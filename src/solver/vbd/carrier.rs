@@ -109,7 +109,7 @@ pub(crate) fn carrier_of(o: &Obstacle) -> Option<u32> {
 
 /// `pose` after the rigid motion `m`.
 fn moved_pose(pose: &RigidPose, m: &RigidMotion) -> RigidPose {
-    let turn = Quat::from_mat3(&Mat3::from(m.rotation));
+    let turn = Quat::from_mat3(&Mat3::from(m.linear));
     RigidPose {
         rotation: (turn * pose.rotation).normalize(),
         translation: Vec3::from(m.apply(Vec3A::from(pose.translation))),
@@ -352,14 +352,14 @@ impl CarrierSweep {
             pb.candidates.clear();
             pb.couplings.clear();
             (pb.delta, pb.static_slip, pb.stiffening) = (delta, contact.static_slip as f64, contact.stiffening);
-            pb.bodies.push(BodyQuadratic {
+            pb.bodies.push(BodyQuadratic::rigid(
                 center,
-                stiff: carrier.stiff,
-                inertia: carrier.inertia,
-                force: -t_acc * carrier.stiff,
-                torque: -(carrier.inertia * theta_acc),
-                rotates: true,
-            });
+                carrier.stiff,
+                carrier.inertia,
+                -t_acc * carrier.stiff,
+                -(carrier.inertia * theta_acc),
+                true,
+            ));
             for &(k, v, _) in &self.touching {
                 let (o, v) = (&self.obstacles[k as usize], v as usize);
                 let b = st.vertex_body[v];

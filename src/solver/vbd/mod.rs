@@ -49,6 +49,7 @@ mod rigid_energy;
 mod shared;
 pub(crate) mod spans;
 pub(crate) mod spin;
+mod stretch;
 mod sweep;
 pub(crate) mod vertex;
 
@@ -94,6 +95,20 @@ impl BodyScratch {
     }
 }
 
+/// The motions the correction of the initial guess (`rigid_correction`) gives each body.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum CoarseSpace {
+    /// Translation, and rotation for volumetric bodies touching another body (6 per body).
+    #[default]
+    Rigid,
+    /// As `Rigid`, and every volumetric body's whole-body stretch and shear as well (12 per
+    /// body): its elastic energy along them enters the coarse problem (`stretch`), so a load
+    /// compresses a body in the correction instead of one element per sweep. CPU only for now.
+    Affine,
+}
+
 /// VBD's settings, derived once per frame from the step configuration
 /// (`StepConfig::vbd_settings`) and read by both backends.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -114,6 +129,8 @@ pub struct VbdSettings {
     pub threads: usize,
     /// Rigid correction of the initial guess, coupled through contact (`rigid_correction`).
     pub rigid_correction: bool,
+    /// What that correction moves each volumetric body by.
+    pub coarse_space: CoarseSpace,
     /// Body–body and self contact.
     pub surface_contact: SurfaceContactSettings,
     /// The local–global path of the bodies that ask for it.

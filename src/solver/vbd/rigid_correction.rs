@@ -1,5 +1,6 @@
 //! Rigid correction of the initial guess, per body and coupled through contact (Pliant; not
-//! in \[VBD\]): a one-level coarse correction whose coarse space is each body's rigid motion.
+//! in \[VBD\]): a one-level coarse correction whose coarse space is each body's rigid motion
+//! or, with `CoarseSpace::Affine`, its affine motion (see "The affine coarse space" below).
 //!
 //! Gauss–Seidel sweeps move a body as a whole only slowly: when one vertex moves, its
 //! elastically stiff neighbours pull it back, so a translation that gravity asks of every vertex
@@ -37,6 +38,27 @@
 //!
 //! Pairs come from the last detection (the previous step's): the correction runs before this
 //! step's detection, which needs the corrected initial guess.
+//!
+//! # The affine coarse space (`CoarseSpace::Affine`, issue 30 item 2)
+//!
+//! Rigid motion cannot carry load: a stack's weight compresses each cube, and the sweeps
+//! carry that compression one element layer per sweep. With `CoarseSpace::Affine` every
+//! volumetric body also gets a symmetric stretch `S` (six coordinates: whole-body stretch and
+//! shear), `δ(r) = t + θ × r + S r`, applied exactly as `x ↦ c + R(θ) (I + S) (x − c) + t`.
+//! Elastic energy is then no longer invariant: it enters `E(q)` as its quadratic model along
+//! `S` at the current positions (`stretch.rs`: `V P Fᵀ` and the second derivative of `ψ` along
+//! `δF = S F`, with Rayleigh damping as the sweeps apply it, projected to be convex). The
+//! inertia term stays exact: `½ ΣA |θ × r + S r|²` and `Σ f·(θ × r + S r)` need only the
+//! second moment `ΣA r rᵀ` and the force moment `Σ f rᵀ` (`BodyQuadratic::from_moments`).
+//! Measured 2026-11-29 on `stack_soft_cubes` at 2 sweeps per step: every cube is within 1 % of
+//! its analytic shortening after 0.5 s (the rigid space: 5–12 % short then, within 1 % after
+//! about 1.2 s); on `heavy_on_foam` at 30 Hz and 20 sweeps the mattress under the box is
+//! pressed to 0.98 of its static answer after 1 s on the stiffening layer (rigid: 0.89), and on
+//! the default penalty layer it stops thinning near 1.7 of it (rigid: 3.1 after 3 s and still
+//! thinning). It is not the default yet: the GPU kernels (`shaders/rigid/`) solve the rigid
+//! space only, and three stacked 1e5 Pa cubes jitter more with it (`docs/algorithms.md` §2.7).
+//! It does not make a ball roll (the stiffening layer's μ = 0.9 ball: 8.6 cm in 1 s, 7.1 cm
+//! with the rigid space): the patch problem below is not one of body-wide strain.
 //!
 //! # Known limit: a soft ball does not roll (measured for issue 30, not yet fixed)
 //!
@@ -174,11 +196,14 @@ use glam::{DMat3, DVec3, Mat3A, Vec3A, Vec4};
 
 use crate::collision::surface_pairs::{ContactPair, pair_bodies};
 use crate::collision::{Obstacle, limit_step};
+use crate::material::tet;
 use crate::math::cholesky_solve;
+use crate::mesh::unpack_entry;
 use crate::solver::parallel::{SharedSlice, SpinBarrier, chunk};
 use crate::solver::union_find::UnionFind;
 use crate::solver::vbd::contact::relative_displacement;
-use crate::solver::vbd::rigid_energy::{BodyQuadratic, Candidate, Coupling, FIXED, Problem, Side, arm, outer};
+use crate::solver::vbd::rigid_energy::{BodyQuadratic, Candidate, Coupling, DOF, FIXED, Problem, Side, outer};
+use crate::solver::vbd::stretch::{ElementMaterial, StretchQuadratic, stretch_matrix};
 use crate::solver::vbd::vertex::VertexInputs;
 use crate::state::{SimState, VERTEX_KINEMATIC};
 
@@ -195,11 +220,12 @@ const CARRIER_NEWTON_STEPS: usize = 8;
 /// of larger contact groups are left to the sweeps.
 const MAX_GROUP_BODIES: usize = 48;
 
-/// A body's rigid motion: `x ↦ center + rotation (x − center) + translation`.
+/// A body's coarse motion: `x ↦ center + linear (x − center) + translation`, with `linear` a
+/// rotation, or a rotation times a stretch `R(θ) (I + S)` for a body with an affine coarse space.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct RigidMotion {
     pub center: Vec3A,
-    pub rotation: Mat3A,
+    pub linear: Mat3A,
     pub translation: Vec3A,
 }
 
@@ -210,19 +236,28 @@ impl Default for RigidMotion {
 }
 
 impl RigidMotion {
-    pub const IDENTITY: Self = Self { center: Vec3A::ZERO, rotation: Mat3A::IDENTITY, translation: Vec3A::ZERO };
+    pub const IDENTITY: Self = Self { center: Vec3A::ZERO, linear: Mat3A::IDENTITY, translation: Vec3A::ZERO };
 
     /// The motion with rotation vector `theta` \[rad\] about `center`, then `translation`.
     pub(crate) fn new(center: DVec3, translation: DVec3, theta: DVec3) -> Self {
+        Self::affine(center, translation, theta, DMat3::ZERO)
+    }
+
+    /// The motion `x ↦ center + R(θ) (I + S) (x − center) + translation`: the stretch applied
+    /// exactly as a stretch and the rotation as a rotation, so that turning strains nothing.
+    pub(crate) fn affine(center: DVec3, translation: DVec3, theta: DVec3, stretch: DMat3) -> Self {
         let angle = theta.length();
-        let rotation =
-            if angle > 0.0 { Mat3A::from_axis_angle((theta / angle).as_vec3(), angle as f32) } else { Mat3A::IDENTITY };
-        Self { center: center.as_vec3().into(), rotation, translation: translation.as_vec3().into() }
+        let rotation = if angle > 0.0 { DMat3::from_axis_angle(theta / angle, angle) } else { DMat3::IDENTITY };
+        Self {
+            center: center.as_vec3().into(),
+            linear: Mat3A::from((rotation * (DMat3::IDENTITY + stretch)).as_mat3()),
+            translation: translation.as_vec3().into(),
+        }
     }
 
     #[inline]
     pub fn apply(&self, x: Vec3A) -> Vec3A {
-        self.center + self.rotation * (x - self.center) + self.translation
+        self.center + self.linear * (x - self.center) + self.translation
     }
 }
 
@@ -259,6 +294,8 @@ pub(crate) struct RigidBuffers<'s, 'a> {
     pub eligible: &'s [bool],
     /// Thread 0's scratch.
     pub scratch: &'s parking_lot::Mutex<RigidScratch>,
+    /// Volumetric bodies stretch too (`CoarseSpace::Affine`).
+    pub affine: bool,
 }
 
 /// One correction of every eligible body, run by all workers (thread 0 solves, all apply).
@@ -287,7 +324,7 @@ pub(crate) fn correct_rigid(
                 buf.motions.set(b, RigidMotion::IDENTITY);
             }
             for g in 0..scratch.starts.len().saturating_sub(1) {
-                scratch.solve_group(g, pos, &free, inp, pairs, buf.motions);
+                scratch.solve_group(g, pos, &free, inp, pairs, buf);
             }
         }
     }
@@ -330,6 +367,51 @@ fn vertex_quadratic(inp: &VertexInputs<'_>, x: Vec3A, v: usize, damping: f32) ->
     (a, f)
 }
 
+/// The quadratic model of a body's elastic energy (and its elements' Rayleigh damping) along
+/// its stretch at the current positions (`stretch`): each tet once, through the vertex it lists
+/// first.
+fn body_stretch(vertices: Range<usize>, x: &impl Fn(usize) -> Vec3A, inp: &VertexInputs<'_>) -> StretchQuadratic {
+    let st = inp.state;
+    let mut quad = StretchQuadratic::default();
+    let spin = vertices
+        .clone()
+        .next()
+        .and_then(|v| inp.spins.get(st.vertex_body[v] as usize).copied().flatten())
+        .map(|s| s.omega_after.as_dvec3());
+    for v in vertices {
+        let c1 = inp.velocity[v].w as f64;
+        for &entry in st.tet_adjacency.row(v) {
+            let (e, slot) = unpack_entry(entry);
+            if slot != 0 {
+                continue;
+            }
+            let t = &st.tets[e as usize];
+            let xs = t.vertices.map(|i| x(i as usize).as_dvec3());
+            let dm_inv = t.dm_inv().as_dmat3();
+            let f = tet::deformation_gradient::<f64>(&xs, &dm_inv);
+            let m = &st.materials[t.material as usize];
+            // Ḟ = c1 F + G_e, relative to the body's spin (as `vertex::elastic_terms` has it).
+            let f_dot = (m.damping > 0.0).then(|| {
+                let f_dot = f * c1 + inp.tet_rates[e as usize].as_dmat3();
+                match spin {
+                    Some(w) => f_dot - DMat3::from_cols(w.cross(f.x_axis), w.cross(f.y_axis), w.cross(f.z_axis)),
+                    None => f_dot,
+                }
+            });
+            let material = ElementMaterial {
+                model: m.model,
+                mu: m.mu as f64,
+                lambda: m.lambda as f64,
+                damping: m.damping as f64,
+                c1,
+            };
+            quad.add_tet(&material, &f, f_dot.as_ref(), t.volume as f64);
+        }
+    }
+    quad.finish();
+    quad
+}
+
 #[cfg(test)]
 pub(crate) fn correct_once(inp: &VertexInputs<'_>, eligible: &[bool], positions: &mut [Vec4]) {
     let n = inp.state.vertex_count();
@@ -337,7 +419,7 @@ pub(crate) fn correct_once(inp: &VertexInputs<'_>, eligible: &[bool], positions:
     let mut flags = inp.state.flags.clone();
     let scratch = parking_lot::Mutex::new(RigidScratch::default());
     let motions = SharedSlice::new(&mut motions);
-    let buf = RigidBuffers { motions: &motions, eligible, scratch: &scratch };
+    let buf = RigidBuffers { motions: &motions, eligible, scratch: &scratch, affine: false };
     let (pos, flags) = (SharedSlice::new(&mut positions[..n]), SharedSlice::new(&mut flags));
     crate::solver::parallel::run_workers(1, |t, barrier| correct_rigid(t, 1, barrier, &pos, &flags, inp, &buf));
 }
@@ -420,7 +502,7 @@ impl RigidScratch {
         free: &impl Fn(usize) -> bool,
         inp: &VertexInputs<'_>,
         pairs: &[ContactPair],
-        motions: &SharedSlice<'_, RigidMotion>,
+        buf: &RigidBuffers<'_, '_>,
     ) {
         // SAFETY: caller guarantees no concurrent writer.
         let x = |v: usize| unsafe { Vec3A::from_vec4(pos.get(v)) };
@@ -428,7 +510,7 @@ impl RigidScratch {
         let c = &inp.contact;
         (self.problem.delta, self.problem.static_slip) = (c.offset as f64, c.static_slip as f64);
         self.problem.stiffening = c.stiffening;
-        let Some(reach) = self.body_quadratics(members.clone(), &x, free, inp) else {
+        let Some(reach) = self.body_quadratics(members.clone(), &x, free, inp, buf.affine) else {
             // Nothing to move (no mass): leave the whole group to the sweeps.
             return;
         };
@@ -436,18 +518,19 @@ impl RigidScratch {
         self.group_couplings(g, &x, inp, pairs);
         self.minimise(inp.obstacles, NEWTON_STEPS);
         // SAFETY: the caller's guarantee on `motions`.
-        unsafe { self.apply_motions(members, &x, free, inp, motions) };
+        unsafe { self.apply_motions(members, &x, free, inp, buf.motions) };
     }
 
-    /// Each member's quadratic model of inertia and drag about its centre of stiffness
-    /// (`problem.bodies`); returns the largest unconstrained move of any vertex of the group, or
-    /// `None` if a member has nothing to move.
+    /// Each member's quadratic model of inertia and drag (and, where its coarse space is
+    /// affine, elasticity) about its centre of stiffness (`problem.bodies`); returns the largest
+    /// unconstrained move of any vertex of the group, or `None` if a member has nothing to move.
     fn body_quadratics(
         &mut self,
         members: Range<usize>,
         x: &impl Fn(usize) -> Vec3A,
         free: &impl Fn(usize) -> bool,
         inp: &VertexInputs<'_>,
+        affine: bool,
     ) -> Option<f64> {
         let st = inp.state;
         let pb = &mut self.problem;
@@ -466,33 +549,48 @@ impl RigidScratch {
                 return None;
             }
             let center = moment / stiff;
+            let volumetric = !st.tet_adjacency.row(range.start).is_empty();
             // Rotation joins the coarse space only where it is needed and safe: for volumetric
             // bodies resting on other bodies, whose tilts the locked interfaces otherwise leave
             // to the sweeps. A sheet's flaps turn about their folds, not with the sheet: a
             // rotation fitted to one falling flap of a draped cloth lifted the opposite one.
             // And a lone block sliding down an incline rocked under rotation corrections of
             // ±5 mrad per step, fitted against its unconverged deformation, and stopped.
-            let rotates = self.coupled[b as usize] && !st.tet_adjacency.row(range.start).is_empty();
-            let (mut inertia, mut force, mut torque, mut arm_max) = (DMat3::ZERO, DVec3::ZERO, DVec3::ZERO, 0.0f64);
-            for v in range.filter(|&v| free(v)) {
+            let rotates = self.coupled[b as usize] && volumetric;
+            let (mut second_moment, mut force_moment, mut force, mut arm_max) =
+                (DMat3::ZERO, DMat3::ZERO, DVec3::ZERO, 0.0f64);
+            for v in range.clone().filter(|&v| free(v)) {
                 let (a, f) = vertex_quadratic(inp, x(v), v, body.linear_damping);
                 let r = x(v).as_dvec3() - center;
-                inertia += (DMat3::from_diagonal(DVec3::splat(r.length_squared())) - outer(r, r)) * a;
+                second_moment += outer(r, r) * a;
+                force_moment += outer(f, r);
                 force += f;
-                torque += r.cross(f);
                 arm_max = arm_max.max(r.length());
             }
-            if !rotates {
-                // θ = 0 is then the minimiser: no torque, no arms (see `Side`), unit inertia.
-                (inertia, torque, arm_max) = (DMat3::IDENTITY, DVec3::ZERO, 0.0);
-            }
-            // A body whose vertices are collinear cannot turn about that line; a relative ridge
-            // keeps its block invertible without affecting any other rotation.
-            let ridge = 1e-9 * (inertia.x_axis.x + inertia.y_axis.y + inertia.z_axis.z) + f64::MIN_POSITIVE;
-            inertia += DMat3::from_diagonal(DVec3::splat(ridge));
-            let turn = if inertia.determinant() > 0.0 { inertia.inverse() * torque } else { DVec3::ZERO };
-            reach = reach.max((force / stiff).length() + turn.length() * arm_max);
-            pb.bodies.push(BodyQuadratic { center, stiff, inertia, force, torque, rotates });
+            // A body whose vertices are coplanar or collinear cannot turn or stretch out of
+            // them; a relative ridge keeps its blocks invertible without affecting any other
+            // motion.
+            let ridge =
+                1e-9 * (second_moment.x_axis.x + second_moment.y_axis.y + second_moment.z_axis.z) + f64::MIN_POSITIVE;
+            second_moment += DMat3::from_diagonal(DVec3::splat(ridge));
+            let elastic = (affine && volumetric).then(|| body_stretch(range.clone(), x, inp));
+            let quad = BodyQuadratic::from_moments(
+                center,
+                stiff,
+                force,
+                second_moment,
+                force_moment,
+                rotates,
+                elastic.as_ref(),
+            );
+            let free_motion = quad.free_motion().unwrap_or([0.0; DOF]);
+            let turn = DVec3::from_slice(&free_motion[3..6]).length();
+            let stretch = stretch_matrix(&free_motion[6..]);
+            let stretch_norm =
+                (stretch.x_axis.length_squared() + stretch.y_axis.length_squared() + stretch.z_axis.length_squared())
+                    .sqrt();
+            reach = reach.max((force / stiff).length() + (turn + stretch_norm) * arm_max);
+            pb.bodies.push(quad);
         }
         Some(reach)
     }
@@ -514,7 +612,7 @@ impl RigidScratch {
         pb.candidates.clear();
         for (slot, &b) in self.members[members].iter().enumerate() {
             let body = &st.bodies[b as usize];
-            let (center, rotates) = (pb.bodies[slot].center, pb.bodies[slot].rotates);
+            let center = pb.bodies[slot].center;
             let range = body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize;
             for v in range.filter(|&v| free(v)) {
                 for (k, o) in inp.obstacles.iter().enumerate().filter(|(_, o)| o.applies_to(b)) {
@@ -528,10 +626,7 @@ impl RigidScratch {
                         let (d_start, n_start) = o.signed_distance_start(start);
                         let position = x(v).as_dvec3();
                         pb.candidates.push(Candidate {
-                            sides: [
-                                Side { slot: slot as u32, coef: 1.0, arm: arm(rotates, position - center) },
-                                Side::NONE,
-                            ],
+                            sides: [Side { slot: slot as u32, coef: 1.0, arm: position - center }, Side::NONE],
                             obstacle: k as u32,
                             position,
                             start: start.as_dvec3(),
@@ -585,7 +680,7 @@ impl RigidScratch {
                 }
                 let slot = self.slot[body as usize];
                 let quad = &pb.bodies[slot as usize];
-                let arm = if coef != 0.0 { arm(quad.rotates, point / coef - quad.center) } else { DVec3::ZERO };
+                let arm = if coef != 0.0 { point / coef - quad.center } else { DVec3::ZERO };
                 *side = Side { slot, coef, arm };
             }
             pb.couplings.push(Coupling {
@@ -615,15 +710,17 @@ impl RigidScratch {
     ) {
         let st = inp.state;
         for (slot, &b) in self.members[members].iter().enumerate() {
-            let q = &self.q[6 * slot..6 * slot + 6];
+            let dof = self.problem.dof();
+            let q = &self.q[dof * slot..dof * (slot + 1)];
             if !q.iter().all(|v| v.is_finite()) {
                 continue;
             }
-            let (t, theta) = (DVec3::new(q[0], q[1], q[2]), DVec3::new(q[3], q[4], q[5]));
+            let stretch = if dof == DOF { stretch_matrix(&q[6..]) } else { DMat3::ZERO };
+            let (t, theta) = (DVec3::from_slice(&q[..3]), DVec3::from_slice(&q[3..6]));
             let center = self.problem.bodies[slot].center;
             let body = &st.bodies[b as usize];
             let range = body.vertex_start as usize..(body.vertex_start + body.vertex_count) as usize;
-            let motion = RigidMotion::new(center, t, theta);
+            let motion = RigidMotion::affine(center, t, theta, stretch);
             let mut toi = 1.0f32;
             for v in range.filter(|&v| free(v)) {
                 let xv = x(v);
@@ -635,7 +732,7 @@ impl RigidScratch {
             }
             let motion = if toi < 1.0 {
                 let s = (toi * (1.0 - 1e-4)) as f64;
-                RigidMotion::new(center, t * s, theta * s)
+                RigidMotion::affine(center, t * s, theta * s, stretch * s)
             } else {
                 motion
             };
@@ -652,18 +749,18 @@ impl RigidScratch {
         q.iter().all(|v| v.is_finite()).then(|| (DVec3::new(q[0], q[1], q[2]), DVec3::new(q[3], q[4], q[5])))
     }
 
-    /// Minimises the problem's energy into `q` (six per body) from `q = 0`, with at most `steps`
+    /// Minimises the problem's energy into `q` (`DOF` per body) from `q = 0`, with at most `steps`
     /// Newton steps.
     fn minimise(&mut self, obstacles: &[Obstacle], steps: usize) {
         let pb = &self.problem;
         self.q.clear();
-        self.q.resize(6 * pb.bodies.len(), 0.0);
+        let dof = pb.dof();
+        self.q.resize(dof * pb.bodies.len(), 0.0);
         if pb.candidates.is_empty() && pb.couplings.is_empty() {
             // Free flight: each body's quadratic alone.
             for (slot, body) in pb.bodies.iter().enumerate() {
-                let t = body.force / body.stiff;
-                let theta = body.inertia.inverse() * body.torque;
-                self.q[6 * slot..6 * slot + 6].copy_from_slice(&[t.x, t.y, t.z, theta.x, theta.y, theta.z]);
+                let q = body.free_motion().unwrap_or([f64::NAN; DOF]);
+                self.q[dof * slot..dof * (slot + 1)].copy_from_slice(&q[..dof]);
             }
         } else {
             self.newton(obstacles, steps);

@@ -1,9 +1,11 @@
 //! The coarse energy `E(q)` of the rigid correction (see `rigid_correction.rs`): inertia and
-//! drag per body, obstacle contacts and surface contact pairs as functions of each body's rigid
-//! motion `q_b = (t_b, θ_b)`, with the gradient and the dense Hessian Newton needs.
+//! drag per body, its elastic energy along its stretch (with `CoarseSpace::Affine`), obstacle
+//! contacts and surface contact pairs as functions of each body's coarse motion
+//! `q_b = (t_b, θ_b, s_b)`, with the gradient and the dense Hessian Newton needs.
 
 use glam::{DMat3, DVec3, Vec3A};
 
+use super::stretch::{StretchQuadratic, stretch_of, unit_stretch};
 use crate::collision::{
     Obstacle, friction_f0, friction_f1_over_u, friction_f1_prime, layer_energy, layer_force_stiffness,
 };
@@ -11,8 +13,21 @@ use crate::collision::{
 /// A body that takes no part in the current group solve.
 pub(super) const FIXED: u32 = u32::MAX;
 
+/// Coarse coordinates per body: translation `t`, rotation vector `θ` (linearised in the solve)
+/// and the six stretches `s` of a symmetric `S` (Voigt order, `stretch::unit_stretch`). A point
+/// with arm `r` from its body's centre moves by `t + θ × r + S r`. Bodies whose coarse space
+/// leaves out rotation or stretch keep those coordinates at zero, and a group in which no body
+/// stretches is solved in the first [`RIGID_DOF`] coordinates only (a sixth of the dense
+/// factorisation's cost).
+pub(super) const DOF: usize = 12;
+/// Coordinates per body of a group in which no body stretches: `(t, θ)`.
+pub(super) const RIGID_DOF: usize = 6;
+/// Coordinates past the translation: `(θ, s)`.
+const INNER: usize = DOF - 3;
+
 /// One side of a contact point: its body's group slot (or `FIXED`), the sum of its weights and
-/// its arm from the body's centre. The point moves by `coef · (t + θ × arm)`.
+/// its arm from the body's centre. The point moves by `coef · (t + θ × arm + S arm)`, the terms
+/// its body's coarse space holds.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Side {
     pub(super) slot: u32,
@@ -59,19 +74,124 @@ pub(super) struct Coupling {
     pub(super) mu: f64,
 }
 
-/// Inertia and drag of one body in the coarse space.
+/// Inertia, drag and (for a stretching body) elasticity of one body in the coarse space:
+/// `½ ΣA |t|² − F·t + ½ ψᵀ K ψ − wᵀ ψ` with `ψ = (θ, s)`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct BodyQuadratic {
     /// `A`-weighted centroid of the free vertices.
     pub(super) center: DVec3,
-    /// `ΣA` and `J = ΣA (|r|² I − r rᵀ)`.
+    /// `ΣA` and `F = Σf`.
     pub(super) stiff: f64,
-    pub(super) inertia: DMat3,
-    /// `F = Σf` and `τ = Σ r × f`.
     pub(super) force: DVec3,
-    pub(super) torque: DVec3,
-    /// Whether the body's coarse space includes rotation (volumetric bodies).
+    /// `K` (row-major 9×9) and `w`.
+    pub(super) inner: [f64; INNER * INNER],
+    pub(super) load: [f64; INNER],
+    /// Whether the body's coarse space includes rotation and stretch.
     pub(super) rotates: bool,
+    pub(super) stretches: bool,
+}
+
+/// `m[row][col]`.
+fn at(m: &DMat3, row: usize, col: usize) -> f64 {
+    m.col(col)[row]
+}
+
+/// `(X_yz − X_zy, X_zx − X_xz, X_xy − X_yx)`: `Σ r × u` for `X = Σ r uᵀ`.
+fn axial(x: &DMat3) -> DVec3 {
+    DVec3::new(at(x, 1, 2) - at(x, 2, 1), at(x, 2, 0) - at(x, 0, 2), at(x, 0, 1) - at(x, 1, 0))
+}
+
+impl BodyQuadratic {
+    /// A body with only a rigid coarse space: `J = ΣA (|r|² I − r rᵀ)` and `τ = Σ r × f`. A body
+    /// that does not rotate gets a unit inertia and no torque, so that `θ = 0` is its minimiser.
+    pub(super) fn rigid(center: DVec3, stiff: f64, inertia: DMat3, force: DVec3, torque: DVec3, rotates: bool) -> Self {
+        let mut inner = [0.0; INNER * INNER];
+        let (inertia, torque) = if rotates { (inertia, torque) } else { (DMat3::IDENTITY, DVec3::ZERO) };
+        for r in 0..3 {
+            for c in 0..3 {
+                inner[r * INNER + c] = at(&inertia, r, c);
+            }
+        }
+        for k in 3..INNER {
+            inner[k * INNER + k] = 1.0;
+        }
+        let mut load = [0.0; INNER];
+        load[..3].copy_from_slice(&torque.to_array());
+        Self { center, stiff, force, inner, load, rotates, stretches: false }
+    }
+
+    /// A body from its vertices' sums about its centre: the second moment `Q = ΣA r rᵀ`, the
+    /// force moment `W = Σ f rᵀ` and, for a stretching body, its elastic model along `s`.
+    ///
+    /// With `δ = t + θ × r + S r`, `½ ΣA |θ × r + S r|²` has the blocks `K_θθ = tr(Q) I − Q`,
+    /// `K_θs,k = axial(Q E_k)` and `K_ss,jk = tr(E_j E_k Q)`, and `Σ f·δ` the loads
+    /// `τ = axial(Wᵀ)` and `σ_k = W : E_k`: every term is linear in `Q` or `W`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn from_moments(
+        center: DVec3,
+        stiff: f64,
+        force: DVec3,
+        second_moment: DMat3,
+        force_moment: DMat3,
+        rotates: bool,
+        elastic: Option<&StretchQuadratic>,
+    ) -> Self {
+        let q = second_moment;
+        let inertia = DMat3::from_diagonal(DVec3::splat(q.x_axis.x + q.y_axis.y + q.z_axis.z)) - q;
+        let mut b = Self::rigid(center, stiff, inertia, force, axial(&force_moment.transpose()), rotates);
+        let Some(elastic) = elastic else { return b };
+        b.stretches = true;
+        let units: [DMat3; 6] = std::array::from_fn(unit_stretch);
+        for j in 0..6 {
+            let (row, qe) = (3 + j, q * units[j]);
+            if rotates {
+                let c = axial(&qe);
+                for r in 0..3 {
+                    b.inner[r * INNER + row] = c[r];
+                    b.inner[row * INNER + r] = c[r];
+                }
+            }
+            for k in 0..6 {
+                let e = units[j] * units[k] * q;
+                b.inner[row * INNER + 3 + k] = e.x_axis.x + e.y_axis.y + e.z_axis.z + elastic.hessian[6 * j + k];
+            }
+            let w = force_moment;
+            let ej = units[j];
+            b.load[row] =
+                w.x_axis.dot(ej.x_axis) + w.y_axis.dot(ej.y_axis) + w.z_axis.dot(ej.z_axis) - elastic.gradient[j];
+        }
+        b
+    }
+
+    /// The minimiser of the body's quadratic alone (free flight), or `None` where `K` is
+    /// singular.
+    pub(super) fn free_motion(&self) -> Option<[f64; DOF]> {
+        let t = self.force / self.stiff;
+        let (mut k, mut psi) = (self.inner, self.load);
+        if !crate::math::cholesky_solve(&mut k, &mut psi, INNER) {
+            return None;
+        }
+        let mut q = [0.0; DOF];
+        q[..3].copy_from_slice(&t.to_array());
+        q[3..].copy_from_slice(&psi);
+        Some(q)
+    }
+
+    /// How far coordinate `k` moves a point with arm `arm`, per unit (`J`'s column `k`).
+    #[inline]
+    fn column(&self, k: usize, arm: DVec3) -> DVec3 {
+        match k {
+            0..3 => DVec3::AXES[k],
+            3..6 if self.rotates => DVec3::AXES[k - 3].cross(arm),
+            6.. if self.stretches => stretch_of(k - 6, arm),
+            _ => DVec3::ZERO,
+        }
+    }
+
+    /// `J`'s columns for a point with arm `arm`.
+    fn jacobian(&self, arm: DVec3) -> [DVec3; DOF] {
+        std::array::from_fn(|k| self.column(k, arm))
+    }
 }
 
 /// The energy `E(q)` of one group.
@@ -89,16 +209,6 @@ pub(super) struct Problem {
 
 pub(super) fn outer(a: DVec3, b: DVec3) -> DMat3 {
     DMat3::from_cols(a * b.x, a * b.y, a * b.z)
-}
-
-/// A point's arm from its body's centre, or zero for a body that does not rotate.
-pub(super) fn arm(rotates: bool, r: DVec3) -> DVec3 {
-    if rotates { r } else { DVec3::ZERO }
-}
-
-/// `[r]×`: the matrix with `[r]× v = r × v`.
-pub(super) fn skew(r: DVec3) -> DMat3 {
-    DMat3::from_cols(DVec3::new(0.0, r.z, -r.y), DVec3::new(-r.z, 0.0, r.x), DVec3::new(r.y, -r.x, 0.0))
 }
 
 /// Energy, gradient and Hessian (with respect to the contact point's displacement) of a
@@ -163,40 +273,52 @@ pub(super) fn contact_term(
     c
 }
 
-/// Adds `scale · m` to the 3×3 block at `(row, col)` of a `dim × dim` row-major matrix.
-pub(super) fn add_block(hess: &mut [f64], dim: usize, row: usize, col: usize, m: &DMat3, scale: f64) {
-    for r in 0..3 {
-        for c in 0..3 {
-            hess[(row + r) * dim + col + c] += scale * m.col(c)[r];
-        }
-    }
-}
-
-/// Adds a term of a point that moves by `Σ_sides coef (t + θ × arm)`, with gradient `g` and
-/// Hessian `h` with respect to that motion: `J_iᵀ g` and `J_iᵀ h J_j`, `J_i = coef_i [I, −[arm_i]×]`.
-pub(super) fn add_point_term(grad: &mut [f64], hess: &mut [f64], sides: &[Side], g: DVec3, h: &DMat3) {
-    let dim = grad.len();
-    for si in sides.iter().filter(|s| s.slot != FIXED) {
-        let i = 6 * si.slot as usize;
-        let (gt, gr) = (g * si.coef, si.arm.cross(g) * si.coef);
-        for r in 0..3 {
-            grad[i + r] += gt[r];
-            grad[i + 3 + r] += gr[r];
-        }
-        let ski = skew(si.arm);
-        for sj in sides.iter().filter(|s| s.slot != FIXED) {
-            let j = 6 * sj.slot as usize;
-            let skj = skew(sj.arm);
-            let c = si.coef * sj.coef;
-            add_block(hess, dim, i, j, h, c);
-            add_block(hess, dim, i, j + 3, &(*h * skj), -c);
-            add_block(hess, dim, i + 3, j, &(ski * *h), c);
-            add_block(hess, dim, i + 3, j + 3, &(ski * *h * skj), -c);
-        }
-    }
-}
-
 impl Problem {
+    /// A side's displacement at `q`.
+    fn displacement(&self, q: &[f64], s: &Side, dof: usize) -> DVec3 {
+        if s.slot == FIXED {
+            return DVec3::ZERO;
+        }
+        let (body, i) = (&self.bodies[s.slot as usize], dof * s.slot as usize);
+        (0..dof).filter(|&k| q[i + k] != 0.0).map(|k| body.column(k, s.arm) * q[i + k]).sum::<DVec3>() * s.coef
+    }
+
+    /// Coordinates per body: [`DOF`] when some body of the group stretches, else [`RIGID_DOF`].
+    pub(super) fn dof(&self) -> usize {
+        if self.bodies.iter().any(|b| b.stretches) { DOF } else { RIGID_DOF }
+    }
+
+    /// Adds a term of a point that moves by `Σ_sides coef J(arm) q`, with gradient `g` and
+    /// Hessian `h` with respect to that motion: `J_iᵀ g` and `J_iᵀ h J_j`.
+    #[allow(clippy::too_many_arguments)]
+    fn add_point_term(&self, grad: &mut [f64], hess: &mut [f64], sides: &[Side], g: DVec3, h: &DMat3, dof: usize) {
+        let dim = grad.len();
+        let jacobians: [Option<(usize, [DVec3; DOF])>; 2] = std::array::from_fn(|k| {
+            let s = sides.get(k).filter(|s| s.slot != FIXED)?;
+            let body = &self.bodies[s.slot as usize];
+            Some((dof * s.slot as usize, body.jacobian(s.arm).map(|c| c * s.coef)))
+        });
+        for (i, ji) in jacobians.iter().flatten() {
+            let ji = &ji[..dof];
+            // `h J_i`'s columns, then `J_jᵀ (h J_i)`.
+            let hj: [DVec3; DOF] = std::array::from_fn(|a| if a < dof { *h * ji[a] } else { DVec3::ZERO });
+            for (a, c) in ji.iter().enumerate() {
+                grad[i + a] += c.dot(g);
+            }
+            for (j, jj) in jacobians.iter().flatten() {
+                for (b, cb) in jj[..dof].iter().enumerate() {
+                    if *cb == DVec3::ZERO {
+                        continue;
+                    }
+                    let row = &mut hess[(j + b) * dim + i..(j + b) * dim + i + dof];
+                    for (entry, hc) in row.iter_mut().zip(&hj) {
+                        *entry += cb.dot(*hc);
+                    }
+                }
+            }
+        }
+    }
+
     /// `E(q)`; with `derivatives`, also fills its gradient and dense row-major Hessian.
     pub(super) fn energy(
         &self,
@@ -205,18 +327,8 @@ impl Problem {
         derivatives: Option<(&mut Vec<f64>, &mut Vec<f64>)>,
     ) -> f64 {
         let dim = q.len();
-        let motion = |slot: u32| {
-            let i = 6 * slot as usize;
-            (DVec3::new(q[i], q[i + 1], q[i + 2]), DVec3::new(q[i + 3], q[i + 4], q[i + 5]))
-        };
-        let displacement = |s: &Side| {
-            if s.slot == FIXED {
-                DVec3::ZERO
-            } else {
-                let (t, theta) = motion(s.slot);
-                (t + theta.cross(s.arm)) * s.coef
-            }
-        };
+        let dof = self.dof();
+        let inner = dof - 3;
         let mut out = derivatives.map(|(g, h)| {
             g.clear();
             g.resize(dim, 0.0);
@@ -228,22 +340,32 @@ impl Problem {
         let (layer, slip) = ((self.delta, self.stiffening), self.static_slip);
         let mut e = 0.0;
         for (slot, b) in self.bodies.iter().enumerate() {
-            let (t, theta) = motion(slot as u32);
-            let j_theta = b.inertia * theta;
-            e += 0.5 * b.stiff * t.length_squared() + 0.5 * theta.dot(j_theta) - b.force.dot(t) - b.torque.dot(theta);
+            let i = dof * slot;
+            let t = DVec3::from_slice(&q[i..i + 3]);
+            let psi = &q[i + 3..i + dof];
+            // K ψ − w.
+            let k_psi: [f64; INNER] = std::array::from_fn(|r| {
+                if r < inner { (0..inner).map(|c| b.inner[r * INNER + c] * psi[c]).sum::<f64>() } else { 0.0 }
+            });
+            e += 0.5 * b.stiff * t.length_squared() - b.force.dot(t);
+            e += (0..inner).map(|r| psi[r] * (0.5 * k_psi[r] - b.load[r])).sum::<f64>();
             if let Some((g, h)) = out.as_mut() {
-                let i = 6 * slot;
-                let (gt, gr) = (t * b.stiff - b.force, j_theta - b.torque);
+                let gt = t * b.stiff - b.force;
                 for r in 0..3 {
                     g[i + r] += gt[r];
-                    g[i + 3 + r] += gr[r];
+                    h[(i + r) * dim + i + r] += b.stiff;
                 }
-                add_block(h, dim, i, i, &DMat3::IDENTITY, b.stiff);
-                add_block(h, dim, i + 3, i + 3, &b.inertia, 1.0);
+                for r in 0..inner {
+                    g[i + 3 + r] += k_psi[r] - b.load[r];
+                    for c in 0..inner {
+                        h[(i + 3 + r) * dim + i + 3 + c] += b.inner[r * INNER + c];
+                    }
+                }
             }
         }
         for cand in &self.candidates {
-            let p = cand.position + displacement(&cand.sides[0]) + displacement(&cand.sides[1]);
+            let p =
+                cand.position + self.displacement(q, &cand.sides[0], dof) + self.displacement(q, &cand.sides[1], dof);
             let obstacle = &obstacles[cand.obstacle as usize];
             let (d, n) = obstacle.signed_distance(Vec3A::from(p.as_vec3()));
             // Slip relative to the obstacle's surface (zero motion for a static one).
@@ -262,17 +384,17 @@ impl Problem {
             );
             e += term.energy;
             if let Some((g, h)) = out.as_mut() {
-                add_point_term(g, h, &cand.sides, term.gradient, &term.hessian);
+                self.add_point_term(g, h, &cand.sides, term.gradient, &term.hessian, dof);
             }
         }
         for cp in &self.couplings {
-            let s = displacement(&cp.sides[0]) + displacement(&cp.sides[1]);
+            let s = self.displacement(q, &cp.sides[0], dof) + self.displacement(q, &cp.sides[1], dof);
             let mu_lambda = cp.mu * cp.lambda;
             let gap = cp.gap + cp.normal.dot(s);
             let term = contact_term(gap, cp.normal, cp.stiffness, cp.normal, cp.slip + s, mu_lambda, layer, slip, want);
             e += term.energy;
             if let Some((g, h)) = out.as_mut() {
-                add_point_term(g, h, &cp.sides, term.gradient, &term.hessian);
+                self.add_point_term(g, h, &cp.sides, term.gradient, &term.hessian, dof);
             }
         }
         e
@@ -295,17 +417,30 @@ mod tests {
     fn problem() -> (Problem, Vec<Obstacle>) {
         let mut s = Rng(11);
         let mut bodies = Vec::new();
-        for _ in 0..2 {
-            let a = vec(&mut s, 1.0);
-            let inertia = outer(a, a) * 50.0 + DMat3::from_diagonal(DVec3::new(30.0, 40.0, 35.0));
-            bodies.push(BodyQuadratic {
-                center: vec(&mut s, 0.5),
-                stiff: 900.0,
-                inertia,
-                force: vec(&mut s, 2.0),
-                torque: vec(&mut s, 0.5),
-                rotates: true,
-            });
+        for k in 0..2 {
+            let a = vec(&mut s, 0.1);
+            let second_moment = outer(a, a) * 50.0 + DMat3::from_diagonal(DVec3::new(3.0, 4.0, 3.5));
+            let force_moment = DMat3::from_cols(vec(&mut s, 0.5), vec(&mut s, 0.5), vec(&mut s, 0.5));
+            // Body 0 stretches (a random convex elastic model), body 1 is rigid.
+            let mut elastic = StretchQuadratic::default();
+            for r in 0..6 {
+                let c: [f64; 6] = std::array::from_fn(|_| s.signed());
+                for i in 0..6 {
+                    elastic.gradient[i] += 0.1 * c[i];
+                    for j in 0..6 {
+                        elastic.hessian[6 * i + j] += 40.0 * c[i] * c[j] + if i == j && r == 0 { 20.0 } else { 0.0 };
+                    }
+                }
+            }
+            bodies.push(BodyQuadratic::from_moments(
+                vec(&mut s, 0.5),
+                900.0,
+                vec(&mut s, 2.0),
+                second_moment,
+                force_moment,
+                true,
+                (k == 0).then_some(&elastic),
+            ));
         }
         let (delta, static_slip) = (1e-3, 1e-5);
         let side = |slot: u32, coef: f64, s: &mut Rng| Side { slot, coef, arm: vec(s, 0.1) };
@@ -348,14 +483,14 @@ mod tests {
     #[test]
     fn energy_gradient_and_hessian_match_finite_differences() {
         let (pb, obstacles) = problem();
-        let dim = 12;
+        let dim = 2 * DOF;
         let mut s = Rng(5);
-        // Small motions: rotations of ~1e-5 rad, translations of ~1e-6 m.
-        let q: Vec<f64> = (0..dim).map(|i| s.signed() * if i % 6 < 3 { 1e-6 } else { 1e-5 }).collect();
+        // Small motions: rotations and stretches of ~1e-5, translations of ~1e-6 m.
+        let q: Vec<f64> = (0..dim).map(|i| s.signed() * if i % DOF < 3 { 1e-6 } else { 1e-5 }).collect();
         let (mut g, mut h) = (Vec::new(), Vec::new());
         pb.energy(&q, &obstacles, Some((&mut g, &mut h)));
         for i in 0..dim {
-            let step = if i % 6 < 3 { 1e-8 } else { 1e-7 };
+            let step = if i % DOF < 3 { 1e-8 } else { 1e-7 };
             let shifted = |d: f64| {
                 let mut p = q.clone();
                 p[i] += d;
@@ -379,18 +514,55 @@ mod tests {
         }
     }
 
+    /// The moment form of a body's inertia and drag equals the sum over its vertices,
+    /// `Σ ½ A |t + θ × r + S r|² − f·(t + θ × r + S r)`, for any coarse motion.
+    #[test]
+    fn moments_give_the_vertex_sum() {
+        let mut s = Rng(29);
+        let points: Vec<(f64, DVec3, DVec3)> =
+            (0..9).map(|_| (1.0 + s.signed().abs() * 50.0, vec(&mut s, 0.3), vec(&mut s, 2.0))).collect();
+        let stiff: f64 = points.iter().map(|p| p.0).sum();
+        let center = points.iter().map(|p| p.1 * p.0).sum::<DVec3>() / stiff;
+        let (mut second_moment, mut force_moment, mut force) = (DMat3::ZERO, DMat3::ZERO, DVec3::ZERO);
+        for &(a, x, f) in &points {
+            let r = x - center;
+            second_moment += outer(r, r) * a;
+            force_moment += outer(f, r);
+            force += f;
+        }
+        let elastic = StretchQuadratic::default();
+        let body = BodyQuadratic::from_moments(center, stiff, force, second_moment, force_moment, true, Some(&elastic));
+        let pb = Problem { bodies: vec![body], ..Problem::default() };
+        for _ in 0..4 {
+            let q: Vec<f64> = (0..DOF).map(|_| 0.1 * s.signed()).collect();
+            let (t, theta) = (DVec3::from_slice(&q[..3]), DVec3::from_slice(&q[3..6]));
+            let stretch = crate::solver::vbd::stretch::stretch_matrix(&q[6..]);
+            let direct: f64 = points
+                .iter()
+                .map(|&(a, x, f)| {
+                    let r = x - center;
+                    let d = t + theta.cross(r) + stretch * r;
+                    0.5 * a * d.length_squared() - f.dot(d)
+                })
+                .sum();
+            let e = pb.energy(&q, &[], None);
+            assert!((e - direct).abs() < 1e-9 * direct.abs().max(1.0), "{e} vs {direct}");
+        }
+    }
+
     #[test]
     fn hessian_is_symmetric_positive_definite() {
         let (pb, obstacles) = problem();
-        let q = vec![0.0; 12];
+        let dim = 2 * DOF;
+        let q = vec![0.0; dim];
         let (mut g, mut h) = (Vec::new(), Vec::new());
         pb.energy(&q, &obstacles, Some((&mut g, &mut h)));
-        for r in 0..12 {
-            for c in 0..12 {
-                assert!((h[r * 12 + c] - h[c * 12 + r]).abs() <= 1e-9 * h[r * 12 + r].abs().max(1.0));
+        for r in 0..dim {
+            for c in 0..dim {
+                assert!((h[r * dim + c] - h[c * dim + r]).abs() <= 1e-9 * h[r * dim + r].abs().max(1.0));
             }
         }
         let mut rhs = g.clone();
-        assert!(cholesky_solve(&mut h, &mut rhs, 12));
+        assert!(cholesky_solve(&mut h, &mut rhs, dim));
     }
 }

@@ -165,7 +165,12 @@ impl Shared<'_> {
 
     /// The rigid correction's per-body buffers.
     pub fn rigid_buffers(&self) -> RigidBuffers<'_, '_> {
-        RigidBuffers { motions: &self.motions, eligible: self.eligible, scratch: self.rigid }
+        RigidBuffers {
+            motions: &self.motions,
+            eligible: self.eligible,
+            scratch: self.rigid,
+            affine: self.settings.coarse_space == super::CoarseSpace::Affine,
+        }
     }
 }
 
