@@ -1,6 +1,6 @@
-// The rigid correction's state on the GPU (src/gpu/lib/rigid_groups.rs RigidLayout): one
+// The rigid correction's state on the GPU (src/gpu/rigid/rigid_groups.rs RigidLayout): one
 // record of RIGID_WORDS u32 per body, each group's dense Newton matrix in a pool, and the
-// rotation of a motion. Not a kernel: host wrappers prepend this file.
+// rotation and stretch of a motion. Not a kernel: host wrappers prepend this file.
 
 struct RigidLayout {
     bodies: u32,
@@ -12,7 +12,7 @@ struct RigidLayout {
     pool: u32,
 }
 
-const RIGID_WORDS: u32 = 32u;
+const RIGID_WORDS: u32 = 128u;
 // Record words: group label (a smaller body of the group, or the body itself for the root),
 // members (at the root), slot in the group, flags.
 const RB_LABEL: u32 = 0u;
@@ -33,6 +33,14 @@ const RB_ARM: u32 = 21u;
 const RB_TRANSLATION: u32 = 22u;
 const RB_ROTATION: u32 = 25u;
 const RB_MOVES: u32 = 28u;
+// The affine coarse space (src/solver/vbd/rigid_energy.rs BodyQuadratic, CoarseSpace::Affine):
+// the motion's stretch s (six, Voigt order xx, yy, zz, yz, xz, xy; zero for the rigid space),
+// then the quadratic's K_θs (3 × 6, row-major), K_ss (6 × 6, row-major, elasticity included)
+// and σ (the stretch load less the elastic gradient).
+const RB_STRETCH: u32 = 29u;
+const RB_CROSS: u32 = 35u;
+const RB_SS: u32 = 53u;
+const RB_SIGMA: u32 = 89u;
 
 // Flags: set by the host for the stepper's life...
 const RIGID_ELIGIBLE: u32 = 1u;
@@ -90,3 +98,31 @@ fn inertia_terms(r: vec3<f32>, w: f32) -> array<f32, 6> {
     );
 }
 
+
+// Unit stretch E_k (Voigt order xx, yy, zz, yz, xz, xy; an off-diagonal E_k has both entries 1).
+fn unit_stretch(k: u32) -> mat3x3<f32> {
+    var m = mat3x3<f32>();
+    let pairs = array<vec2<u32>, 6>(vec2<u32>(0u, 0u), vec2<u32>(1u, 1u), vec2<u32>(2u, 2u), vec2<u32>(1u, 2u),
+                                    vec2<u32>(0u, 2u), vec2<u32>(0u, 1u));
+    let p = pairs[k];
+    m[p.x][p.y] = 1.0;
+    m[p.y][p.x] = 1.0;
+    return m;
+}
+
+// E_k r.
+fn stretch_of(k: u32, r: vec3<f32>) -> vec3<f32> {
+    switch k {
+        case 0u: { return vec3<f32>(r.x, 0.0, 0.0); }
+        case 1u: { return vec3<f32>(0.0, r.y, 0.0); }
+        case 2u: { return vec3<f32>(0.0, 0.0, r.z); }
+        case 3u: { return vec3<f32>(0.0, r.z, r.y); }
+        case 4u: { return vec3<f32>(r.z, 0.0, r.x); }
+        default: { return vec3<f32>(r.y, r.x, 0.0); }
+    }
+}
+
+// The symmetric S of six stretch coordinates.
+fn stretch_matrix(s: array<f32, 6>) -> mat3x3<f32> {
+    return mat3x3<f32>(vec3<f32>(s[0], s[5], s[4]), vec3<f32>(s[5], s[1], s[3]), vec3<f32>(s[4], s[3], s[2]));
+}

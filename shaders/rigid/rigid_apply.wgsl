@@ -1,9 +1,10 @@
 // Applies the rigid correction (src/solver/vbd/rigid_correction.rs correct_rigid, its last part):
-// every vertex of a corrected body moves with its body's exact rigid motion (x ↦ c + R(θ)(x − c)
-// + t, which strains nothing), clamped against the obstacles to catch rounding; the initial
+// every vertex of a corrected body moves with its body's exact coarse motion (x ↦ c + R(θ)(I + S)
+// (x − c) + t: a rotation that strains nothing, and with the affine space a stretch S), clamped
+// against the obstacles to catch rounding; the initial
 // offset x^(0) − x^n takes the shift, and the iterates restart there. One invocation per vertex.
 // Host wrapper: src/gpu/rigid/rigid_apply.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
-// lib/rigid.wgsl.
+// lib/mat3.wgsl, lib/rigid.wgsl.
 
 struct Params {
     rigid: RigidLayout,
@@ -40,7 +41,12 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     }
     let x = positions[v].xyz;
     let c = vec_at(r + RB_CENTER);
-    let moved = c + rotation_of(vec_at(r + RB_ROTATION)) * (x - c) + vec_at(r + RB_TRANSLATION);
+    var stretch = array<f32, 6>();
+    for (var k = 0u; k < 6u; k++) {
+        stretch[k] = bitcast<f32>(rigid[r + RB_STRETCH + k]);
+    }
+    let linear = rotation_of(vec_at(r + RB_ROTATION)) * (diag3(1.0) + stretch_matrix(stretch));
+    let moved = c + linear * (x - c) + vec_at(r + RB_TRANSLATION);
     // The motion was scaled to the earliest obstacle contact; this catches rounding.
     let p = limit_step(params.obstacles, x, moved);
     steps[v].offset = vec4<f32>(steps[v].offset.xyz + (p - initial[v].xyz), steps[v].offset.w);

@@ -131,7 +131,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             let g = atomicLoad(&rigid[rigid_record(root) + RB_SIZE]);
             if i == root && g <= MAX_GROUP_BODIES {
                 let vertices = atomicLoad(&rigid[rigid_record(root) + RB_VERTICES]);
-                atomicStore(&rigid[l.sizes + i], 36u * g * g + 2u * vertices);
+                atomicStore(&rigid[l.sizes + i], 144u * g * g + 2u * vertices);
             }
         }
         default: {

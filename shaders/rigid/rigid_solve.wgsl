@@ -1,11 +1,12 @@
 // The rigid correction of one group (src/solver/vbd/rigid_correction.rs solve_group and newton,
-// src/solver/vbd/rigid_energy.rs Problem::energy): the best rigid motion q_b = (t_b, θ_b) of each
-// body of a group linked by surface pairs, minimising inertia and drag (the bodies' quadratics
-// from rigid_reduce), obstacle contact and friction of the vertices that can reach an obstacle,
-// and the group's surface pairs' contact layer and friction with each side moving with its body.
-// Newton steps on the dense 6G × 6G system (Cholesky) with a backtracking line search, in f32
-// (the CPU solves in f64); each body's motion is then scaled back so that no vertex enters an
-// obstacle. One workgroup per body: a group's root solves it, the others return.
+// src/solver/vbd/rigid_energy.rs Problem::energy): the best coarse motion q_b = (t_b, θ_b) of each
+// body of a group linked by surface pairs, with the affine space (params.dof = 12) its stretch
+// s_b as well, minimising inertia and drag (and elasticity: the bodies' quadratics from
+// rigid_reduce and rigid_stretch), obstacle contact and friction of the vertices that can reach
+// an obstacle, and the group's surface pairs' contact layer and friction with each side moving
+// with its body. Newton steps on the dense dof·G × dof·G system (Cholesky) with a backtracking
+// line search, in f32 (the CPU solves in f64); each body's motion is then scaled back so that no
+// vertex enters an obstacle. One workgroup per body: a group's root solves it, the others return.
 //
 // Every sum runs in a fixed order (per-invocation strides, then a tree), so the result does not
 // depend on scheduling. The Hessian is assembled block by block: for block (i, j) every
@@ -30,7 +31,8 @@ struct Params {
     // Contact offset δ [m] and ε_v h [m].
     offset: f32,
     static_slip: f32,
-    _pad: u32,
+    // Coordinates per body: 6 (t, θ) or, with the affine space, 12 (t, θ, s).
+    dof: u32,
     obstacles: ObstacleSet,
 }
 
@@ -47,9 +49,10 @@ struct Params {
 const NEWTON_STEPS: u32 = 4u;
 const LINE_SEARCH_STEPS: u32 = 30u;
 const NONE: u32 = 0xffffffffu;
-const MAX_DOFS: u32 = 288u;
-// Values reduced at once: half a 6×6 block and a gradient (42 in all, in two halves).
+const MAX_DOFS: u32 = 576u;
+// Values reduced at once: a dof × dof block and a gradient (42 or 156 in all) in passes of WIDTH.
 const WIDTH: u32 = 21u;
+const MAX_BLOCK: u32 = 156u;
 
 var<workgroup> members: array<u32, MAX_GROUP_BODIES>;
 var<workgroup> q: array<f32, MAX_DOFS>;
@@ -69,11 +72,17 @@ var<workgroup> value: f32;
 var<workgroup> value2: f32;
 var<workgroup> count_u: u32;
 
+// A side of a contact point: its body's slot, its weight, its arm from the body's centre, and
+// whether the body turns and stretches (1 or 0). The point moves by coef (t + θ × arm + S arm).
 struct Side {
     slot: u32,
     coef: f32,
     arm: vec3<f32>,
+    turn: f32,
+    stretch: f32,
 }
+
+const NO_SIDE: Side = Side(NONE, 0.0, vec3<f32>(0.0), 0.0, 0.0);
 
 struct Term {
     e: f32,
@@ -120,12 +129,35 @@ fn body_of_vertex(v: u32) -> u32 {
     return index[params.vertex_body + v];
 }
 
-// A point's arm from its body's centre, or zero for a body that does not turn.
-fn arm_of(b: u32, p: vec3<f32>) -> vec3<f32> {
-    if rotates(b) {
-        return p - vec_at(b, RB_CENTER);
+fn stretches(b: u32) -> bool {
+    return params.dof == 12u && (body_flags(b) & RIGID_VOLUMETRIC) != 0u;
+}
+
+// Body b's side of a point at p.
+fn side_of(slot: u32, coef: f32, b: u32, p: vec3<f32>) -> Side {
+    return Side(slot, coef, p - vec_at(b, RB_CENTER), f32(rotates(b)), f32(stretches(b)));
+}
+
+// J's 3 × 3 block p of a side (without its weight): the point's move per unit of t (p = 0), θ
+// (1), the diagonal stretches (2) and the shears (3). Blocks, not columns, keep the loops over
+// them short enough to unroll (lavapipe's loop budget: shaders/README.md).
+fn jacobian_block(s: Side, p: u32) -> mat3x3<f32> {
+    let r = s.arm;
+    switch p {
+        case 0u: {
+            return diag3(1.0);
+        }
+        case 1u: {
+            // θ × r = −[r]× θ.
+            return skew3(r) * (-s.turn);
+        }
+        case 2u: {
+            return mat3x3<f32>(vec3<f32>(r.x, 0.0, 0.0), vec3<f32>(0.0, r.y, 0.0), vec3<f32>(0.0, 0.0, r.z)) * s.stretch;
+        }
+        default: {
+            return mat3x3<f32>(vec3<f32>(0.0, r.z, r.y), vec3<f32>(r.z, 0.0, r.x), vec3<f32>(r.y, r.x, 0.0)) * s.stretch;
+        }
     }
-    return vec3<f32>(0.0);
 }
 
 // Displacement of a side's point under the motions at `point`.
@@ -133,10 +165,92 @@ fn shift(s: Side) -> vec3<f32> {
     if s.slot == NONE {
         return vec3<f32>(0.0);
     }
-    let i = 6u * s.slot;
-    let t = vec3<f32>(point[i], point[i + 1u], point[i + 2u]);
-    let theta = vec3<f32>(point[i + 3u], point[i + 4u], point[i + 5u]);
-    return (t + cross(theta, s.arm)) * s.coef;
+    let i = params.dof * s.slot;
+    var d = vec3<f32>(point[i], point[i + 1u], point[i + 2u])
+        + cross(vec3<f32>(point[i + 3u], point[i + 4u], point[i + 5u]), s.arm) * s.turn;
+    if params.dof == 12u {
+        d += jacobian_block(s, 2u) * vec3<f32>(point[i + 6u], point[i + 7u], point[i + 8u])
+            + jacobian_block(s, 3u) * vec3<f32>(point[i + 9u], point[i + 10u], point[i + 11u]);
+    }
+    return d * s.coef;
+}
+
+// Entry (r, c) of body b's K over ψ = (θ, s) (src/solver/vbd/rigid_energy.rs BodyQuadratic::inner).
+fn inner(b: u32, r: u32, c: u32) -> f32 {
+    if r < 3u && c < 3u {
+        return inertia_of(b)[c][r];
+    }
+    if r < 3u {
+        return word(b, RB_CROSS + 6u * r + c - 3u);
+    }
+    if c < 3u {
+        return word(b, RB_CROSS + 6u * c + r - 3u);
+    }
+    return word(b, RB_SS + 6u * (r - 3u) + c - 3u);
+}
+
+// Entry r of body b's load w over ψ.
+fn load(b: u32, r: u32) -> f32 {
+    if r < 3u {
+        return word(b, RB_TORQUE + r);
+    }
+    return word(b, RB_SIGMA + r - 3u);
+}
+
+// The minimiser of body b's quadratic alone (free flight) into q; false where its K is not
+// positive definite.
+fn free_motion(b: u32, q: ptr<function, array<f32, 12>>) -> bool {
+    let t = vec_at(b, RB_FORCE) / word(b, RB_STIFF);
+    (*q)[0] = t.x;
+    (*q)[1] = t.y;
+    (*q)[2] = t.z;
+    let n = params.dof - 3u;
+    var a = array<f32, 81>();
+    var y = array<f32, 9>();
+    for (var r = 0u; r < n; r++) {
+        y[r] = load(b, r);
+        for (var c = 0u; c < n; c++) {
+            a[9u * r + c] = inner(b, r, c);
+        }
+    }
+    // Cholesky, then the two triangular solves.
+    for (var j = 0u; j < n; j++) {
+        var d = a[10u * j];
+        for (var k = 0u; k < j; k++) {
+            d -= a[9u * j + k] * a[9u * j + k];
+        }
+        if !(d > 0.0) {
+            return false;
+        }
+        let l = sqrt(d);
+        a[10u * j] = l;
+        for (var i = j + 1u; i < n; i++) {
+            var x = a[9u * i + j];
+            for (var k = 0u; k < j; k++) {
+                x -= a[9u * i + k] * a[9u * j + k];
+            }
+            a[9u * i + j] = x / l;
+        }
+    }
+    for (var i = 0u; i < n; i++) {
+        var x = y[i];
+        for (var k = 0u; k < i; k++) {
+            x -= a[9u * i + k] * y[k];
+        }
+        y[i] = x / a[10u * i];
+    }
+    for (var ii = 0u; ii < n; ii++) {
+        let i = n - 1u - ii;
+        var x = y[i];
+        for (var k = i + 1u; k < n; k++) {
+            x -= a[9u * k + i] * y[k];
+        }
+        y[i] = x / a[10u * i];
+    }
+    for (var r = 0u; r < n; r++) {
+        (*q)[3u + r] = y[r];
+    }
+    return true;
 }
 
 // src/solver/vbd/rigid_energy.rs contact_term: the contact layer on the gap along n̂ (the
@@ -188,8 +302,8 @@ fn candidate(s: u32, b: u32, v: u32, k: u32) -> Item {
     item.valid = true;
     let o = params.obstacles.items[k];
     let x = positions[v].xyz;
-    item.sides[0] = Side(s, 1.0, arm_of(b, x));
-    item.sides[1] = Side(NONE, 0.0, vec3<f32>(0.0));
+    item.sides[0] = side_of(s, 1.0, b, x);
+    item.sides[1] = NO_SIDE;
     var k_c = params.stiffness;
     if (params.contact_flags & 1u) == 1u {
         k_c *= masses[v];
@@ -244,24 +358,22 @@ fn coupling(k: u32, root: u32) -> Item {
         if i == 1u {
             body = b;
         }
-        item.sides[i] = Side(NONE, 0.0, vec3<f32>(0.0));
+        item.sides[i] = NO_SIDE;
         if !member_of(body, root) {
             continue;
         }
-        // This side's weights and closest point (Σ w x / Σ w).
-        var coef = 0.0;
-        var at = vec3<f32>(0.0);
-        for (var m = 0u; m < 4u; m++) {
-            if (vb[m] == a) == (i == 0u) {
-                coef += w[m];
-                at += x[m] * w[m];
-            }
-        }
+        // This side's weights and closest point (Σ w x / Σ w), written out rather than looped
+        // (this runs for every stored pair in every block: lavapipe's loop budget,
+        // shaders/README.md).
+        let mine = (vb == vec4<u32>(a)) == vec4<bool>(i == 0u);
+        let wm = select(vec4<f32>(0.0), w, mine);
+        let coef = wm.x + wm.y + wm.z + wm.w;
+        let at = x[0] * wm.x + x[1] * wm.y + x[2] * wm.z + x[3] * wm.w;
         var arm = vec3<f32>(0.0);
         if coef != 0.0 {
-            arm = arm_of(body, at / coef);
+            arm = at / coef - vec_at(body, RB_CENTER);
         }
-        item.sides[i] = Side(rigid[rigid_record(body) + RB_SLOT], coef, arm);
+        item.sides[i] = Side(rigid[rigid_record(body) + RB_SLOT], coef, arm, f32(rotates(body)), f32(stretches(body)));
     }
     let n = vec3<f32>(bitcast<f32>(contacts[p + 4u]), bitcast<f32>(contacts[p + 5u]), bitcast<f32>(contacts[p + 6u]));
     let gap = dot(n, x[0] * w.x + x[1] * w.y + x[2] * w.z + x[3] * w.w);
@@ -311,7 +423,7 @@ fn energy(lane: u32, root: u32, g: u32, list: u32, candidates: u32) -> f32 {
             e += it.term.e;
         }
     }
-    if lane == 0u {
+    if params.dof == 6u && lane == 0u {
         for (var s = 0u; s < g; s++) {
             let b = members[s];
             let i = 6u * s;
@@ -321,6 +433,24 @@ fn energy(lane: u32, root: u32, g: u32, list: u32, candidates: u32) -> f32 {
                 - dot(vec_at(b, RB_FORCE), t) - dot(vec_at(b, RB_TORQUE), theta);
         }
     }
+    // With the affine space each body's quadratic by its own invocation: its 9 × 9 loops on
+    // one invocation ran out of lavapipe's loop budget (shaders/README.md).
+    if params.dof == 12u && lane < g {
+        let n = params.dof - 3u;
+        let b = members[lane];
+        let i = params.dof * lane;
+        let t = vec3<f32>(point[i], point[i + 1u], point[i + 2u]);
+        e += 0.5 * word(b, RB_STIFF) * dot(t, t) - dot(vec_at(b, RB_FORCE), t);
+        {
+            for (var r = 0u; r < n; r++) {
+                var kr = 0.0;
+                for (var c = 0u; c < n; c++) {
+                    kr += inner(b, r, c) * point[i + 3u + c];
+                }
+                e += point[i + 3u + r] * (0.5 * kr - load(b, r));
+            }
+        }
+    }
     red[lane * WIDTH] = e;
     reduce(lane, 1u);
     if lane == 0u {
@@ -328,6 +458,9 @@ fn energy(lane: u32, root: u32, g: u32, list: u32, candidates: u32) -> f32 {
     }
     return workgroupUniformLoad(&value);
 }
+
+
+
 
 // Adds an item's terms for block (i, j) to a partial block (row-major 6×6, then the gradient
 // of slot i when i = j).
@@ -339,20 +472,20 @@ fn add_item(acc: ptr<function, array<f32, 42>>, it: Item, i: u32, j: u32) {
         }
         if i == j {
             let gt = it.term.g * si.coef;
-            let gr = cross(si.arm, it.term.g) * si.coef;
+            let gr = cross(si.arm * si.turn, it.term.g) * si.coef;
             for (var r = 0u; r < 3u; r++) {
                 (*acc)[36u + r] += gt[r];
                 (*acc)[39u + r] += gr[r];
             }
         }
-        let ski = skew3(si.arm);
+        let ski = skew3(si.arm * si.turn);
         for (var c = 0u; c < 2u; c++) {
             let sj = it.sides[c];
             if sj.slot != j {
                 continue;
             }
             let h = it.term.h * (si.coef * sj.coef);
-            let skj = skew3(sj.arm);
+            let skj = skew3(sj.arm * sj.turn);
             let tr = (h * skj) * -1.0;
             let rt = ski * h;
             let rr = (ski * h * skj) * -1.0;
@@ -417,6 +550,111 @@ fn assemble_block(lane: u32, root: u32, i: u32, j: u32, list: u32, candidates: u
     }
 }
 
+// add_item for the affine space: block (i, j) row-major 12 × 12, then slot i's gradient when
+// i = j; J_iᵀ g and J_iᵀ h J_j by 3 × 3 blocks of J. A separate function with its own, larger
+// accumulator: zero-initialising 156 values in every rigid block ran the 8-body stack's solve
+// out of lavapipe's loop budget (shaders/README.md).
+fn add_item_affine(acc: ptr<function, array<f32, 156>>, it: Item, i: u32, j: u32) {
+    let dof = params.dof;
+    let blocks = dof / 3u;
+    for (var a = 0u; a < 2u; a++) {
+        let si = it.sides[a];
+        if si.slot != i {
+            continue;
+        }
+        if i == j {
+            for (var p = 0u; p < 4u; p++) {
+                if p < blocks {
+                    let v = transpose(jacobian_block(si, p)) * it.term.g * si.coef;
+                    for (var r = 0u; r < 3u; r++) {
+                        (*acc)[dof * dof + 3u * p + r] += v[r];
+                    }
+                }
+            }
+        }
+        for (var c = 0u; c < 2u; c++) {
+            let sj = it.sides[c];
+            if sj.slot != j {
+                continue;
+            }
+            let h = it.term.h * (si.coef * sj.coef);
+            for (var q = 0u; q < 4u; q++) {
+                if q < blocks {
+                    let hb = h * jacobian_block(sj, q);
+                    for (var p = 0u; p < 4u; p++) {
+                        if p < blocks {
+                            let m = transpose(jacobian_block(si, p)) * hb;
+                            for (var r = 0u; r < 3u; r++) {
+                                for (var col = 0u; col < 3u; col++) {
+                                    (*acc)[(3u * p + r) * dof + 3u * q + col] += m[col][r];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Block (i, j) of the Hessian (and slot i's gradient when i = j) at `point` = q, written to
+// the matrix at `base` (n × n, row-major) and `grad`.
+fn assemble_block_affine(lane: u32, root: u32, i: u32, j: u32, list: u32, candidates: u32, base: u32, n: u32) {
+    var acc = array<f32, 156>();
+    if i == j {
+        for (var c = lane; c < candidates; c += 64u) {
+            let entry = listed(list, c);
+            if (entry.y >> 8u) != i {
+                continue;
+            }
+            for (var k = 0u; k < params.obstacles.count; k++) {
+                if (entry.y & (1u << k)) != 0u {
+                    add_item_affine(&acc, candidate(i, members[i], entry.x, k), i, j);
+                }
+            }
+        }
+    }
+    for (var k = lane; k < stored_pairs(); k += 64u) {
+        let it = coupling(k, root);
+        if it.valid {
+            add_item_affine(&acc, it, i, j);
+        }
+    }
+    for (var round = 0u; round < (MAX_BLOCK + WIDTH - 1u) / WIDTH; round++) {
+        assemble_round(lane, &acc, round, i, j, base, n);
+    }
+}
+
+// Round `round` of a block's reduction: WIDTH of its values summed over the workgroup and
+// written to the matrix at `base` (n × n) and to `grad`.
+fn assemble_round(lane: u32, acc: ptr<function, array<f32, 156>>, round: u32, i: u32, j: u32, base: u32, n: u32) {
+    let dof = params.dof;
+    let block = dof * dof + dof;
+    for (var k = 0u; k < WIDTH; k++) {
+        let e = round * WIDTH + k;
+        red[lane * WIDTH + k] = select(0.0, (*acc)[min(e, MAX_BLOCK - 1u)], e < block);
+    }
+    reduce(lane, WIDTH);
+    if lane == 0u {
+        for (var k = 0u; k < WIDTH; k++) {
+            let e = round * WIDTH + k;
+            let x = red[k];
+            if e < dof * dof {
+                let r = e / dof;
+                let c = e % dof;
+                rigid[base + (dof * i + r) * n + dof * j + c] = bitcast<u32>(x);
+                if i != j {
+                    rigid[base + (dof * j + c) * n + dof * i + r] = bitcast<u32>(x);
+                }
+            } else if i == j && e < block {
+                grad[dof * i + e - dof * dof] = x;
+            }
+        }
+    }
+    storageBarrier();
+    workgroupBarrier();
+}
+
 fn matrix(base: u32, n: u32, r: u32, c: u32) -> f32 {
     return bitcast<f32>(rigid[base + r * n + c]);
 }
@@ -455,6 +693,14 @@ fn factor(lane: u32, base: u32, n: u32) -> bool {
     return true;
 }
 
+// The stretch S of the coordinates at q[i..i + dof] (zero in the rigid space).
+fn stretch_at(i: u32) -> mat3x3<f32> {
+    if params.dof != 12u {
+        return mat3x3<f32>();
+    }
+    return stretch_matrix(array<f32, 6>(q[i + 6u], q[i + 7u], q[i + 8u], q[i + 9u], q[i + 10u], q[i + 11u]));
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index) lane: u32) {
     let l = params.rigid;
@@ -472,7 +718,8 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         count_u = rigid[rigid_record(root) + RB_SIZE];
     }
     let g = workgroupUniformLoad(&count_u);
-    let n = 6u * g;
+    let dof = params.dof;
+    let n = dof * g;
     var base = l.pool;
     if root > 0u {
         base += rigid[l.sizes + root - 1u];
@@ -498,12 +745,24 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
             let b = members[s];
             let stiff = word(b, RB_STIFF);
             ok = ok && stiff > 0.0;
-            let j = inertia_of(b);
-            var turn = vec3<f32>(0.0);
-            if determinant(j) > 0.0 {
-                turn = inverse3(j) * vec_at(b, RB_TORQUE);
+            var free = array<f32, 12>();
+            var turn = 0.0;
+            if dof == 6u {
+                // Written out: no loop (lavapipe's loop budget).
+                let j = inertia_of(b);
+                if determinant(j) > 0.0 {
+                    turn = length(inverse3(j) * vec_at(b, RB_TORQUE));
+                }
+            } else if free_motion(b, &free) {
+                turn = length(vec3<f32>(free[3], free[4], free[5]));
+                var stretch = 0.0;
+                for (var k = 6u; k < 12u; k++) {
+                    // Off-diagonal stretches count twice in |S|.
+                    stretch += free[k] * free[k] * select(1.0, 2.0, k >= 9u);
+                }
+                turn += sqrt(stretch);
             }
-            reach = max(reach, length(vec_at(b, RB_FORCE) / stiff) + length(turn) * word(b, RB_ARM));
+            reach = max(reach, length(vec_at(b, RB_FORCE) / stiff) + turn * word(b, RB_ARM));
         }
         // Nothing to move (no mass): the whole group is left to the sweeps.
         flag = u32(ok);
@@ -597,12 +856,11 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     if workgroupUniformLoad(&flag) == 0u {
         // Free flight: each body's quadratic alone.
         if lane < g {
-            let b = members[lane];
-            let t = vec_at(b, RB_FORCE) / word(b, RB_STIFF);
-            let theta = inverse3(inertia_of(b)) * vec_at(b, RB_TORQUE);
-            for (var r = 0u; r < 3u; r++) {
-                q[6u * lane + r] = t[r];
-                q[6u * lane + 3u + r] = theta[r];
+            var free = array<f32, 12>();
+            var ok = free_motion(members[lane], &free);
+            for (var k = 0u; k < dof; k++) {
+                // A singular quadratic leaves its body unmoved (not finite: see the end).
+                q[dof * lane + k] = select(bitcast<f32>(0x7fc00000u), free[k], ok);
             }
         }
         workgroupBarrier();
@@ -619,34 +877,50 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
                     if lane == 0u {
                         flag = u32(i == j || (atomicLoad(&joined[bit / 32u]) & (1u << (bit % 32u))) != 0u);
                     }
-                    if workgroupUniformLoad(&flag) == 1u {
+                    if workgroupUniformLoad(&flag) == 1u && dof == 6u {
                         assemble_block(lane, root, i, j, list, candidates, base, n);
+                    } else if workgroupUniformLoad(&flag) == 1u {
+                        assemble_block_affine(lane, root, i, j, list, candidates, base, n);
                     } else {
-                        for (var k = lane; k < 36u; k += 64u) {
-                            set_matrix(base, n, 6u * i + k / 6u, 6u * j + k % 6u, 0.0);
-                            set_matrix(base, n, 6u * j + k % 6u, 6u * i + k / 6u, 0.0);
+                        for (var k = lane; k < dof * dof; k += 64u) {
+                            set_matrix(base, n, dof * i + k / dof, dof * j + k % dof, 0.0);
+                            set_matrix(base, n, dof * j + k % dof, dof * i + k / dof, 0.0);
                         }
                     }
                 }
             }
             storageBarrier();
             workgroupBarrier();
-            // Each body's inertia and drag.
+            // Each body's inertia and drag (and elasticity).
             if lane < g {
                 let b = members[lane];
-                let i = 6u * lane;
+                let i = dof * lane;
                 let stiff = word(b, RB_STIFF);
-                let jm = inertia_of(b);
                 let t = vec3<f32>(q[i], q[i + 1u], q[i + 2u]);
-                let theta = vec3<f32>(q[i + 3u], q[i + 4u], q[i + 5u]);
                 let gt = t * stiff - vec_at(b, RB_FORCE);
-                let gr = jm * theta - vec_at(b, RB_TORQUE);
                 for (var r = 0u; r < 3u; r++) {
                     grad[i + r] += gt[r];
-                    grad[i + 3u + r] += gr[r];
                     set_matrix(base, n, i + r, i + r, matrix(base, n, i + r, i + r) + stiff);
-                    for (var c = 0u; c < 3u; c++) {
-                        set_matrix(base, n, i + 3u + r, i + 3u + c, matrix(base, n, i + 3u + r, i + 3u + c) + jm[c][r]);
+                }
+                if dof == 6u {
+                    // Written out: no loop but the unrolled 3 × 3 (lavapipe's loop budget).
+                    let jm = inertia_of(b);
+                    let gr = jm * vec3<f32>(q[i + 3u], q[i + 4u], q[i + 5u]) - vec_at(b, RB_TORQUE);
+                    for (var r = 0u; r < 3u; r++) {
+                        grad[i + 3u + r] += gr[r];
+                        for (var c = 0u; c < 3u; c++) {
+                            set_matrix(base, n, i + 3u + r, i + 3u + c, matrix(base, n, i + 3u + r, i + 3u + c) + jm[c][r]);
+                        }
+                    }
+                } else {
+                    for (var r = 0u; r < dof - 3u; r++) {
+                        var kr = 0.0;
+                        for (var c = 0u; c < dof - 3u; c++) {
+                            let k = inner(b, r, c);
+                            kr += k * q[i + 3u + c];
+                            set_matrix(base, n, i + 3u + r, i + 3u + c, matrix(base, n, i + 3u + r, i + 3u + c) + k);
+                        }
+                        grad[i + 3u + r] += kr - load(b, r);
                     }
                 }
             }
@@ -690,6 +964,12 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
             var alpha = 1.0;
             var accepted = false;
             for (var ls = 0u; ls < LINE_SEARCH_STEPS; ls++) {
+                // As on the CPU: a trial moving nothing by more than ~10 nm changes the energy by
+                // less than its rounding, and halving on only evaluates noise (and spends
+                // lavapipe's loop budget: shaders/README.md).
+                if alpha * size < 1e-8 {
+                    break;
+                }
                 for (var k = lane; k < n; k += 64u) {
                     point[k] = q[k] + alpha * dq[k];
                 }
@@ -725,10 +1005,10 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     workgroupBarrier();
     for (var s = 0u; s < g; s++) {
         let b = members[s];
-        let i = 6u * s;
+        let i = dof * s;
         let t = vec3<f32>(q[i], q[i + 1u], q[i + 2u]);
         let center = vec_at(b, RB_CENTER);
-        let rot = rotation_of(vec3<f32>(q[i + 3u], q[i + 4u], q[i + 5u]));
+        let rot = rotation_of(vec3<f32>(q[i + 3u], q[i + 4u], q[i + 5u])) * (diag3(1.0) + stretch_at(i));
         let record = records[params.bodies + 2u * b];
         let first = bitcast<u32>(record.x);
         let end = first + bitcast<u32>(record.y);
@@ -751,7 +1031,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
     if lane < g {
         let s = lane;
         let b = members[s];
-        let i = 6u * s;
+        let i = dof * s;
         let t = vec3<f32>(q[i], q[i + 1u], q[i + 2u]);
         let theta = vec3<f32>(q[i + 3u], q[i + 4u], q[i + 5u]);
         let earliest = bitcast<f32>(atomicLoad(&tois[s]));
@@ -759,7 +1039,14 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         if earliest < 1.0 {
             scale = earliest * (1.0 - 1e-4);
         }
-        let finite = !(non_finite(vec4<f32>(t, 0.0)) || non_finite(vec4<f32>(theta, 0.0)));
+        var stretch = array<f32, 6>();
+        var finite = !(non_finite(vec4<f32>(t, 0.0)) || non_finite(vec4<f32>(theta, 0.0)));
+        if dof == 12u {
+            for (var k = 0u; k < 6u; k++) {
+                stretch[k] = q[i + 6u + k];
+                finite = finite && !non_finite(vec4<f32>(stretch[k]));
+            }
+        }
         let r = rigid_record(b);
         rigid[r + RB_TRANSLATION] = bitcast<u32>(t.x * scale);
         rigid[r + RB_TRANSLATION + 1u] = bitcast<u32>(t.y * scale);
@@ -767,6 +1054,9 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_index
         rigid[r + RB_ROTATION] = bitcast<u32>(theta.x * scale);
         rigid[r + RB_ROTATION + 1u] = bitcast<u32>(theta.y * scale);
         rigid[r + RB_ROTATION + 2u] = bitcast<u32>(theta.z * scale);
+        for (var k = 0u; k < 6u; k++) {
+            rigid[r + RB_STRETCH + k] = bitcast<u32>(stretch[k] * scale);
+        }
         rigid[r + RB_MOVES] = u32(finite);
     }
 }

@@ -20,6 +20,7 @@ pub(crate) struct StateBuffers<'a> {
     pub previous: &'a wgpu::Buffer,
     pub before_previous: &'a wgpu::Buffer,
     pub control: &'a wgpu::Buffer,
+    pub tets: &'a wgpu::Buffer,
 }
 
 /// A storage buffer initialised with `data` (byte for byte, as bytemuck lays it out).

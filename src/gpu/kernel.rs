@@ -82,6 +82,7 @@ pub(crate) const SHADERS: &[KernelSource] = &[
     kernel!(rigid, rigid_groups),
     kernel!(rigid, rigid_reduce),
     kernel!(rigid, rigid_solve),
+    kernel!(rigid, rigid_stretch),
     kernel!(vbd, vbd_advance),
     kernel!(vbd, vbd_chebyshev),
     kernel!(vbd, vbd_color),

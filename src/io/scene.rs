@@ -119,7 +119,7 @@ pub struct SolverSpec {
     #[serde(default = "default_true", alias = "translation_correction")]
     pub rigid_correction: bool,
     /// What that correction moves each body by: `rigid` (default) or `affine` (volumetric
-    /// bodies also stretch and shear as a whole; CPU backend only).
+    /// bodies also stretch and shear as a whole).
     #[serde(default)]
     pub coarse_space: CoarseSpace,
     /// `auto` (default: when the safety check rejects the fast path), `always` or `never`.

@@ -129,7 +129,7 @@ pub struct StepConfig {
     pub rigid_correction: bool,
     /// The motions that correction gives each body (default [`CoarseSpace::Rigid`]);
     /// [`CoarseSpace::Affine`] adds each volumetric body's whole-body stretch and shear, with
-    /// its elastic energy (CPU backend only).
+    /// its elastic energy.
     pub coarse_space: CoarseSpace,
     /// Body–body and self contact between surfaces (default on). Off, bodies pass through
     /// each other and only obstacles collide.

@@ -7,3 +7,4 @@ pub mod rigid_apply;
 pub mod rigid_groups;
 pub mod rigid_reduce;
 pub mod rigid_solve;
+pub mod rigid_stretch;

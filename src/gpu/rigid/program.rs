@@ -4,7 +4,8 @@
 //! ```text
 //! after vbd_inertia   groups from the last detection's pairs (rigid_groups), and touching
 //!                     bodies start their initial guess from x^n
-//! after vbd_advance   each body's coarse quadratic (rigid_reduce) → where each group's matrix
+//! after vbd_advance   each body's coarse quadratic (rigid_reduce, and with the affine space its
+//!                     elasticity along its stretch: rigid_stretch) → where each group's matrix
 //!                     goes (scan) → one Newton solve per group (rigid_solve) → every vertex
 //!                     moves with its body (rigid_apply)
 //! ```
@@ -21,6 +22,7 @@ use crate::gpu::rigid::rigid_apply::{RigidApply, RigidApplyBuffers};
 use crate::gpu::rigid::rigid_groups::{RIGID_ELIGIBLE, RIGID_VOLUMETRIC, RigidGroups, RigidGroupsBuffers, RigidLayout};
 use crate::gpu::rigid::rigid_reduce::{self, RigidReduce, RigidReduceBuffers};
 use crate::gpu::rigid::rigid_solve::{RigidSolve, RigidSolveBuffers, RigidSolveSetup};
+use crate::gpu::rigid::rigid_stretch::{RigidStretch, RigidStretchBuffers};
 use crate::solver::Initialization;
 use crate::state::{SimState, VERTEX_KINEMATIC};
 
@@ -28,6 +30,7 @@ use crate::state::{SimState, VERTEX_KINEMATIC};
 pub(crate) struct RigidState {
     groups: RigidGroups,
     reduce: RigidReduce,
+    stretch: RigidStretch,
     solve: RigidSolve,
     apply: RigidApply,
     scan: Scan,
@@ -80,6 +83,7 @@ impl RigidState {
         Some(Self {
             groups: RigidGroups::new(ctx),
             reduce: RigidReduce::new(ctx),
+            stretch: RigidStretch::new(ctx),
             solve: RigidSolve::new(ctx),
             apply: RigidApply::new(ctx),
             scan: Scan::new(ctx),
@@ -112,13 +116,14 @@ impl RigidState {
         &self.buffer
     }
 
-    /// Binds the correction's dispatches for contact constants `model`, `initialization` and
-    /// `obstacles`; `contacts` is the contacts buffer and its layout when the scene has surface
-    /// contact, else any buffer (bound, never read) and `None`.
+    /// Binds the correction's dispatches for contact constants `model`, the affine coarse space
+    /// or the rigid one (`affine`), `initialization` and `obstacles`; `contacts` is the contacts
+    /// buffer and its layout when the scene has surface contact, else any buffer (bound, never
+    /// read) and `None`.
     pub fn bind(
         &self,
         ctx: &GpuContext,
-        model: &ContactModel,
+        (model, affine): (&ContactModel, bool),
         initialization: Initialization,
         obstacles: &GpuObstacleSet,
         b: &StateBuffers<'_>,
@@ -156,10 +161,28 @@ impl RigidState {
             rigid: &self.buffer,
             partials: &self.partials,
         };
-        let mut correct = self.reduce.bind(ctx, (l, self.records.bodies), (self.largest, self.chunk), &rb);
+        let mut correct = self.reduce.bind(ctx, (l, self.records.bodies), (self.largest, self.chunk), affine, &rb);
+        if affine {
+            let sb = RigidStretchBuffers {
+                positions: b.positions,
+                steps: b.steps,
+                index: b.index,
+                tets: b.tets,
+                records: b.records,
+                rigid: &self.buffer,
+            };
+            correct.push(self.stretch.bind(ctx, l, (&self.index, &self.records), &sb));
+        }
         correct.extend(self.scan.bind(ctx, &self.buffer, l.sizes, l.bodies, l.sums));
-        let setup =
-            RigidSolveSetup { rigid: *l, contact, vertex_body, bodies: self.records.bodies, model: *model, obstacles };
+        let setup = RigidSolveSetup {
+            rigid: *l,
+            contact,
+            vertex_body,
+            bodies: self.records.bodies,
+            model: *model,
+            affine,
+            obstacles,
+        };
         let sb = RigidSolveBuffers {
             positions: b.positions,
             steps: b.steps,

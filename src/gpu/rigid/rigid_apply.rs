@@ -1,5 +1,5 @@
 //! Host side of `shaders/rigid/rigid_apply.wgsl`: every vertex of a corrected body moves with its
-//! body's rigid motion; the initial guess and the iterates restart there.
+//! body's coarse motion; the initial guess and the iterates restart there.
 //!
 //! Parity with the CPU: `rigid_solve`'s `correction_matches_the_cpu` compares the corrected
 //! positions (groups, quadratics, solve and this motion together) with the CPU's.
@@ -12,7 +12,7 @@ use crate::gpu::obstacles::GpuObstacleSet;
 use crate::gpu::rigid::rigid_groups::RigidLayout;
 
 /// WGSL source.
-pub const SHADER: &str = crate::gpu::kernel::compose!("rigid/rigid_apply", "step", "obstacles", "rigid");
+pub const SHADER: &str = crate::gpu::kernel::compose!("rigid/rigid_apply", "step", "obstacles", "mat3", "rigid");
 
 /// The shader's `Params` uniform.
 #[repr(C)]

@@ -14,7 +14,7 @@ use crate::gpu::kernel::{Bound, ComputeKernel};
 pub const SHADER: &str = crate::gpu::kernel::compose!("rigid/rigid_groups", "step", "contact_layout", "rigid");
 
 /// u32 words per body record.
-pub const RIGID_WORDS: usize = 32;
+pub const RIGID_WORDS: usize = 128;
 /// Record word of the flags.
 pub const RB_FLAGS: usize = 3;
 /// Flag: the body takes the rigid correction (no kinematic vertex).
@@ -42,13 +42,14 @@ pub struct RigidLayout {
 impl RigidLayout {
     /// The layout for `bodies` bodies of `vertices` vertices; returns it and its length in
     /// words. The pool holds the largest total any grouping can ask for: groups of at most
-    /// [`MAX_GROUP_BODIES`], each with a (6G)² matrix and two words per vertex.
+    /// [`MAX_GROUP_BODIES`], each with a (12G)² matrix (the affine space's; the rigid one uses
+    /// (6G)² of it) and two words per vertex.
     pub fn new(bodies: u32, vertices: u32) -> (Self, usize) {
         let b = bodies as usize;
         let sizes = (RIGID_WORDS * b) as u32;
         let sums = sizes + bodies;
         let pool = sums + crate::gpu::contact::scan::levels(bodies).iter().map(|&(_, n)| n).sum::<u32>();
-        let words = pool as usize + 36 * b * b.min(MAX_GROUP_BODIES) + 2 * vertices as usize;
+        let words = pool as usize + 144 * b * b.min(MAX_GROUP_BODIES) + 2 * vertices as usize;
         (Self { bodies, sizes, sums, pool }, words)
     }
 

@@ -1,6 +1,7 @@
 //! Host side of `shaders/rigid/rigid_reduce.wgsl`: each correctable body's coarse quadratic (centre,
-//! mass-like stiffness, inertia tensor, force, torque, largest arm): one workgroup per body, or
-//! for bodies of more than [`CHUNK_VERTICES`] vertices three dispatches over their chunks.
+//! mass-like stiffness, inertia tensor, force, torque, largest arm, and the affine space's
+//! stretch blocks without elasticity): one workgroup per body, or for bodies of more than
+//! [`CHUNK_VERTICES`] vertices three dispatches over their chunks.
 //!
 //! Parity with the CPU: `rigid_solve`'s `correction_matches_the_cpu` (the whole correction).
 
@@ -12,7 +13,7 @@ use crate::gpu::pack::chunks;
 use crate::gpu::rigid::rigid_groups::RigidLayout;
 
 /// WGSL source.
-pub const SHADER: &str = crate::gpu::kernel::compose!("rigid/rigid_reduce", "step", "rigid");
+pub const SHADER: &str = crate::gpu::kernel::compose!("rigid/rigid_reduce", "step", "mat3", "rigid");
 
 /// The shader's `Params` uniform.
 #[repr(C)]
@@ -23,6 +24,8 @@ struct Params {
     phase: u32,
     chunk: u32,
     chunks: u32,
+    affine: u32,
+    _pad: [u32; 3],
 }
 
 /// Vertices per workgroup in a large body's sums.
@@ -30,7 +33,7 @@ pub const CHUNK_VERTICES: u32 = 2048;
 
 /// f32 words of the `partials` buffer for `bodies` bodies, the largest of `largest` vertices.
 pub fn partial_words(bodies: usize, largest: u32, chunk: u32) -> usize {
-    17 * bodies * chunks(largest, chunk) as usize
+    23 * bodies * chunks(largest, chunk) as usize
 }
 
 /// What the kernel reads and writes.
@@ -61,17 +64,19 @@ impl RigidReduce {
     }
 
     /// The quadratics of the bodies, the largest of `largest` vertices, summed in chunks of
-    /// `chunk`; `bodies` is the first body record in `records`. One dispatch (a workgroup per
-    /// body) when every body fits one chunk.
+    /// `chunk`; `bodies` is the first body record in `records`; with `affine` volumetric bodies
+    /// stretch. One dispatch (a workgroup per body) when every body fits one chunk.
     pub fn bind(
         &self,
         ctx: &GpuContext,
         (rigid, bodies): (&RigidLayout, u32),
         (largest, chunk): (u32, u32),
+        affine: bool,
         b: &RigidReduceBuffers<'_>,
     ) -> Vec<Bound> {
         let chunks = chunks(largest, chunk);
-        let params = |phase| Params { rigid: *rigid, bodies, phase, chunk, chunks };
+        let params =
+            |phase| Params { rigid: *rigid, bodies, phase, chunk, chunks, affine: affine.into(), _pad: [0; 3] };
         let buffers = [b.positions, b.steps, b.records, b.masses, b.rigid, b.partials];
         let per_body = |phase| self.kernel.bind_pod(ctx, &params(phase), &buffers, rigid.bodies * WORKGROUP);
         if chunks == 1 {

@@ -162,6 +162,7 @@ impl GpuStepper {
             previous: &b.previous,
             before_previous: &b.before_previous,
             control: &b.control,
+            tets: &b.tets,
         }
     }
 
@@ -239,7 +240,8 @@ impl GpuStepper {
         let buffers = self.state_buffers();
         let rigid = rigid_state.map(|state| {
             let pairs = (contact.contacts, contact.state.map(|c| c.layout()));
-            state.bind(ctx, &v.contact, v.initialization, obstacles, &buffers, pairs)
+            let affine = v.coarse_space == crate::solver::CoarseSpace::Affine;
+            state.bind(ctx, (&v.contact, affine), v.initialization, obstacles, &buffers, pairs)
         });
         if let Some(r) = &rigid {
             for (k, bound) in r.groups.iter().enumerate() {

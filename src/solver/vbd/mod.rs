@@ -105,7 +105,8 @@ pub enum CoarseSpace {
     Rigid,
     /// As `Rigid`, and every volumetric body's whole-body stretch and shear as well (12 per
     /// body): its elastic energy along them enters the coarse problem (`stretch`), so a load
-    /// compresses a body in the correction instead of one element per sweep. CPU only for now.
+    /// compresses a body in the correction instead of one element per sweep. On both backends
+    /// (`shaders/rigid/rigid_stretch.wgsl`).
     Affine,
 }
 

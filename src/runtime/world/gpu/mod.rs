@@ -338,9 +338,6 @@ impl World {
 
     /// Why this world's next step cannot run on the GPU, or `None` when it can.
     fn gpu_blocker(&self) -> Option<String> {
-        if self.config.coarse_space == crate::solver::CoarseSpace::Affine {
-            return Some("the affine coarse space (`CoarseSpace::Affine`) runs on the CPU only".into());
-        }
         unsupported(&self.state, &self.all_obstacles())
     }
 
