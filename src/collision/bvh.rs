@@ -17,15 +17,16 @@ pub struct Aabb {
     pub max: Vec3A,
 }
 
+impl Default for Aabb {
+    /// The empty box.
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
 impl Aabb {
     /// The empty box (growing it by a point gives that point).
     pub const EMPTY: Self = Self { min: Vec3A::splat(f32::INFINITY), max: Vec3A::splat(f32::NEG_INFINITY) };
-
-    /// The box of a single point.
-    #[inline(always)]
-    pub fn point(p: Vec3A) -> Self {
-        Self { min: p, max: p }
-    }
 
     /// This box grown to contain `p`.
     #[inline(always)]
@@ -81,11 +82,6 @@ pub struct Bvh {
 }
 
 impl Bvh {
-    /// Number of items the tree was built over.
-    pub fn item_count(&self) -> usize {
-        self.items.len()
-    }
-
     /// Builds the tree over `boxes` (item `i` has box `boxes[i]`), reusing this tree's memory.
     pub fn build(&mut self, boxes: &[Aabb]) {
         self.nodes.clear();
@@ -236,12 +232,12 @@ mod tests {
         let mut bvh = Bvh::default();
         bvh.build(&[]);
         assert!(bvh.is_empty());
-        bvh.query(&Aabb::point(Vec3A::ZERO), &[], |_| panic!("no items"));
+        bvh.query(&Aabb::EMPTY.grow(Vec3A::ZERO), &[], |_| panic!("no items"));
         // Many identical boxes: the index tie-break keeps the split well defined.
-        let boxes = vec![Aabb::point(Vec3A::ONE); 100];
+        let boxes = vec![Aabb::EMPTY.grow(Vec3A::ONE); 100];
         bvh.build(&boxes);
         let mut n = 0;
-        bvh.query(&Aabb::point(Vec3A::ONE), &boxes, |_| n += 1);
+        bvh.query(&Aabb::EMPTY.grow(Vec3A::ONE), &boxes, |_| n += 1);
         assert_eq!(n, 100);
     }
 }

@@ -10,6 +10,7 @@ mod contact;
 pub mod intersection;
 mod obstacle;
 mod posed;
+pub(crate) mod self_clearance;
 pub mod surface_check;
 pub mod surface_pairs;
 pub(crate) mod swept;

@@ -4,9 +4,8 @@
 
 use glam::{DVec3, Vec3A, Vec4};
 
-use super::bvh::Aabb;
 use super::obstacle::Obstacle;
-use super::surface_pairs::{PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE, SurfaceBroadphase, primitive_box};
+use super::surface_pairs::{PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE, SurfaceBroadphase};
 use crate::state::SimState;
 
 /// [`PairKey::kind`] of a vertex–obstacle pair: `vertices = [vertex, obstacle index, MAX, MAX]`.
@@ -75,11 +74,10 @@ impl SweptPairs {
         to32(x, &mut self.x32);
         to32(y, &mut self.y32);
         let (x32, y32) = (&self.x32, &self.y32);
-        self.broadphase.update(st, x32, Some(y32), |_| r, true);
+        self.broadphase.update(st, (x32, Some(y32)), |_| r, true, |b| st.bodies[b].self_collision != 0);
         let moving = |v: &[u32; 4]| v.iter().any(|&i| moves[i as usize]);
-        for &v in &st.surface_vertices {
-            let query: Aabb = primitive_box(x32, Some(y32), [v], r);
-            self.broadphase.point_triangle_candidates(st, v, &query, |_, pv| {
+        for k in 0..st.surface_vertices.len() {
+            self.broadphase.point_triangle_candidates(st, k, |_, pv| {
                 if moving(&pv) {
                     surface(PairKey { kind: PAIR_POINT_TRIANGLE, vertices: pv });
                 }

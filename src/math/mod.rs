@@ -9,10 +9,12 @@ pub mod distance;
 #[cfg(test)]
 pub(crate) mod fd;
 mod real;
+mod rigid_fit;
 mod sym3;
 
 pub use dense::{cholesky_solve, project_psd};
 pub use real::{Matrix3, Real, Vector3, lit, outer, skew};
+pub(crate) use rigid_fit::{RigidFit, fit_residual, fit_rigid};
 #[cfg(test)]
 pub(crate) use sym3::project_abs3;
 pub use sym3::{solve_sym3, sym3_eigen};

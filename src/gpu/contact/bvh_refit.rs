@@ -253,7 +253,7 @@ mod tests {
                 let mut hits = 0;
                 for _ in 0..300 {
                     let c = Vec3A::new(0.1, 0.4, 0.0) + (rng.vec() * 0.25).as_vec3a();
-                    let q = Aabb::point(c).inflate(0.02 * rng.uniform_f32());
+                    let q = Aabb::EMPTY.grow(c).inflate(0.02 * rng.uniform_f32());
                     let mut got = tree.query(q.min, q.max);
                     got.sort_unstable();
                     let want: Vec<u32> = (0..prims as u32).filter(|&p| primitive(p).overlaps(&q)).collect();

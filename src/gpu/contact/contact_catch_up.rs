@@ -79,7 +79,8 @@ mod tests {
     use crate::gpu::test_support;
     use crate::prelude::*;
     use crate::solver::SurfaceContactSettings;
-    use crate::solver::vbd::contact::{detect_once, limit_move};
+    use crate::solver::vbd::bounds::limit_move;
+    use crate::solver::vbd::contact::detect_once;
     use crate::state::VERTEX_KINEMATIC;
     use crate::test_rng::Rng;
 

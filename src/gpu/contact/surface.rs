@@ -8,7 +8,7 @@ use crate::collision::ContactModel;
 use crate::collision::ccd::CcdParams;
 use crate::collision::surface_pairs::search_radius;
 use crate::gpu::pack::IndexLayout;
-use crate::solver::vbd::contact::store_limit;
+use crate::solver::vbd::bounds::store_limit;
 use crate::state::SimState;
 
 /// The shaders' `Surface` uniform member.

@@ -123,8 +123,9 @@ mod tests {
     use crate::gpu::contact::layout::{CONTROL_BOUND_HIT, CONTROL_HEADER, ContactLayout, control_words};
     use crate::gpu::kernel::record_pass;
     use crate::gpu::test_support;
+    use crate::solver::vbd::bounds::limit_move;
     use crate::solver::vbd::chebyshev::mix;
-    use crate::solver::vbd::contact::{SurfaceContactScratch, limit_move};
+    use crate::solver::vbd::contact::SurfaceContactScratch;
     use crate::test_rng::Rng;
 
     /// GPU against the CPU mix, surface-contact bound and obstacle clamp, with one of three

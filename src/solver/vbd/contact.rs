@@ -19,7 +19,10 @@
 //! `(1 − 2γ_p) d + 2γ_p ξ > 0`, while both sides may move apart or slide freely. Any other pair
 //! the broadphase reported is at least d_min away and each of its vertices moves at most
 //! `γ_p d_min`. A pair the broadphase did not report has boxes apart by more than the two
-//! search radii, and each vertex moves at most `2 γ_p r_v < r_v`.
+//! search radii, and each vertex moves at most `2 γ_p r_v < r_v`. A body whose distance to
+//! itself is certified since its last search (`collision::self_clearance`) is not searched for
+//! pairs with itself, in the advance or the detection: its vertices' `d_min` take the certified
+//! clearance instead.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -29,32 +32,24 @@ use parking_lot::Mutex;
 use crate::collision::ContactModel;
 use crate::collision::bvh::Aabb;
 use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
+use crate::collision::self_clearance::SelfClearance;
 use crate::collision::surface_pairs::{
     ContactPair, PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE, SurfaceBroadphase, edge_edge_energy_scale, gather,
-    keep_closest_features, pair_bodies, primitive_box, search_radius,
+    keep_closest_features, pair_bodies, search_radius,
 };
-use crate::mesh::{Csr, unpack_entry};
+use crate::mesh::Csr;
 use crate::solver::parallel::{PhaseCell, SharedSlice, SpinBarrier, chunk};
 use crate::solver::union_find::UnionFind;
+use crate::solver::vbd::bounds::{BOUND_FRACTION, store_limit};
 use crate::solver::vbd::spans::SpanContacts;
 use crate::state::SimState;
 
-/// Fraction γ_p of the distance to the nearest primitive that a vertex may move between two
-/// detections (< ½, so two approaching sides can never meet).
-pub const BOUND_FRACTION: f32 = 0.45;
 /// Pair stiffness relative to the obstacle rule for the same mass: pairs carry the weight of
 /// whole bodies stacked above them, not just their own vertex's. Since each contact counts
 /// once (`keep_closest_features`), 1 let a sheet folded onto itself close to 0.43 mm after its
 /// release (δ = 1 mm; docs/scenes.md asks ≥ δ/2); 2 keeps 0.61 mm. 3 kept 0.64 mm but pressed two
 /// sheets of the coarse cloth stack to 0.42 mm apart while they landed.
 pub(crate) const PAIR_STIFFNESS_FACTOR: f32 = 2.0;
-
-/// Pairs closer than this at a detection are stored as contact pairs (with energy and
-/// half-space bounds) \[m\]: every pair whose gap can close to the offset `δ` before the next
-/// detection (by at most `2γ_p (d − ξ)`), so `δ / (1 − 2γ_p)`.
-pub(crate) fn store_limit(offset: f32) -> f32 {
-    offset / (1.0 - 2.0 * BOUND_FRACTION)
-}
 
 /// Settings of surface contact for one step.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -119,7 +114,7 @@ pub struct SurfaceContactScratch {
     /// Vertex → `pair << 2 | slot`.
     pub vertex_pairs: Csr,
     /// Minimum separation ξ of the last detection \[m\].
-    min_separation: f32,
+    pub(super) min_separation: f32,
     /// Per-vertex search radius r_v \[m\].
     radius: Vec<f32>,
     /// Vertex lies on the collision surface.
@@ -140,12 +135,19 @@ pub struct SurfaceContactScratch {
     groups: UnionFind,
     /// The bounds of the last detection (`clamp` as `detect` wrote it), kept past the end of
     /// the step so that the next step's initial advance can be certified without CCD.
-    last_bounds: Vec<Vec4>,
+    pub(super) last_bounds: Vec<Vec4>,
     /// `last_bounds`, `pairs` and `vertex_pairs` belong to the current topology.
-    bounds_valid: bool,
+    pub(super) bounds_valid: bool,
     /// Surface spans against boxes, spheres and colliders (`spans`): kept here because the vertex
     /// updates read them through the same phase cell as the pairs.
     pub(crate) obstacle_spans: SpanContacts,
+    /// Each body's distances to itself since its last search (`self_clearance`).
+    clearance: SelfClearance,
+    /// Per body, for the current broadphase update: its own primitives are searched.
+    search_self: Vec<bool>,
+    /// Per body certified at the current detection: what its clearances lost since the
+    /// reference \[m\].
+    clearance_loss: Vec<f32>,
 }
 
 impl SurfaceContactScratch {
@@ -158,9 +160,10 @@ impl SurfaceContactScratch {
         self.vertex_pairs.offsets.clear();
         self.bounds_valid = false;
         self.obstacle_spans.clear(0);
+        self.clearance.forget();
     }
 
-    /// Keeps the step's last bounds for [`advance_certified`] (after the sweeps).
+    /// Keeps the step's last bounds for [`super::bounds::advance_certified`] (after the sweeps).
     pub(crate) fn keep_bounds(&mut self, clamp: &[Vec4]) {
         self.last_bounds.clear();
         self.last_bounds.extend_from_slice(clamp);
@@ -182,6 +185,9 @@ impl SurfaceContactScratch {
         }
         self.body_scale.resize(st.bodies.len(), 1.0);
         self.found.0.resize_with(threads, Default::default);
+        self.clearance.resize(st);
+        self.search_self.resize(st.bodies.len(), true);
+        self.clearance_loss.resize(st.bodies.len(), 0.0);
     }
 }
 
@@ -214,30 +220,6 @@ pub(crate) fn begin_step(
     }
 }
 
-/// Whether the straight paths `x^n → x^(0)` of the vertices in `range` stay inside the bounds
-/// of the last detection, which then certify them free of crossings without CCD. Each
-/// vertex's allowed region (a ball around its detection position, cut by the half-spaces of
-/// its stored pairs; see [`limit_move`]) is convex, so a path whose two ends lie inside it lies
-/// inside it; and the guarantee of `limit_move` holds for any positions inside the regions,
-/// however they were reached (user edits and rollbacks included).
-pub(crate) fn advance_certified(
-    range: std::ops::Range<usize>,
-    surface: &SurfaceContactScratch,
-    start: &[Vec4],
-    guess: &SharedSlice<'_, Vec4>,
-) -> bool {
-    if !surface.bounds_valid {
-        return false;
-    }
-    range.into_iter().all(|v| {
-        let bound = surface.last_bounds[v];
-        let a = Vec3A::from_vec4(start[v]);
-        // SAFETY: the caller's phase does not write the guesses of this range.
-        let b = Vec3A::from_vec4(unsafe { guess.get(v) });
-        limit_move(v, a, bound, surface) == a && limit_move(v, b, bound, surface) == b
-    })
-}
-
 /// The CCD-limited initial advance: fills `body_scale` with the fraction of `x^n → x^(0)` each
 /// body may travel. Called by every worker; `start` is `x^n`, `pos` holds `x^(0)` (read only).
 pub(crate) fn advance_scale(
@@ -255,7 +237,13 @@ pub(crate) fn advance_scale(
         // SAFETY: thread 0 alone between the barriers; `pos` is not written in this phase.
         let (s, x0) = unsafe { (cell.get_mut(), pos.as_slice()) };
         s.body_scale.fill(1.0);
-        s.broadphase.update(st, start, Some(x0), |_| xi, false);
+        // A body whose distances to itself stay certified along its path needs no CCD with
+        // itself.
+        for (b, search) in s.search_self.iter_mut().enumerate() {
+            *search = st.bodies[b].self_collision != 0 && !s.clearance.certify_path(st, b, start, x0, xi);
+        }
+        let search_self = &s.search_self;
+        s.broadphase.update(st, (start, Some(x0)), |_| xi, false, |b| search_self[b]);
     }
     barrier.wait();
     {
@@ -281,9 +269,7 @@ pub(crate) fn advance_scale(
         };
         let bp = &s.broadphase;
         for k in chunk(st.surface_vertices.len(), threads, t) {
-            let v = st.surface_vertices[k];
-            let q = primitive_box(start, Some(x0), [v], xi);
-            bp.point_triangle_candidates(st, v, &q, |_, pv| test(PAIR_POINT_TRIANGLE, pv));
+            bp.point_triangle_candidates(st, k, |_, pv| test(PAIR_POINT_TRIANGLE, pv));
         }
         for e in chunk(st.surface_edges.len(), threads, t) {
             bp.edge_edge_candidates(st, e as u32, |_, pv| test(PAIR_EDGE_EDGE, pv));
@@ -342,7 +328,16 @@ pub(crate) fn detect(
     if t == 0 {
         // SAFETY: thread 0 alone between the barriers; `pos` is not written in this phase.
         let (s, x) = unsafe { (cell.get_mut(), pos.as_slice()) };
-        let SurfaceContactScratch { broadphase: bp, radius, body_boxes, isolation, .. } = s;
+        let SurfaceContactScratch {
+            broadphase: bp,
+            radius,
+            body_boxes,
+            isolation,
+            clearance,
+            search_self,
+            clearance_loss,
+            ..
+        } = s;
         body_boxes.fill(Aabb::EMPTY);
         for (p, &b) in x.iter().zip(&st.vertex_body) {
             body_boxes[b as usize] = body_boxes[b as usize].grow(Vec3A::from_vec4(*p));
@@ -355,9 +350,17 @@ pub(crate) fn detect(
                 .map(|(_, bb)| box_distance(&body_boxes[a], bb))
                 .fold(f32::INFINITY, f32::min);
         }
+        // A self-colliding body is searched for pairs with itself unless its clearances
+        // certify that none can be stored (`self_clearance`).
+        let store = store_limit(ctx.model.offset);
+        for (b, search) in search_self.iter_mut().enumerate() {
+            let certified = if st.bodies[b].self_collision != 0 { clearance.certify_at(st, b, x, store) } else { None };
+            *search = st.bodies[b].self_collision != 0 && certified.is_none();
+            clearance_loss[b] = certified.unwrap_or(0.0);
+        }
         // The trees were (re)built or refitted by the step's CCD advance; refitting them to the
         // current positions keeps them tight enough.
-        bp.update(st, x, None, |v| radius[v as usize], false);
+        bp.update(st, (x, None), |v| radius[v as usize], false, |b| search_self[b]);
     }
     barrier.wait();
     {
@@ -365,19 +368,25 @@ pub(crate) fn detect(
         // through atomics (min is order independent, so the result does not depend on threads).
         let (s, x) = unsafe { (cell.get(), pos.as_slice()) };
         let dmin = as_atomic(&s.dmin);
+        let clearance = as_atomic(&s.clearance.vertex);
         for k in chunk(n, threads, t) {
             // A pair the broadphase does not report is further apart than the two search radii,
-            // so at least r_v + r_min. Bodies that do not collide with themselves only meet
-            // other bodies, which are at least their box distance away. Interior vertices are
-            // never part of a pair: unbounded.
+            // so at least r_v + r_min. Other bodies are at least their box distance away, and
+            // a body not searched for pairs with itself is its certified clearance away from
+            // itself. Interior vertices are never part of a pair: unbounded.
             let b = st.vertex_body[k] as usize;
             let unfound = s.radius[k] + s.radius_min;
             let d = if !s.on_surface[k] {
                 f32::INFINITY
+            } else if s.search_self[b] {
+                // Searched again: the clearance starts from what no search can miss.
+                clearance[k].store(unfound.to_bits(), Ordering::Relaxed);
+                unfound
             } else if st.bodies[b].self_collision == 0 {
                 unfound.max(s.isolation[b])
             } else {
-                unfound
+                let own = f32::from_bits(clearance[k].load(Ordering::Relaxed)) - s.clearance_loss[b];
+                unfound.max(s.isolation[b]).min(own)
             };
             dmin[k].store(d.to_bits(), Ordering::Relaxed);
         }
@@ -393,6 +402,12 @@ pub(crate) fn detect(
             let reach = s.radius[v[0] as usize] + s.radius[v[3] as usize];
             if !(c.distance < reach) {
                 return;
+            }
+            let (ba, bb) = pair_bodies(st, v);
+            if ba == bb {
+                for &i in &v {
+                    clearance[i as usize].fetch_min(c.distance.to_bits(), Ordering::Relaxed);
+                }
             }
             if c.distance < store_limit {
                 // Close pairs bound their vertices along the pair's normal only (see
@@ -413,10 +428,8 @@ pub(crate) fn detect(
         };
         let bp = &s.broadphase;
         for k in chunk(st.surface_vertices.len(), threads, t) {
-            let v = st.surface_vertices[k];
-            let q = Aabb::point(Vec3A::from_vec4(x[v as usize])).inflate(s.radius[v as usize]);
             let first = f.point_triangle.len();
-            bp.point_triangle_candidates(st, v, &q, |_, pv| visit(PAIR_POINT_TRIANGLE, pv, &mut f.point_triangle));
+            bp.point_triangle_candidates(st, k, |_, pv| visit(PAIR_POINT_TRIANGLE, pv, &mut f.point_triangle));
             // Each query's pairs in the order of their vertices, not of the tree walk: the
             // pair order (which fixes each vertex's summation order and which of two pairs with
             // the same closest point keeps its energy) then depends on the positions alone, not
@@ -457,7 +470,7 @@ pub(crate) fn detect(
         // SAFETY: thread 0 alone; `clamp` is read only until the next detection.
         let s = unsafe { cell.get_mut() };
         s.min_separation = ctx.settings.ccd.min_separation;
-        let SurfaceContactScratch { found, pairs, vertex_pairs, .. } = s;
+        let SurfaceContactScratch { found, pairs, vertex_pairs, clearance, search_self, .. } = s;
         pairs.clear();
         // Every stored pair can come within the offset before the next detection (its gap
         // closes by at most 2γ_p (d − ξ)), and every pair that can is stored.
@@ -469,6 +482,15 @@ pub(crate) fn detect(
             pairs.extend_from_slice(&f.lock().edge_edge);
         }
         build_vertex_pairs(vertex_pairs, pairs, n);
+        // The bodies just searched become their own references.
+        // SAFETY: `pos` is not written in this phase.
+        let x = unsafe { pos.as_slice() };
+        for (b, &searched) in search_self.iter().enumerate() {
+            if searched {
+                let with_itself = pairs.iter().any(|p| pair_bodies(st, p.vertices) == (b as u32, b as u32));
+                clearance.record(st, b, x, with_itself);
+            }
+        }
     }
     barrier.wait();
 }
@@ -484,16 +506,38 @@ pub(crate) fn detect_once(
     positions: &mut [Vec4],
 ) -> (SurfaceContactScratch, Vec<Vec4>) {
     let mut scratch = SurfaceContactScratch::default();
-    begin_step(&mut scratch, st, 1, &model, true);
+    let clamp = detect_again(&mut scratch, st, model, settings, positions);
+    (scratch, clamp)
+}
+
+/// [`detect_once`] with a scratch that lives on (its trees and self-contact references).
+#[cfg(test)]
+pub(crate) fn detect_again(
+    scratch: &mut SurfaceContactScratch,
+    st: &SimState,
+    model: ContactModel,
+    settings: SurfaceContactSettings,
+    positions: &mut [Vec4],
+) -> Vec<Vec4> {
+    begin_step(scratch, st, 1, &model, true);
     let mut clamp = vec![Vec4::ZERO; st.vertex_count()];
-    let cell = PhaseCell::new(scratch);
+    let cell = PhaseCell::new(std::mem::take(scratch));
     {
         let ctx = ContactContext { st, model, settings };
         let pos = SharedSlice::new(positions);
         let clamp_sh = SharedSlice::new(&mut clamp);
         crate::solver::parallel::run_workers(1, |t, barrier| detect(t, 1, barrier, &ctx, &cell, &pos, &clamp_sh));
     }
-    (cell.into_inner(), clamp)
+    *scratch = cell.into_inner();
+    clamp
+}
+
+/// A scratch holding `pairs` between vertices `0..n` (for tests).
+#[cfg(test)]
+pub(super) fn scratch_with(pairs: Vec<ContactPair>, n: usize, min_separation: f32) -> SurfaceContactScratch {
+    let mut s = SurfaceContactScratch { pairs, min_separation, ..Default::default() };
+    build_vertex_pairs(&mut s.vertex_pairs, &s.pairs, n);
+    s
 }
 
 /// One CCD-limited initial advance of every body along `start → guess`, outside a step (for
@@ -560,61 +604,6 @@ fn build_vertex_pairs(csr: &mut Csr, pairs: &[ContactPair], n: usize) {
     csr.fill_vertex_elements(n, pairs.iter().map(|p| p.vertices), |_| true);
 }
 
-/// Limits the move of vertex `v` from its detection position to `target` so that no surface
-/// can be crossed before the next detection; returns the allowed position.
-///
-/// Two kinds of bound, both relative to the detection position `x^det` (`clamp.xyz`):
-/// * the isotropic bound `clamp.w` = γ_p (d − ξ) for everything not stored as a pair (pairs
-///   further than the store limit, primitives beyond the search radius, other bodies);
-/// * for each stored pair, a half-space: the vertex may approach the other side along the
-///   pair's normal by at most γ_p (d − ξ), and move apart or sideways freely.
-///
-/// Why the half-spaces suffice: the closest points of two disjoint convex primitives define
-/// parallel separating planes, one supporting each primitive. If every vertex of side A moves
-/// at most β against the normal and every vertex of side B at most β along it, each primitive
-/// (the convex hull of its vertices) stays on its side of a plane shifted by β, so the gap stays
-/// at least d − 2β = (1 − 2γ_p) d + 2γ_p ξ. An isotropic bound instead froze pairs pressed
-/// down to ξ in every direction, separation included (twisted rods stopped twisting).
-#[inline]
-pub(crate) fn limit_move(v: usize, target: Vec3A, clamp: Vec4, surface: &SurfaceContactScratch) -> Vec3A {
-    let center = Vec3A::from_vec4(clamp);
-    let mut d = target - center;
-    let rows = surface.vertex_pairs.offsets.len() > v + 1;
-    let row = if rows { surface.vertex_pairs.row(v) } else { &[] };
-    // The half-spaces of the vertex's pairs: s·n̂·Δ ≥ −β, with s = +1 on side A (along the
-    // normal) and −1 on side B. First project onto each violated one...
-    let half_space = |entry: u32| {
-        let (k, slot) = unpack_entry(entry);
-        let p = &surface.pairs[k as usize];
-        let side_a = if p.kind == PAIR_POINT_TRIANGLE { slot == 0 } else { slot < 2 };
-        let n = Vec3A::from_array(p.frame_normal);
-        let budget = BOUND_FRACTION * (p.distance - surface.min_separation).max(0.0);
-        (if side_a { n } else { -n }, budget)
-    };
-    for &entry in row {
-        let (n, budget) = half_space(entry);
-        let along = n.dot(d);
-        if along < -budget {
-            d += n * (-budget - along);
-        }
-    }
-    // ... then onto the ball, and scale towards x^det (inside every constraint) until all hold.
-    let b = clamp.w;
-    let len2 = d.length_squared();
-    if len2 > b * b {
-        d = if b > 0.0 { d * (b / len2.sqrt()) } else { Vec3A::ZERO };
-    }
-    let mut scale = 1.0f32;
-    for &entry in row {
-        let (n, budget) = half_space(entry);
-        let along = n.dot(d);
-        if along < -budget {
-            scale = scale.min(budget / -along);
-        }
-    }
-    center + d * scale
-}
-
 /// Sum of `w_k (x_k − x_k^n)` over a pair: the relative displacement of its closest points
 /// over the step (the friction slip).
 #[inline(always)]
@@ -633,110 +622,6 @@ mod tests {
     use crate::collision::surface_pairs::closest;
     use crate::test_rng::Rng;
 
-    /// A scratch holding `pairs` between vertices `0..n`.
-    fn scratch_with(pairs: Vec<ContactPair>, n: usize, min_separation: f32) -> SurfaceContactScratch {
-        let mut s = SurfaceContactScratch { pairs, min_separation, ..Default::default() };
-        build_vertex_pairs(&mut s.vertex_pairs, &s.pairs, n);
-        s
-    }
-
-    #[test]
-    fn isotropic_bound_keeps_points_inside_the_ball() {
-        let s = scratch_with(Vec::new(), 1, 0.0);
-        let c = Vec4::new(1.0, 2.0, 3.0, 0.5);
-        let p = limit_move(0, Vec3A::new(4.0, 2.0, 3.0), c, &s);
-        assert!((p - Vec3A::new(1.5, 2.0, 3.0)).length() < 1e-6);
-        let q = Vec3A::new(1.1, 2.1, 3.0);
-        assert_eq!(limit_move(0, q, c, &s), q);
-        assert_eq!(limit_move(0, q, Vec4::new(1.0, 2.0, 3.0, 0.0), &s), Vec3A::new(1.0, 2.0, 3.0));
-    }
-
-    #[test]
-    fn an_initial_path_is_certified_only_inside_the_last_bounds() {
-        // Two vertices, each with a ball of radius 0.5 around its detection position.
-        let mut s = scratch_with(Vec::new(), 2, 0.0);
-        let bounds = [Vec4::new(0.0, 0.0, 0.0, 0.5), Vec4::new(1.0, 0.0, 0.0, 0.5)];
-        let start = [Vec4::new(0.1, 0.0, 0.0, 0.0), Vec4::new(1.0, 0.2, 0.0, 0.0)];
-        let certified = |s: &SurfaceContactScratch, guess: [Vec4; 2]| {
-            let mut g = guess;
-            advance_certified(0..2, s, &start, &SharedSlice::new(&mut g))
-        };
-        let inside = [Vec4::new(-0.3, 0.1, 0.0, 0.0), Vec4::new(1.0, -0.4, 0.0, 0.0)];
-        // Bounds from no detection (first step, topology edit) certify nothing.
-        assert!(!certified(&s, inside));
-        s.keep_bounds(&bounds);
-        assert!(certified(&s, inside));
-        // One end outside one ball: the CCD advance must run.
-        assert!(!certified(&s, [inside[0], Vec4::new(1.0, -0.6, 0.0, 0.0)]));
-        s.forget_pairs();
-        assert!(!certified(&s, inside));
-        // A start outside its ball (a vertex moved by the user) is not certified either.
-        s.keep_bounds(&[bounds[0], Vec4::new(1.0, 0.0, 0.0, 0.1)]);
-        assert!(!certified(&s, [inside[0], Vec4::new(1.0, 0.05, 0.0, 0.0)]));
-    }
-
-    #[test]
-    fn a_pair_pressed_to_the_floor_can_still_separate_and_slide() {
-        // Vertex 0 sits ξ above triangle (1, 2, 3) in the plane y = 0.
-        let xi = 1e-5;
-        let x = [Vec3A::new(0.2, xi, 0.2), Vec3A::ZERO, Vec3A::X, Vec3A::Z];
-        let c = closest(PAIR_POINT_TRIANGLE, &x);
-        let pair = ContactPair {
-            vertices: [0, 1, 2, 3],
-            frame_normal: c.normal.to_array(),
-            kind: PAIR_POINT_TRIANGLE,
-            distance: c.distance,
-            weights: c.weights,
-            ..Default::default()
-        };
-        let s = scratch_with(vec![pair], 4, xi);
-        let clamp = |k: usize| x[k].extend(0.01);
-        // Away from the triangle and sideways: free (within the isotropic bound).
-        let up = x[0] + Vec3A::new(0.003, 0.005, 0.0);
-        assert_eq!(limit_move(0, up, clamp(0), &s), up);
-        // Towards it: held at the detection height.
-        let down = limit_move(0, x[0] + Vec3A::new(0.004, -0.003, 0.0), clamp(0), &s);
-        assert!(down.y >= xi - 1e-9 && down.x > x[0].x, "{down}");
-        // The triangle may drop away from the point, not rise into it.
-        let t = limit_move(2, x[2] + Vec3A::new(0.0, -0.004, 0.002), clamp(2), &s);
-        assert_eq!(t, x[2] + Vec3A::new(0.0, -0.004, 0.002));
-        let t = limit_move(2, x[2] + Vec3A::new(0.0, 0.004, 0.0), clamp(2), &s);
-        assert!(t.y <= 1e-9, "{t}");
-    }
-
-    #[test]
-    fn limited_moves_never_close_a_gap_below_the_guarantee() {
-        // Random point–triangle and edge–edge pairs; every vertex moves to a random target,
-        // limited by the pair's half-spaces. The exact distance afterwards stays at least
-        // (1 − 2γ_p) d + 2γ_p ξ.
-        let mut rng = Rng(17);
-        let xi = 1e-5;
-        for case in 0..4000 {
-            let kind = if case % 2 == 0 { PAIR_POINT_TRIANGLE } else { PAIR_EDGE_EDGE };
-            let x: [Vec3A; 4] = std::array::from_fn(|_| rng.vec().as_vec3a() * 0.01);
-            let c = closest(kind, &x);
-            if !(c.distance > xi) {
-                continue;
-            }
-            let pair = ContactPair {
-                vertices: [0, 1, 2, 3],
-                frame_normal: c.normal.to_array(),
-                kind,
-                distance: c.distance,
-                weights: c.weights,
-                ..Default::default()
-            };
-            let s = scratch_with(vec![pair], 4, xi);
-            let moved: [Vec3A; 4] = std::array::from_fn(|k| {
-                let target = x[k] + rng.vec().as_vec3a() * 0.02;
-                limit_move(k, target, x[k].extend(1.0), &s)
-            });
-            let after = closest(kind, &moved).distance;
-            let floor = (1.0 - 2.0 * BOUND_FRACTION) * c.distance + 2.0 * BOUND_FRACTION * xi;
-            assert!(after >= floor * (1.0 - 1e-3) - 1e-7, "case {case}: {after} < {floor} (d = {})", c.distance);
-        }
-    }
-
     #[test]
     fn vertex_pair_lists_cover_every_vertex_in_pair_order() {
         let pairs = [
@@ -748,5 +633,132 @@ mod tests {
         assert_eq!(csr.row(0), &[crate::mesh::pack_entry(0, 0), crate::mesh::pack_entry(1, 1)]);
         assert_eq!(csr.row(1), &[crate::mesh::pack_entry(0, 1), crate::mesh::pack_entry(1, 2)]);
         assert_eq!(csr.row(4), &[crate::mesh::pack_entry(1, 0)]);
+    }
+
+    /// A soft box (self-colliding, as every body is by default) alone, at rest, and the
+    /// scenes' contact model.
+    fn soft_box() -> (SimState, ContactModel) {
+        use crate::prelude::*;
+        let mut world = World::new(StepConfig::default()).expect("world");
+        let mesh = TetMesh::box_mesh(glam::Vec3::splat(0.2), [5, 5, 5], TetSplit::Six).expect("mesh");
+        world.bodies.insert(SoftBodyBuilder::tetrahedral(mesh).build().expect("body"));
+        world.sync();
+        let st = world.state().clone();
+        let model = ContactModel {
+            stiffness: crate::collision::ContactStiffness::default_for(9.81, 1e-3),
+            offset: 1e-3,
+            static_slip: 1e-6,
+            stiffening: false,
+        };
+        (st, model)
+    }
+
+    /// `rest` turned by `angle` about z, moved, squashed along y by `squash` and shaken by
+    /// `noise` \[m\].
+    fn deformed(rest: &[Vec4], angle: f32, squash: f32, noise: f32, rng: &mut Rng) -> Vec<Vec4> {
+        let turn = glam::Quat::from_rotation_z(angle);
+        rest.iter()
+            .map(|p| {
+                let q = Vec3A::new(p.x, p.y * squash, p.z);
+                (turn * q + Vec3A::new(0.1, -0.05, 0.02) + rng.vec().as_vec3a() * noise).extend(0.0)
+            })
+            .collect()
+    }
+
+    /// Every allowed pair of the body's own primitives.
+    fn own_pairs(st: &SimState) -> Vec<(u32, [u32; 4])> {
+        use crate::collision::surface_pairs::{edge_edge_vertices, pair_allowed, point_triangle_vertices};
+        let mut pairs = Vec::new();
+        for &v in &st.surface_vertices {
+            for &t in &st.surface_triangles {
+                pairs.push((PAIR_POINT_TRIANGLE, point_triangle_vertices(v, t)));
+            }
+        }
+        for (i, &a) in st.surface_edges.iter().enumerate() {
+            for &b in &st.surface_edges[i + 1..] {
+                pairs.push((PAIR_EDGE_EDGE, edge_edge_vertices(a, b)));
+            }
+        }
+        pairs.retain(|&(_, v)| pair_allowed(st, v));
+        pairs
+    }
+
+    /// A body whose distances to itself are certified is not searched for pairs with itself,
+    /// yet stores the pairs a full search stores (none here) and bounds no vertex further than
+    /// a fraction γ_p of its true distance to the body's other primitives allows; a squash that
+    /// uses up the certificate's slack searches the body again.
+    #[test]
+    fn a_body_certified_clear_of_itself_bounds_its_vertices_by_their_true_distances() {
+        let (st, model) = soft_box();
+        let settings = SurfaceContactSettings::default();
+        let pairs = own_pairs(&st);
+        let rest = st.positions.clone();
+        let mut scratch = SurfaceContactScratch::default();
+        detect_again(&mut scratch, &st, model, settings, &mut rest.clone());
+        assert!(scratch.search_self[0], "the first detection searches the body");
+        let mut rng = Rng(3);
+        let mut skipped = 0;
+        for k in 0..12 {
+            let x = deformed(&rest, 0.1 * k as f32, 1.0 - 0.001 * k as f32, 3e-4, &mut rng);
+            let clamp = detect_again(&mut scratch, &st, model, settings, &mut x.clone());
+            skipped += usize::from(!scratch.search_self[0]);
+            let (full, _) = detect_once(&st, model, settings, &mut x.clone());
+            assert_eq!(scratch.pairs.len(), full.pairs.len(), "step {k}");
+            let mut nearest = vec![f32::INFINITY; st.vertex_count()];
+            for &(kind, v) in &pairs {
+                let d = closest(kind, &gather(&x, v)).distance;
+                for i in v {
+                    nearest[i as usize] = nearest[i as usize].min(d);
+                }
+            }
+            let xi = settings.ccd.min_separation;
+            for v in 0..st.vertex_count() {
+                let allowed = BOUND_FRACTION * (nearest[v] - xi);
+                assert!(clamp[v].w <= allowed * (1.0 + 1e-5), "step {k}, vertex {v}: bound {} > {allowed}", clamp[v].w);
+            }
+        }
+        assert!(skipped >= 10, "certified in {skipped} of 12 detections");
+        let squashed = deformed(&rest, 0.0, 0.8, 0.0, &mut rng);
+        detect_again(&mut scratch, &st, model, settings, &mut squashed.clone());
+        assert!(scratch.search_self[0], "a 20 % squash is searched");
+    }
+
+    /// The path certificate against every allowed pair of the box's own primitives sampled
+    /// along the straight paths: a certified path keeps every pair at least `1 − SELF_SLACK`
+    /// of the least clearance apart, and a twisted, squashed path is not certified.
+    #[test]
+    fn a_certified_path_keeps_every_pair_of_the_body_apart() {
+        use crate::collision::self_clearance::SELF_SLACK;
+        let (st, model) = soft_box();
+        let rest = st.positions.clone();
+        let mut scratch = SurfaceContactScratch::default();
+        detect_again(&mut scratch, &st, model, SurfaceContactSettings::default(), &mut rest.clone());
+        let least = st
+            .surface_vertices
+            .iter()
+            .map(|&v| f32::from_bits(scratch.clearance.vertex[v as usize]))
+            .fold(f32::INFINITY, f32::min);
+        let pairs = own_pairs(&st);
+        let mut rng = Rng(8);
+        let mut certified = 0;
+        for k in 0..6 {
+            let x = deformed(&rest, 0.05 * k as f32, 1.0 - 0.0004 * k as f32, 1e-4, &mut rng);
+            let y = deformed(&rest, 0.05 * k as f32 + 0.3, 1.0 - 0.0006 * k as f32, 1e-4, &mut rng);
+            if !scratch.clearance.certify_path(&st, 0, &x, &y, 0.0) {
+                continue;
+            }
+            certified += 1;
+            for s in 0..=8 {
+                let s = s as f32 / 8.0;
+                let at: Vec<Vec4> = x.iter().zip(&y).map(|(a, b)| *a + (*b - *a) * s).collect();
+                for &(kind, v) in &pairs {
+                    let d = closest(kind, &gather(&at, v)).distance;
+                    assert!(d >= (1.0 - SELF_SLACK) * least * (1.0 - 1e-4), "path {k}, s = {s}: {d} < {least}");
+                }
+            }
+        }
+        assert!(certified >= 4, "{certified} of 6 paths certified");
+        let twisted = deformed(&rest, 0.0, 0.7, 0.0, &mut rng);
+        assert!(!scratch.clearance.certify_path(&st, 0, &rest, &twisted, 0.0));
     }
 }

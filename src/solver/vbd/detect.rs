@@ -10,7 +10,8 @@ use std::sync::atomic::Ordering;
 use glam::Vec3A;
 
 use super::Vbd;
-use super::contact::{advance_certified, advance_scale, detect, limit_move};
+use super::bounds::{advance_certified, limit_move};
+use super::contact::{advance_scale, detect};
 use super::shared::Shared;
 use crate::solver::parallel::{SpinBarrier, chunk};
 use crate::state::VERTEX_KINEMATIC;

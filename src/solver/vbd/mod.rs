@@ -36,6 +36,7 @@ use rigid_correction::{RigidMotion, RigidScratch};
 use shared::{SubstepFlags, SubstepPlan};
 use spin::BodySpin;
 
+pub(crate) mod bounds;
 pub(crate) mod carrier;
 pub mod chebyshev;
 pub(crate) mod contact;

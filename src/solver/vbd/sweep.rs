@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering;
 use glam::Vec3A;
 
 use super::Vbd;
+use super::bounds::limit_move;
 use super::chebyshev::{ChebyshevSchedule, mix};
-use super::contact::limit_move;
 use super::shared::Shared;
 use super::vertex::{VertexInputs, update_vertex};
 use crate::collision::limit_step;

@@ -13,7 +13,8 @@ use crate::material::{bending, membrane, stable_neo_hookean, stvk, tet};
 use crate::math::{outer, solve_sym3};
 use crate::mesh::unpack_entry;
 use crate::solver::parallel::{PhaseCell, SharedSlice};
-use crate::solver::vbd::contact::{SurfaceContactScratch, limit_move, relative_displacement};
+use crate::solver::vbd::bounds::limit_move;
+use crate::solver::vbd::contact::{SurfaceContactScratch, relative_displacement};
 use crate::solver::vbd::spans::{self, GAP, SpanContacts};
 use crate::solver::vbd::spin::BodySpin;
 use crate::state::SimState;
@@ -436,7 +437,7 @@ pub(crate) fn add_edge_terms(
 /// the span contact's force acts alone. Per span, the vertex may approach the obstacle along the normal at the span's closest point by at
 /// most the distance there less [`GAP`] (the separating plane of `spans::plane_fraction`), and
 /// move along it or away freely. Violated half-spaces are projected onto, then the move is
-/// scaled towards `x` until all hold (as `contact::limit_move` does for pairs). A triangle
+/// scaled towards `x` until all hold (as `bounds::limit_move` does for pairs). A triangle
 /// whose closest point has left its interior holds nothing here: its edges' contacts do.
 #[inline]
 pub(crate) fn limit_edge_move(
