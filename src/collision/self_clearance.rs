@@ -31,7 +31,8 @@ use crate::state::SimState;
 
 /// Share of a body's least clearance a certificate may use up before the body's own
 /// primitives are searched again. The certified distances, and so the displacement bounds,
-/// are up to this share smaller than a search's: at 0.25 the cloth sheets of `cloth_stack`
+/// are up to twice this share smaller than a search's (the reference's distances less `2ε`,
+/// where a search may find them `2ε` larger): at 0.25 the cloth sheets of `cloth_stack`
 /// were held enough while landing that the residual rule sent a step to the fallback.
 pub const SELF_SLACK: f32 = 0.1;
 
@@ -104,6 +105,7 @@ impl SelfClearance {
         let (fit, residual) = self.fit(st, b, x, self.bodies[b].rotation);
         self.bodies[b].rotation = fit.rotation;
         let loss = 2.0 * residual;
+        // A non-finite position gives an infinite loss: not certified.
         self.enough(b, self.bodies[b].least - loss, floor).then_some(loss)
     }
 

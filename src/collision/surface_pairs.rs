@@ -262,7 +262,9 @@ fn body_ranges<T>(items: &[T], count: usize, body_of: impl Fn(&T) -> usize) -> V
         while k < items.len() && body_of(&items[k]) == b {
             k += 1;
         }
-        debug_assert!(ranges[b].is_empty(), "surface primitives of body {b} are not contiguous");
+        // `runtime::assemble` appends each body's surface in one run; a second run would leave
+        // the first one's primitives out of every query, so this is checked in every build.
+        assert!(ranges[b].is_empty(), "surface primitives of body {b} are not contiguous");
         ranges[b] = first..k;
     }
     ranges
@@ -388,18 +390,20 @@ impl SurfaceBroadphase {
         }
     }
 
-    /// Edge–edge candidates of surface edge `e` with edges of larger index (each unordered pair
-    /// once): `visit(other edge index, pair vertices)`.
+    /// Edge–edge candidates of surface edge `e`, each unordered pair once: with every edge of
+    /// the bodies of larger index its queries reach, and with the edges of larger index of its
+    /// own body. `visit(other edge index, pair vertices)`.
     #[inline]
     pub fn edge_edge_candidates(&self, st: &SimState, e: u32, mut visit: impl FnMut(u32, [u32; 4])) {
         let query = &self.edge_boxes[e as usize];
         let a = st.surface_edges[e as usize];
-        for &b in self.near_bodies(1, st.vertex_body[a[0] as usize] as usize) {
+        let own = st.vertex_body[a[0] as usize];
+        for &b in self.near_bodies(1, own as usize) {
             let body = &self.bodies[b as usize];
             let first = body.edges.start;
             body.edge_tree.query(query, &self.edge_boxes[body.edges.clone()], |i| {
                 let f = (first + i as usize) as u32;
-                if f > e {
+                if b != own || f > e {
                     let pv = edge_edge_vertices(a, st.surface_edges[f as usize]);
                     if pair_allowed(st, pv) {
                         visit(f, pv);

@@ -101,9 +101,15 @@ pub fn fit_rigid(x: &[Vec3A], y: impl Fn(usize) -> Vec3A, guess: Quat) -> RigidF
     }
 }
 
-/// The largest distance of `y(i)` from the fitted image of `x[i]` \[m\].
+/// The largest distance of `y(i)` from the fitted image of `x[i]` \[m\]; infinite if a point
+/// or the fit is not finite (`f32::max` would drop a NaN and report a perfect fit).
 pub fn fit_residual(fit: &RigidFit, x: &[Vec3A], y: impl Fn(usize) -> Vec3A) -> f32 {
-    x.iter().enumerate().map(|(i, &p)| (y(i) - fit.apply(p)).length()).fold(0.0, f32::max)
+    let largest = x
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| (y(i) - fit.apply(p)).length())
+        .fold(0.0f32, |a, d| if d.is_nan() { f32::INFINITY } else { a.max(d) });
+    if fit.rotation.is_finite() && fit.from.is_finite() && fit.to.is_finite() { largest } else { f32::INFINITY }
 }
 
 #[cfg(test)]
@@ -152,5 +158,15 @@ mod tests {
         // motion; the least-squares fit strays at most about as far and finds it nonzero.
         assert!(residual > 1e-4 && residual <= 0.02, "residual {residual}");
         assert!((fit.angle() - 0.4).abs() < 0.01, "angle {}", fit.angle());
+    }
+
+    #[test]
+    fn a_point_that_is_not_finite_fits_nothing() {
+        let x = cloud(&mut Rng(2), 10, false);
+        for bad in [f32::NAN, f32::INFINITY] {
+            let y = |i: usize| if i == 3 { Vec3A::splat(bad) } else { x[i] };
+            let fit = fit_rigid(&x, y, Quat::IDENTITY);
+            assert_eq!(fit_residual(&fit, &x, y), f32::INFINITY, "{bad}");
+        }
     }
 }

@@ -148,6 +148,8 @@ pub struct SurfaceContactScratch {
     /// Per body certified at the current detection: what its clearances lost since the
     /// reference \[m\].
     clearance_loss: Vec<f32>,
+    /// Per body: the last detection stored a pair of the body with itself.
+    stored_self: Vec<bool>,
 }
 
 impl SurfaceContactScratch {
@@ -470,7 +472,7 @@ pub(crate) fn detect(
         // SAFETY: thread 0 alone; `clamp` is read only until the next detection.
         let s = unsafe { cell.get_mut() };
         s.min_separation = ctx.settings.ccd.min_separation;
-        let SurfaceContactScratch { found, pairs, vertex_pairs, clearance, search_self, .. } = s;
+        let SurfaceContactScratch { found, pairs, vertex_pairs, clearance, search_self, stored_self, .. } = s;
         pairs.clear();
         // Every stored pair can come within the offset before the next detection (its gap
         // closes by at most 2γ_p (d − ξ)), and every pair that can is stored.
@@ -485,10 +487,15 @@ pub(crate) fn detect(
         // The bodies just searched become their own references.
         // SAFETY: `pos` is not written in this phase.
         let x = unsafe { pos.as_slice() };
+        stored_self.clear();
+        stored_self.resize(search_self.len(), false);
+        for p in pairs.iter() {
+            let (a, b) = pair_bodies(st, p.vertices);
+            stored_self[a as usize] |= a == b;
+        }
         for (b, &searched) in search_self.iter().enumerate() {
             if searched {
-                let with_itself = pairs.iter().any(|p| pair_bodies(st, p.vertices) == (b as u32, b as u32));
-                clearance.record(st, b, x, with_itself);
+                clearance.record(st, b, x, stored_self[b]);
             }
         }
     }
