@@ -330,39 +330,7 @@ pub(crate) fn detect(
     if t == 0 {
         // SAFETY: thread 0 alone between the barriers; `pos` is not written in this phase.
         let (s, x) = unsafe { (cell.get_mut(), pos.as_slice()) };
-        let SurfaceContactScratch {
-            broadphase: bp,
-            radius,
-            body_boxes,
-            isolation,
-            clearance,
-            search_self,
-            clearance_loss,
-            ..
-        } = s;
-        body_boxes.fill(Aabb::EMPTY);
-        for (p, &b) in x.iter().zip(&st.vertex_body) {
-            body_boxes[b as usize] = body_boxes[b as usize].grow(Vec3A::from_vec4(*p));
-        }
-        for (a, iso) in isolation.iter_mut().enumerate() {
-            *iso = body_boxes
-                .iter()
-                .enumerate()
-                .filter(|&(b, _)| b != a)
-                .map(|(_, bb)| box_distance(&body_boxes[a], bb))
-                .fold(f32::INFINITY, f32::min);
-        }
-        // A self-colliding body is searched for pairs with itself unless its clearances
-        // certify that none can be stored (`self_clearance`).
-        let store = store_limit(ctx.model.offset);
-        for (b, search) in search_self.iter_mut().enumerate() {
-            let certified = if st.bodies[b].self_collision != 0 { clearance.certify_at(st, b, x, store) } else { None };
-            *search = st.bodies[b].self_collision != 0 && certified.is_none();
-            clearance_loss[b] = certified.unwrap_or(0.0);
-        }
-        // The trees were (re)built or refitted by the step's CCD advance; refitting them to the
-        // current positions keeps them tight enough.
-        bp.update(st, (x, None), |v| radius[v as usize], false, |b| search_self[b]);
+        s.begin_detection(ctx, x);
     }
     barrier.wait();
     {
@@ -471,8 +439,58 @@ pub(crate) fn detect(
     if t == 0 {
         // SAFETY: thread 0 alone; `clamp` is read only until the next detection.
         let s = unsafe { cell.get_mut() };
-        s.min_separation = ctx.settings.ccd.min_separation;
-        let SurfaceContactScratch { found, pairs, vertex_pairs, clearance, search_self, stored_self, .. } = s;
+        // SAFETY: `pos` is not written in this phase.
+        s.end_detection(ctx, unsafe { pos.as_slice() });
+    }
+    barrier.wait();
+}
+
+impl SurfaceContactScratch {
+    /// Thread 0's start of a detection at `x`: the bodies' boxes and isolation, which bodies
+    /// are searched for pairs with themselves (`self_clearance`), and the broadphase.
+    fn begin_detection(&mut self, ctx: &ContactContext<'_>, x: &[Vec4]) {
+        let st = ctx.st;
+        let SurfaceContactScratch {
+            broadphase: bp,
+            radius,
+            body_boxes,
+            isolation,
+            clearance,
+            search_self,
+            clearance_loss,
+            ..
+        } = self;
+        body_boxes.fill(Aabb::EMPTY);
+        for (p, &b) in x.iter().zip(&st.vertex_body) {
+            body_boxes[b as usize] = body_boxes[b as usize].grow(Vec3A::from_vec4(*p));
+        }
+        for (a, iso) in isolation.iter_mut().enumerate() {
+            *iso = body_boxes
+                .iter()
+                .enumerate()
+                .filter(|&(b, _)| b != a)
+                .map(|(_, bb)| box_distance(&body_boxes[a], bb))
+                .fold(f32::INFINITY, f32::min);
+        }
+        // A self-colliding body is searched for pairs with itself unless its clearances
+        // certify that none can be stored (`self_clearance`).
+        let store = store_limit(ctx.model.offset);
+        for (b, search) in search_self.iter_mut().enumerate() {
+            let certified = if st.bodies[b].self_collision != 0 { clearance.certify_at(st, b, x, store) } else { None };
+            *search = st.bodies[b].self_collision != 0 && certified.is_none();
+            clearance_loss[b] = certified.unwrap_or(0.0);
+        }
+        // The trees were (re)built or refitted by the step's CCD advance; refitting them to the
+        // current positions keeps them tight enough.
+        bp.update(st, (x, None), |v| radius[v as usize], false, |b| search_self[b]);
+    }
+
+    /// Thread 0's end of a detection at `x`: the pairs in the single-threaded order, the vertex
+    /// → pair lists, and the searched bodies' new references.
+    fn end_detection(&mut self, ctx: &ContactContext<'_>, x: &[Vec4]) {
+        let (st, n) = (ctx.st, ctx.st.vertex_count());
+        self.min_separation = ctx.settings.ccd.min_separation;
+        let SurfaceContactScratch { found, pairs, vertex_pairs, clearance, search_self, stored_self, .. } = self;
         pairs.clear();
         // Every stored pair can come within the offset before the next detection (its gap
         // closes by at most 2γ_p (d − ξ)), and every pair that can is stored.
@@ -485,8 +503,6 @@ pub(crate) fn detect(
         }
         build_vertex_pairs(vertex_pairs, pairs, n);
         // The bodies just searched become their own references.
-        // SAFETY: `pos` is not written in this phase.
-        let x = unsafe { pos.as_slice() };
         stored_self.clear();
         stored_self.resize(search_self.len(), false);
         for p in pairs.iter() {
@@ -499,7 +515,6 @@ pub(crate) fn detect(
             }
         }
     }
-    barrier.wait();
 }
 
 /// One contact detection at `positions`, outside a step and on the calling thread (for
