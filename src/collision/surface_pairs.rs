@@ -251,23 +251,29 @@ struct BodyTrees {
     vertex_box: Aabb,
 }
 
-/// Consecutive ranges of `items` whose body (`body_of`) is the same, one per body of `count`
-/// (empty for a body without such items). The surface lists are built body after body.
-fn body_ranges<T>(items: &[T], count: usize, body_of: impl Fn(&T) -> usize) -> Vec<std::ops::Range<usize>> {
-    let mut ranges = vec![0..0; count];
+/// Sets each body's `range` to the run of `items` whose body (`body_of`) it is, empty for a body
+/// without such items; returns whether any range changed. `runtime::assemble` appends each
+/// body's surface in one run, body after body; items out of that order would be left out of
+/// every query, so the order is checked in every build.
+fn assign_ranges<T>(
+    bodies: &mut [BodyTrees],
+    items: &[T],
+    body_of: impl Fn(&T) -> usize,
+    range: fn(&mut BodyTrees) -> &mut std::ops::Range<usize>,
+) -> bool {
+    let mut changed = false;
     let mut k = 0;
-    while k < items.len() {
-        let b = body_of(&items[k]);
+    for (b, body) in bodies.iter_mut().enumerate() {
         let first = k;
         while k < items.len() && body_of(&items[k]) == b {
             k += 1;
         }
-        // `runtime::assemble` appends each body's surface in one run; a second run would leave
-        // the first one's primitives out of every query, so this is checked in every build.
-        assert!(ranges[b].is_empty(), "surface primitives of body {b} are not contiguous");
-        ranges[b] = first..k;
+        let r = range(body);
+        changed |= *r != (first..k);
+        *r = first..k;
     }
-    ranges
+    assert!(k == items.len(), "surface primitives are not grouped by body in body order");
+    changed
 }
 
 fn union_of(boxes: &[Aabb]) -> Aabb {
@@ -301,20 +307,14 @@ impl SurfaceBroadphase {
         self.edge_boxes.extend(st.surface_edges.iter().map(|&e| primitive_box(x, y, e, radius(e[0]))));
         self.vertex_boxes.clear();
         self.vertex_boxes.extend(st.surface_vertices.iter().map(|&v| primitive_box(x, y, [v], radius(v))));
-        let body_count = st.bodies.len();
-        let item_count = |b: &BodyTrees| (b.triangles.len(), b.edges.len(), b.vertices.len());
-        let before: Vec<_> = self.bodies.iter().map(item_count).collect();
         let of = |v: u32| st.vertex_body[v as usize] as usize;
-        let triangles = body_ranges(&st.surface_triangles, body_count, |t| of(t[0]));
-        let edges = body_ranges(&st.surface_edges, body_count, |e| of(e[0]));
-        let vertices = body_ranges(&st.surface_vertices, body_count, |&v| of(v));
-        self.bodies.resize_with(body_count, BodyTrees::default);
-        for (b, body) in self.bodies.iter_mut().enumerate() {
-            body.triangles = triangles[b].clone();
-            body.edges = edges[b].clone();
-            body.vertices = vertices[b].clone();
-        }
-        let changed = before != self.bodies.iter().map(item_count).collect::<Vec<_>>();
+        let resized = self.bodies.len() != st.bodies.len();
+        self.bodies.resize_with(st.bodies.len(), BodyTrees::default);
+        let bodies = &mut self.bodies;
+        let changed = assign_ranges(bodies, &st.surface_triangles, |t| of(t[0]), |b| &mut b.triangles)
+            | assign_ranges(bodies, &st.surface_edges, |e| of(e[0]), |b| &mut b.edges)
+            | assign_ranges(bodies, &st.surface_vertices, |&v| of(v), |b| &mut b.vertices)
+            | resized;
         let build = rebuild || changed || self.refits >= Self::REBUILD_INTERVAL;
         for body in &mut self.bodies {
             let tri = &self.triangle_boxes[body.triangles.clone()];
