@@ -277,11 +277,14 @@ fn layer_majorant(v: u32, x: vec3<f32>, goal: vec3<f32>, k_c: f32) -> mat3x3<f32
     return extra;
 }
 
-// Invocations per vertex: each sums a share of the vertex's elements (tets, membranes, hinges:
-// 24 tets around an inner vertex of a six-tet box), lane 0 adds the other terms and takes the
-// step. One invocation walking all of them took ~45 µs per colour on an H200 for a 6³ cube,
-// latency of its dependent loads alone.
-const LANES: u32 = 8u;
+// Invocations per vertex, a power of two up to 64, set per adapter when the pipeline is made
+// (src/gpu/vbd/vbd_color.rs lanes_for): each sums a share of the vertex's elements (tets,
+// membranes, hinges: 24 tets around an inner vertex of a six-tet box), lane 0 adds the other
+// terms and takes the step. On a GPU, one invocation walking all of them took ~45 µs per colour
+// on an H200 for a 6³ cube, latency of its dependent loads alone, so 8 lanes share them; a CPU
+// adapter (lavapipe) runs a workgroup's invocations as SIMD batches on one core, where idle
+// lanes and the tree's barriers only cost, so it takes 1.
+override LANES: u32 = 8u;
 // Params::spins when no kernel wrote the bodies' spins (src/gpu/vbd/vbd_color.rs NO_SPINS).
 const NO_SPINS: u32 = 0xffffffffu;
 

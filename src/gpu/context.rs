@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 use thiserror::Error;
@@ -66,6 +66,10 @@ pub enum GpuError {
 
 /// A kernel's name and its source's hash.
 type PipelineKey = (&'static str, u64);
+
+/// A context [`GpuContext::shared`] opened: the options' adapter name and power preference, and
+/// the context while some world holds it.
+type OpenContext = (Option<String>, wgpu::PowerPreference, Weak<GpuContext>);
 
 /// A device and queue with what Pliant needs to know about them.
 pub struct GpuContext {
@@ -155,6 +159,27 @@ impl GpuContext {
         Ok(Self { device, queue, adapter_info, errors, timestamp_period, pipelines: Mutex::default() })
     }
 
+    /// The context the worlds of this process open for `options`: one device, and its kernels
+    /// compiled once, for every world alive at the same time (compiling Pliant's ~45 kernels
+    /// takes 9 s on lavapipe and is redone for every new device); a new one when none is open,
+    /// or when the open one reported an error (a lost device is not handed out again). The last
+    /// world to drop its context releases the device.
+    pub fn shared(options: &GpuOptions) -> Result<Arc<Self>, GpuError> {
+        static OPEN: Mutex<Vec<OpenContext>> = Mutex::new(Vec::new());
+        let mut open = OPEN.lock();
+        open.retain(|(.., ctx)| ctx.strong_count() > 0);
+        let same = |(name, preference, _): &&OpenContext| {
+            *name == options.adapter_name && *preference == options.power_preference
+        };
+        if let Some(ctx) = open.iter().filter(same).find_map(|(.., ctx)| ctx.upgrade().filter(|c| c.error().is_none()))
+        {
+            return Ok(ctx);
+        }
+        let ctx = Arc::new(Self::new(options)?);
+        open.push((options.adapter_name.clone(), options.power_preference, Arc::downgrade(&ctx)));
+        Ok(ctx)
+    }
+
     /// A context on a device the caller already has (a renderer's, so that
     /// `World::gpu_position_buffer` can be bound without a copy). The device must offer
     /// WebGPU's default limits; its error handlers stay the caller's.
@@ -181,9 +206,25 @@ impl GpuContext {
     /// not compiled into it: on lavapipe, code a pipeline carries but never runs still made
     /// every dispatch of it allocate for it).
     pub fn pipeline_at(&self, label: &'static str, source: &str, entry: &'static str) -> wgpu::ComputePipeline {
+        self.pipeline_with(label, source, entry, &[])
+    }
+
+    /// [`GpuContext::pipeline_at`] with the shader's pipeline-overridable `constants` set
+    /// (name, value); each set of values is a pipeline of its own.
+    pub fn pipeline_with(
+        &self,
+        label: &'static str,
+        source: &str,
+        entry: &'static str,
+        constants: &[(&str, f64)],
+    ) -> wgpu::ComputePipeline {
         let mut hasher = DefaultHasher::new();
         source.hash(&mut hasher);
         entry.hash(&mut hasher);
+        for (name, value) in constants {
+            name.hash(&mut hasher);
+            value.to_bits().hash(&mut hasher);
+        }
         let cell = self.pipelines.lock().entry((label, hasher.finish())).or_default().clone();
         cell.get_or_init(|| {
             let module = self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -195,7 +236,7 @@ impl GpuContext {
                 layout: None,
                 module: &module,
                 entry_point: Some(entry),
-                compilation_options: Default::default(),
+                compilation_options: wgpu::PipelineCompilationOptions { constants, ..Default::default() },
                 cache: None,
             })
         })
@@ -219,7 +260,12 @@ impl GpuContext {
     /// is compiling (a loading screen's call; benchmarks call it before timing).
     pub fn compile_all(&self) {
         for k in crate::gpu::kernel::SHADERS {
-            self.pipeline(k.name, k.source);
+            self.pipeline_with(
+                k.name,
+                k.source,
+                "main",
+                &crate::gpu::kernel::adapter_constants(&self.adapter_info, k.name),
+            );
         }
         for (name, source, entry) in crate::gpu::kernel::OTHER_ENTRIES {
             self.pipeline_at(name, source, entry);
@@ -230,5 +276,41 @@ impl GpuContext {
     /// GPU state is then not to be trusted.
     pub fn error(&self) -> Option<String> {
         self.errors.lock().clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Worlds opened while a context is open get that context, its compiled kernels included;
+    /// one whose device reported an error is not handed out again, and the last holder's drop
+    /// releases a context. Low-power options, which no world asks for, keep this test's
+    /// deliberately failed device apart from the other tests' worlds.
+    #[test]
+    fn open_contexts_are_shared_but_not_a_failed_one() {
+        let options = GpuOptions { power_preference: wgpu::PowerPreference::LowPower, adapter_name: None };
+        let a = match GpuContext::shared(&options) {
+            Ok(ctx) => ctx,
+            Err(e) if std::env::var("PLIANT_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+                panic!("PLIANT_REQUIRE_GPU=1 but no GPU context: {e}")
+            }
+            Err(e) => return eprintln!("skipping a GPU test: {e}"),
+        };
+        let b = GpuContext::shared(&options).expect("the open context");
+        assert!(Arc::ptr_eq(&a, &b), "a second world got a device of its own");
+        let _ = a.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("too large"),
+            size: u64::MAX / 4,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        assert!(a.error().is_some());
+        let c = GpuContext::shared(&options).expect("a new context");
+        assert!(!Arc::ptr_eq(&a, &c) && c.error().is_none(), "a failed device was handed out again");
+        drop((a, b));
+        let released = Arc::downgrade(&c);
+        drop(c);
+        assert!(released.upgrade().is_none(), "the context outlived its last holder");
     }
 }

@@ -93,6 +93,16 @@ pub(crate) const SHADERS: &[KernelSource] = &[
     kernel!(vbd, vbd_spin),
 ];
 
+/// The pipeline-overridable constants kernel `name` takes on the adapter `info` describes
+/// (none for most kernels): what [`GpuContext::compile_all`] compiles ahead, so that it is the
+/// pipeline a stepper then asks for.
+pub(crate) fn adapter_constants(info: &wgpu::AdapterInfo, name: &str) -> Vec<(&'static str, f64)> {
+    match name {
+        "vbd_color" => vec![("LANES", crate::gpu::vbd::vbd_color::lanes_for(info) as f64)],
+        _ => Vec::new(),
+    }
+}
+
 /// The debug renderer's shader (vertex and fragment stages; host side `debug::render_frame`),
 /// kept here with the kernels so that every shader is validated whatever the features.
 pub(crate) const RENDER: KernelSource = KernelSource {
@@ -214,6 +224,12 @@ impl ComputeKernel {
     /// device ([`GpuContext::pipeline`]).
     pub fn new(ctx: &GpuContext, label: &'static str, source: &str) -> Self {
         Self { pipeline: ctx.pipeline(label, source), label }
+    }
+
+    /// The kernel of `source` (entry point `main`) with its pipeline-overridable `constants`
+    /// set (name, value).
+    pub fn with_constants(ctx: &GpuContext, label: &'static str, source: &str, constants: &[(&str, f64)]) -> Self {
+        Self { pipeline: ctx.pipeline_with(label, source, "main", constants), label }
     }
 
     /// The kernel of `source`'s entry point `entry`.

@@ -25,8 +25,17 @@ pub const SHADER: &str = crate::gpu::kernel::compose!(
     "elements"
 );
 
-/// Invocations per vertex (the shader's `LANES`): each sums a share of the vertex's elements.
-const LANES: u32 = 8;
+/// Invocations per vertex on the adapter `info` describes (the shader's pipeline-overridable
+/// `LANES`; each sums a share of the vertex's elements). 8 on a GPU, where they share the
+/// latency of a vertex's dependent loads (a 6³ cube's colour pass 45 → 15 µs on an H200,
+/// BENCHMARKS.md, issue 34). 1 on a CPU adapter (lavapipe), which runs a workgroup's
+/// invocations as SIMD batches on one core one after another, so that the idle lanes of the
+/// vertex update and the tree's barriers only cost it: its colour passes were 4.3× faster at 1
+/// on a 10,201-vertex cloth and 1.5× on a 6³ cube (dev-vm-2c, `bench_gpu --profile`).
+pub(crate) fn lanes_for(info: &wgpu::AdapterInfo) -> u32 {
+    if info.device_type == wgpu::DeviceType::Cpu { 1 } else { 8 }
+}
+
 /// Workgroups per dimension of a dispatch (WebGPU's default limit).
 const MAX_GROUPS: u32 = 65_535;
 
@@ -120,12 +129,21 @@ const NO_SPINS: u32 = u32::MAX;
 /// The compiled kernel.
 pub struct VbdColor {
     kernel: ComputeKernel,
+    /// Invocations per vertex ([`lanes_for`]).
+    lanes: u32,
 }
 
 impl VbdColor {
-    /// Compiles the shader for `ctx`'s device.
+    /// Compiles the shader for `ctx`'s device, with the adapter's lanes per vertex.
     pub fn new(ctx: &GpuContext) -> Self {
-        Self { kernel: ComputeKernel::new(ctx, "vbd_color", SHADER) }
+        Self::with_lanes(ctx, lanes_for(&ctx.adapter_info))
+    }
+
+    /// Compiles the shader with `lanes` invocations per vertex (a power of two up to 64).
+    pub(crate) fn with_lanes(ctx: &GpuContext, lanes: u32) -> Self {
+        debug_assert!(lanes.is_power_of_two() && lanes <= WORKGROUP, "{lanes} lanes per vertex");
+        let kernel = ComputeKernel::with_constants(ctx, "vbd_color", SHADER, &[("LANES", lanes as f64)]);
+        Self { kernel, lanes }
     }
 
     /// The pass over colour vertices `first..first + count` (entries of `color_vertices`): one
@@ -175,9 +193,9 @@ impl VbdColor {
         };
         let buffers = [b.positions, b.steps, b.index, b.tets, b.records, b.updates, b.control, b.contacts];
         let bind = |params: &Params| {
-            let bound = self.kernel.bind_pod(ctx, params, &buffers, count * LANES);
+            let bound = self.kernel.bind_pod(ctx, params, &buffers, count * self.lanes);
             // Past the device's workgroups per dimension, a grid (the shader counts its rows).
-            match (count * LANES).div_ceil(WORKGROUP) {
+            match (count * self.lanes).div_ceil(WORKGROUP) {
                 groups if groups > MAX_GROUPS => bound.grid(MAX_GROUPS, groups.div_ceil(MAX_GROUPS)),
                 _ => bound,
             }
@@ -304,60 +322,64 @@ mod tests {
         let contacts = contact_layout.pack_cpu(words, &surface_pairs, &clamp);
         let (index, layout) = pack_index(st);
         let (records, record_layout) = pack_records(st);
-        let bufs = [
-            storage(&ctx, "positions", &positions, true),
-            storage(&ctx, "steps", &steps, false),
-            storage(&ctx, "index", &index, false),
-            storage(&ctx, "tets", &st.tets, false),
-            storage(&ctx, "records", &records, false),
-            output::<Vec4>(&ctx, "updates", updates_len(n as u32, span_count(st))),
-            output::<u32>(&ctx, "control", control_words(st.bodies.len())),
-            storage(&ctx, "contacts", &contacts, false),
-        ];
-        let b = VbdColorBuffers {
-            positions: &bufs[0],
-            steps: &bufs[1],
-            index: &bufs[2],
-            tets: &bufs[3],
-            records: &bufs[4],
-            updates: &bufs[5],
-            control: &bufs[6],
-            frozen: CONTROL_HEADER as u32,
-            contacts: &bufs[7],
+        // Both lane counts of `lanes_for` (8 on GPUs, 1 on CPU adapters) run here, on any adapter.
+        let run_gpu = |lanes: u32| {
+            let bufs = [
+                storage(&ctx, "positions", &positions, true),
+                storage(&ctx, "steps", &steps, false),
+                storage(&ctx, "index", &index, false),
+                storage(&ctx, "tets", &st.tets, false),
+                storage(&ctx, "records", &records, false),
+                output::<Vec4>(&ctx, "updates", updates_len(n as u32, span_count(st))),
+                output::<u32>(&ctx, "control", control_words(st.bodies.len())),
+                storage(&ctx, "contacts", &contacts, false),
+            ];
+            let b = VbdColorBuffers {
+                positions: &bufs[0],
+                steps: &bufs[1],
+                index: &bufs[2],
+                tets: &bufs[3],
+                records: &bufs[4],
+                updates: &bufs[5],
+                control: &bufs[6],
+                frozen: CONTROL_HEADER as u32,
+                contacts: &bufs[7],
+            };
+            let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
+            let bounds = SurfaceBounds::new(contact_layout, settings.ccd.min_separation);
+            let spans = Some((st.surface_edges.len() as u32, n as u32));
+            let setup =
+                VbdColorSetup { layout, records: record_layout, contact, bounds, obstacles: &set, spans, spins: false };
+            let kernel = VbdColor::with_lanes(&ctx, lanes);
+            let toi = storage(&ctx, "body_toi", &vec![0u32; st.bodies.len()], true);
+            let span_buffers = VbdSpansBuffers {
+                positions: &bufs[0],
+                steps: &bufs[1],
+                index: &bufs[2],
+                records: &bufs[4],
+                updates: &bufs[5],
+                body_toi: &toi,
+            };
+            let surface = GpuSurface::new(st, &layout, record_layout.bodies, &contact, &Default::default());
+            let [_, detect] = VbdSpans::new(&ctx).bind(&ctx, &surface, n as u32, 0, &set, &span_buffers);
+            let passes: Vec<Bound> = std::iter::once(detect)
+                .chain((0..st.color_count()).flat_map(|c| {
+                    let (first, end) = (st.color_offsets[c], st.color_offsets[c + 1]);
+                    kernel.bind(&ctx, first, end - first, &setup, &b)
+                }))
+                .collect();
+            let mut encoder = ctx.device.create_command_encoder(&Default::default());
+            record_pass(&mut encoder, "vbd_color", &passes);
+            ctx.queue.submit([encoder.finish()]);
+            let gpu: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
+            let updates: Vec<Vec4> = read_blocking(&ctx, &bufs[5], n).expect("updates");
+            let residuals: Vec<f32> = updates.iter().map(|u| u.w.abs()).collect();
+            // The sign bit says the bound held the vertex.
+            let held: Vec<bool> = updates.iter().map(|u| u.w.is_sign_negative()).collect();
+            let control: Vec<u32> = read_blocking(&ctx, &bufs[6], control_words(st.bodies.len())).expect("control");
+            (gpu, residuals, held, control)
         };
-        let set = GpuObstacleSet::pack(&obstacles).expect("obstacles");
-        let bounds = SurfaceBounds::new(contact_layout, settings.ccd.min_separation);
-        let spans = Some((st.surface_edges.len() as u32, n as u32));
-        let setup =
-            VbdColorSetup { layout, records: record_layout, contact, bounds, obstacles: &set, spans, spins: false };
-        let kernel = VbdColor::new(&ctx);
-        let toi = storage(&ctx, "body_toi", &vec![0u32; st.bodies.len()], true);
-        let span_buffers = VbdSpansBuffers {
-            positions: &bufs[0],
-            steps: &bufs[1],
-            index: &bufs[2],
-            records: &bufs[4],
-            updates: &bufs[5],
-            body_toi: &toi,
-        };
-        let surface = GpuSurface::new(st, &layout, record_layout.bodies, &contact, &Default::default());
-        let [_, detect] = VbdSpans::new(&ctx).bind(&ctx, &surface, n as u32, 0, &set, &span_buffers);
-        let passes: Vec<Bound> = std::iter::once(detect)
-            .chain((0..st.color_count()).flat_map(|c| {
-                let (first, end) = (st.color_offsets[c], st.color_offsets[c + 1]);
-                kernel.bind(&ctx, first, end - first, &setup, &b)
-            }))
-            .collect();
-        let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        record_pass(&mut encoder, "vbd_color", &passes);
-        ctx.queue.submit([encoder.finish()]);
-        let gpu: Vec<Vec4> = read_blocking(&ctx, &bufs[0], n).expect("positions");
-        let updates: Vec<Vec4> = read_blocking(&ctx, &bufs[5], n).expect("updates");
-        let residuals: Vec<f32> = updates.iter().map(|u| u.w.abs()).collect();
-        // The sign bit says the bound held the vertex.
-        let held: Vec<bool> = updates.iter().map(|u| u.w.is_sign_negative()).collect();
-        let control: Vec<u32> = read_blocking(&ctx, &bufs[6], control_words(st.bodies.len())).expect("control");
-        let frozen = &control[CONTROL_HEADER..];
+        let runs = [1, 8].map(|lanes| (lanes, run_gpu(lanes)));
 
         // The CPU sweep, colour by colour, from the same iterate.
         let inertia: Vec<Vec4> = steps.iter().map(|s| Vec4::from_array(s.inertia)).collect();
@@ -405,25 +427,35 @@ mod tests {
                 cpu_held[v as usize] = u.bounded;
             }
         }
-        let mut moved = 0;
-        for v in 0..n {
-            let (got, want) = (Vec3A::from_vec4(gpu[v]), Vec3A::from_vec4(cpu[v]));
-            let step = (want - Vec3A::from_vec4(positions[v])).length();
-            // Later colours see earlier colours' rounding: 1e-5 of the step, plus f32 noise.
-            assert!((got - want).length() <= 1e-5 * step.max(1e-3) + 2e-7, "vertex {v}: GPU {got} vs CPU {want}");
-            let r = cpu_residuals[v];
-            assert!((residuals[v] - r).abs() <= 1e-3 * r + 1e-9, "vertex {v}: residual² {} vs {r}", residuals[v]);
-            moved += usize::from(step > 1e-5);
-        }
-        assert!(moved > n / 2, "{moved} of {n} vertices moved");
-        let differ = (0..n).filter(|&v| held[v] != cpu_held[v]).count();
-        // A vertex whose step ends within rounding of its bound may fall either side of it.
-        assert!(differ <= bounded / 20, "{differ} vertices held on one side only, of {bounded}");
-        assert!(bounded > 20, "{bounded} vertices met their surface bound");
-        assert_eq!(control[CONTROL_BOUND_HIT], 1, "a met bound is flagged");
-        for (b, &touch) in in_contact.iter().enumerate() {
-            assert!(touch, "body {b} should touch an obstacle");
-            assert_eq!(frozen[b] & FROZEN_CONTACT != 0, touch, "body {b}");
+        for (lanes, (gpu, residuals, held, control)) in &runs {
+            let frozen = &control[CONTROL_HEADER..];
+            let mut moved = 0;
+            for v in 0..n {
+                let (got, want) = (Vec3A::from_vec4(gpu[v]), Vec3A::from_vec4(cpu[v]));
+                let step = (want - Vec3A::from_vec4(positions[v])).length();
+                // Later colours see earlier colours' rounding: 1e-5 of the step, plus f32 noise.
+                assert!(
+                    (got - want).length() <= 1e-5 * step.max(1e-3) + 2e-7,
+                    "{lanes} lanes, vertex {v}: GPU {got} vs CPU {want}"
+                );
+                let r = cpu_residuals[v];
+                assert!(
+                    (residuals[v] - r).abs() <= 1e-3 * r + 1e-9,
+                    "{lanes} lanes, vertex {v}: residual² {} vs {r}",
+                    residuals[v]
+                );
+                moved += usize::from(step > 1e-5);
+            }
+            assert!(moved > n / 2, "{moved} of {n} vertices moved");
+            let differ = (0..n).filter(|&v| held[v] != cpu_held[v]).count();
+            // A vertex whose step ends within rounding of its bound may fall either side of it.
+            assert!(differ <= bounded / 20, "{differ} vertices held on one side only, of {bounded}");
+            assert!(bounded > 20, "{bounded} vertices met their surface bound");
+            assert_eq!(control[CONTROL_BOUND_HIT], 1, "a met bound is flagged");
+            for (b, &touch) in in_contact.iter().enumerate() {
+                assert!(touch, "body {b} should touch an obstacle");
+                assert_eq!(frozen[b] & FROZEN_CONTACT != 0, touch, "{lanes} lanes, body {b}");
+            }
         }
     }
 }

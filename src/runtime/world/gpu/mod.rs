@@ -116,11 +116,10 @@ impl GpuRuntime {
         let chosen = shared.is_some() || config.gpu_adapter.is_some();
         let ctx = match shared {
             Some(ctx) => Ok(ctx),
-            None => GpuContext::new(&GpuOptions {
+            None => GpuContext::shared(&GpuOptions {
                 adapter_name: config.gpu_adapter.clone(),
                 power_preference: wgpu::PowerPreference::HighPerformance,
-            })
-            .map(Arc::new),
+            }),
         };
         match ctx {
             // wgpu ranks software rasterizers (lavapipe, WARP, SwiftShader) last, so one comes
