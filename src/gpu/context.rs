@@ -167,12 +167,12 @@ impl GpuContext {
     pub fn shared(options: &GpuOptions) -> Result<Arc<Self>, GpuError> {
         static OPEN: Mutex<Vec<OpenContext>> = Mutex::new(Vec::new());
         let mut open = OPEN.lock();
-        open.retain(|(.., ctx)| ctx.strong_count() > 0);
-        let same = |(name, preference, _): &&OpenContext| {
-            *name == options.adapter_name && *preference == options.power_preference
-        };
-        if let Some(ctx) = open.iter().filter(same).find_map(|(.., ctx)| ctx.upgrade().filter(|c| c.error().is_none()))
-        {
+        // Released contexts and failed ones leave the list (a failed one lives on with its holders).
+        open.retain(|(.., ctx)| ctx.upgrade().is_some_and(|c| c.error().is_none()));
+        let same = open
+            .iter()
+            .find(|(name, preference, _)| *name == options.adapter_name && *preference == options.power_preference);
+        if let Some(ctx) = same.and_then(|(.., ctx)| ctx.upgrade()) {
             return Ok(ctx);
         }
         let ctx = Arc::new(Self::new(options)?);

@@ -98,7 +98,7 @@ pub(crate) const SHADERS: &[KernelSource] = &[
 /// pipeline a stepper then asks for.
 pub(crate) fn adapter_constants(info: &wgpu::AdapterInfo, name: &str) -> Vec<(&'static str, f64)> {
     match name {
-        "vbd_color" => vec![("LANES", crate::gpu::vbd::vbd_color::lanes_for(info) as f64)],
+        "vbd_color" => crate::gpu::vbd::vbd_color::constants(crate::gpu::vbd::vbd_color::lanes_for(info)).to_vec(),
         _ => Vec::new(),
     }
 }

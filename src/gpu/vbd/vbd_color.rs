@@ -36,6 +36,12 @@ pub(crate) fn lanes_for(info: &wgpu::AdapterInfo) -> u32 {
     if info.device_type == wgpu::DeviceType::Cpu { 1 } else { 8 }
 }
 
+/// The shader's pipeline-overridable constants for `lanes` invocations per vertex (the one
+/// place that names them, for [`VbdColor::with_lanes`] and for `GpuContext::compile_all`).
+pub(crate) fn constants(lanes: u32) -> [(&'static str, f64); 1] {
+    [("LANES", lanes as f64)]
+}
+
 /// Workgroups per dimension of a dispatch (WebGPU's default limit).
 const MAX_GROUPS: u32 = 65_535;
 
@@ -142,7 +148,7 @@ impl VbdColor {
     /// Compiles the shader with `lanes` invocations per vertex (a power of two up to 64).
     pub(crate) fn with_lanes(ctx: &GpuContext, lanes: u32) -> Self {
         debug_assert!(lanes.is_power_of_two() && lanes <= WORKGROUP, "{lanes} lanes per vertex");
-        let kernel = ComputeKernel::with_constants(ctx, "vbd_color", SHADER, &[("LANES", lanes as f64)]);
+        let kernel = ComputeKernel::with_constants(ctx, "vbd_color", SHADER, &constants(lanes));
         Self { kernel, lanes }
     }
 
