@@ -145,6 +145,40 @@ fn a_ball_whose_steps_run_out_of_time_lags_and_catches_up() {
     );
 }
 
+/// `cloth_drape_sphere` under a budget no step can meet: the planner takes one sweep a frame,
+/// and at one sweep the draping cloth gains energy until the energy test sends it to the
+/// fallback (frame 22 when measured). The first held step that gets no time to travel ends
+/// the hold instead of freezing the cloth for the rest of it (it stood still for nine frames
+/// of 24 ms at an 8 ms budget). The planner has learnt a least count of two sweeps from the energy
+/// fallback, and the cloth drapes on at two without falling back again.
+#[test]
+fn a_cloth_whose_fallback_gets_no_time_drapes_on_at_more_sweeps() {
+    let json = pliant::io::bundled::bundled_scene("cloth_drape_sphere").expect("bundled scene");
+    let mut scene = pliant::io::parse_scene(json).expect("scene parses");
+    scene.solver.budget_ms = Some(1e-6);
+    let mut world = scene.build(std::path::Path::new("examples/scenes")).expect("scene builds").world;
+    let reports = run(&mut world, 60);
+    let fell_back = |r: &StepReport| r.islands.iter().any(|i| i.path != StepPath::Fast);
+    let first = reports
+        .iter()
+        .position(|r| r.islands.iter().any(|i| i.reason == Some(FallbackReason::EnergyGain)))
+        .expect("the cloth no longer gains energy at one sweep: this test then checks nothing");
+    // The first frame takes the configured count: nothing is measured yet.
+    assert!(reports[1..first].iter().all(|r| r.iterations == 1 && !fell_back(r)), "before frame {}", first + 1);
+    // A held frame that travelled nothing ends the hold: the next frame is back on the fast
+    // path. (Frames before it may travel part of their step: the cloth slides fast enough to
+    // count as flying, and a flying island always takes its first iteration.)
+    let back = first + reports[first..].iter().position(|r| !fell_back(r)).expect("never back on the fast path");
+    for (k, r) in reports.iter().enumerate().take(back).skip(first) {
+        let stood_still = r.islands.iter().any(|i| i.reason == Some(FallbackReason::Hold) && i.travelled == 0.0);
+        assert!(!stood_still || k + 1 == back, "frame {} stood still and frame {} was held", k + 1, k + 2);
+    }
+    for r in &reports[back..] {
+        assert!(!fell_back(r), "frame {}: {:?}", r.frame, r.islands);
+        assert_eq!(r.iterations, 2, "frame {}", r.frame);
+    }
+}
+
 /// A 3 cm steel cube at 60 m/s at a pinned cloth: one frame spans a metre. The check rejects
 /// the fast step (its speed, and the sweeps' diverging residual) and the fallback catches the
 /// cube on the cloth's near side.

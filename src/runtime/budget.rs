@@ -8,6 +8,26 @@
 //! two parts apart settles at once on a change of cost instead of through a fixed point of their
 //! ratio, and a fixed part that alone fills the share (detection of a large scene) plans one
 //! sweep.
+//!
+//! # Least sweeps
+//!
+//! The budget is not the only bound on the count: too few sweeps leave a step so far from its
+//! minimiser that it gains energy. A cloth draping over a sphere at one sweep a frame gains
+//! energy in every step from its 19th frame on, its elastic energy doubling each frame, and
+//! falls back at the 22nd; at two sweeps it keeps within the energy test's allowance. So the
+//! planner also keeps a least count, learnt from the fallbacks its plans caused: a frame in
+//! which an island fell back because its fast step gained energy raises the least count to one
+//! above the count that frame took (at most the configured count), and `QUIET_FRAMES` frames
+//! in a row with every energy-tested step under a quarter of the test's allowance
+//! (`StepReport::energy_share`) lower it by one. Every raise after the first doubles the quiet
+//! frames needed (up to 16 times): the drape, back at one sweep after a second of quiet, fell
+//! back again 17 frames later. A frame at the raised count may cost more than the budget; the
+//! fallback it avoids costs a multiple of the budget.
+//!
+//! Raising the count earlier, at a step that came near the allowance, does not save the first
+//! fallback: the drape's gain grows from a third of the allowance to twice it within two
+//! frames, and two and three sweeps from there still gained energy until the fallback
+//! (measured: the count went from one to five and the island fell back all the same).
 
 use crate::runtime::report::PhaseTimes;
 
@@ -17,6 +37,13 @@ pub const FAST_PATH_SHARE: f64 = 0.7;
 const SMOOTHING: f64 = 0.2;
 /// Most sweeps a planned step takes.
 pub const MAX_PLANNED_ITERATIONS: u32 = 200;
+/// Frames in a row with every energy-tested step under a quarter of the energy test's
+/// allowance after which the least sweep count comes down by one.
+pub const QUIET_FRAMES: u32 = 60;
+/// Most times the quiet frames that lower the least count are doubled (16 × `QUIET_FRAMES`).
+const MAX_QUIET_DOUBLINGS: u32 = 4;
+/// Share of the energy test's allowance below which a frame counts as quiet.
+const QUIET_SHARE: f64 = 0.25;
 
 /// Measured costs of a substep's phases.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -25,6 +52,12 @@ pub(crate) struct BudgetPlanner {
     fixed_ms: Option<f64>,
     /// Milliseconds per sweep, smoothed.
     sweep_ms: Option<f64>,
+    /// Least sweeps per substep (module docs, "Least sweeps"); 0 until a step gained energy.
+    least: u32,
+    /// Quiet frames in a row since the least count last changed.
+    quiet: u32,
+    /// Times the least count was raised: each doubles the quiet frames it takes to lower it.
+    raises: u32,
 }
 
 fn smooth(old: Option<f64>, new: f64) -> Option<f64> {
@@ -39,14 +72,35 @@ fn smooth(old: Option<f64>, new: f64) -> Option<f64> {
 
 impl BudgetPlanner {
     /// Sweeps per substep for the next step: `pinned` without a budget or before the first
-    /// measurement.
+    /// measurement, and never fewer than the least count the energy test has taught.
     pub fn iterations(&self, budget_ms: Option<f64>, substeps: u32, pinned: u32) -> u32 {
         match (budget_ms, self.fixed_ms, self.sweep_ms) {
             (Some(b), Some(fixed), Some(c)) if c > 0.0 => {
                 let n = (FAST_PATH_SHARE * b / substeps.max(1) as f64 - fixed) / c;
-                (n.max(0.0).floor() as u32).clamp(1, MAX_PLANNED_ITERATIONS)
+                (n.max(0.0).floor() as u32).max(self.least).clamp(1, MAX_PLANNED_ITERATIONS)
             }
             _ => pinned,
+        }
+    }
+
+    /// Learns from a swept frame of `iterations` sweeps per substep (module docs, "Least
+    /// sweeps"): `energy_fell_back`, an island fell back because its fast step gained energy;
+    /// `energy_share`, the largest share of the energy test's allowance a fast step used.
+    /// `pinned` caps the least count: the configured count is the one the scene was set up
+    /// with.
+    pub fn observe_energy(&mut self, energy_fell_back: bool, energy_share: f64, iterations: u32, pinned: u32) {
+        if energy_fell_back {
+            self.least = (iterations + 1).min(pinned.max(1)).max(self.least);
+            self.quiet = 0;
+            self.raises = (self.raises + 1).min(MAX_QUIET_DOUBLINGS + 1);
+        } else if energy_share < QUIET_SHARE && self.least > 0 {
+            self.quiet += 1;
+            if self.quiet >= QUIET_FRAMES << self.raises.saturating_sub(1) {
+                self.least -= 1;
+                self.quiet = 0;
+            }
+        } else {
+            self.quiet = 0;
         }
     }
 
@@ -110,5 +164,48 @@ mod tests {
         }
         assert_eq!(n, 1);
         assert_eq!(p.iterations(None, 1, 20), 20, "no budget: pinned");
+    }
+
+    /// A fallback for an energy gain raises the least count to one above the count of its
+    /// frame, up to the pinned count, whatever the budget; quiet frames bring it back down one
+    /// at a time, and a frame near the allowance restarts the count of quiet ones.
+    #[test]
+    fn a_fallback_for_energy_raises_the_least_sweep_count() {
+        let mut p = BudgetPlanner::default();
+        // Detection alone fills the share: one sweep.
+        p.observe(&phases(5.0, 0.05, 1), 1, 1);
+        assert_eq!(p.iterations(Some(4.0), 1, 20), 1);
+        p.observe_energy(false, 1.7, 1, 20);
+        assert_eq!(p.iterations(Some(4.0), 1, 20), 1, "a soft flag alone");
+        p.observe_energy(true, 1.7, 1, 20);
+        assert_eq!(p.iterations(Some(4.0), 1, 20), 2);
+        p.observe_energy(true, 1.2, 2, 20);
+        assert_eq!(p.iterations(Some(4.0), 1, 20), 3);
+        // A frame of fewer sweeps than the least (none planned yet) does not lower it.
+        p.observe_energy(true, 1.2, 1, 20);
+        assert_eq!(p.least, 3);
+        // Capped by the pinned count.
+        p.observe_energy(true, 5.0, 3, 3);
+        assert_eq!(p.least, 3);
+        // Four raises: lowered after 8 × QUIET_FRAMES quiet frames.
+        let quiet = 8 * QUIET_FRAMES;
+        for _ in 0..quiet - 1 {
+            p.observe_energy(false, 0.0, 3, 20);
+        }
+        p.observe_energy(false, 0.5, 3, 20);
+        for _ in 0..quiet - 1 {
+            p.observe_energy(false, 0.1, 3, 20);
+        }
+        assert_eq!(p.least, 3, "the frame at half the allowance was not quiet");
+        p.observe_energy(false, 0.1, 3, 20);
+        assert_eq!(p.least, 2);
+        for _ in 0..2 * quiet {
+            p.observe_energy(false, 0.0, 2, 20);
+        }
+        assert_eq!(p.least, 0);
+        assert_eq!(p.iterations(Some(4.0), 1, 20), 1);
+        // A budget the sweeps fit in is planned as before, above the least count.
+        p.observe_energy(true, 2.0, 1, 20);
+        assert_eq!(p.iterations(Some(12.0), 1, 20), ((FAST_PATH_SHARE * 12.0 - 5.0) / 0.05) as u32);
     }
 }

@@ -74,7 +74,7 @@ pub(crate) fn check_substep(
     let mut redo = Vec::new();
     let view = IslandView { state, snapshot, slots, config, frame, h: info.h };
     for (k, (members, bx)) in found.iter().enumerate() {
-        match island_reason(rt, &view, members, bx, energy_tested[k]) {
+        match island_reason(rt, &view, members, bx, energy_tested[k], &mut report.energy_share) {
             Some(r) => redo.push((k, r)),
             None => {
                 let handles: Vec<_> = members.iter().map(|&b| slots[b as usize].handle).collect();
@@ -149,6 +149,7 @@ fn island_reason(
     members: &[u32],
     bx: &Aabb,
     energy_tested: bool,
+    energy_share: &mut f64,
 ) -> Option<FallbackReason> {
     let (state, slots) = (v.state, v.slots);
     let ranges = || members.iter().map(|&b| slots[b as usize].range());
@@ -175,7 +176,9 @@ fn island_reason(
         // grows by orders of magnitude.
         let mass: f64 = ranges().flatten().map(|i| state.masses[i] as f64).sum();
         let scale = b0.0 + mass * v.config.gravity.length() as f64 * (bx.max.y - bx.min.y) as f64;
-        if b1.0 + b1.1 > b0.0 + b0.1 + ENERGY_GAIN * scale + ENERGY_FLOOR {
+        let share = ((b1.0 + b1.1) - (b0.0 + b0.1)) / (ENERGY_GAIN * scale + ENERGY_FLOOR);
+        *energy_share = energy_share.max(share);
+        if share > 1.0 {
             soft = Some(FallbackReason::EnergyGain);
         }
     }

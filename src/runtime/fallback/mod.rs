@@ -27,6 +27,13 @@
 //! vertex-only obstacle contact let edges sag into the sphere). An island with a moving pin
 //! keeps no lag: the pin runs on the world's clock, so what its step did not travel is dropped
 //! at once.
+//!
+//! A hold the fallback cannot serve ends early: a held step that travelled nothing (the
+//! solver's set-up alone outlasted the budget) hands the island back to the fast path for the
+//! next frame, whose check decides again. Held on, a 4,225-vertex cloth at an 8 ms budget stood
+//! frozen in the air for nine frames of 24 ms each. A redo that would start past the deadline,
+//! for an island that is not flying, does not set the solver up at all and leaves the island as
+//! it was.
 
 mod check;
 mod redo;

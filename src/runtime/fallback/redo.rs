@@ -174,6 +174,15 @@ fn record_redo(
         hist.lag = if behind > 1e-4 * info.h as f64 { behind } else { 0.0 };
         lag = lag.max(hist.lag);
     }
+    if reason == FallbackReason::Hold && advanced == 0.0 && clock.free {
+        // A hold the fallback cannot serve within the budget ends: the island's clock would
+        // stand still for the rest of it (a cloth held at an 8 ms budget stood frozen in the
+        // air for nine frames). The fast path takes the next frame, and its check decides
+        // again; a failure there starts a longer hold (`RETRY_WINDOW`).
+        for hnd in &handles {
+            history.entry(*hnd).or_default().hold_until = frame;
+        }
+    }
     if !matches!(reason, FallbackReason::Hold | FallbackReason::Always) {
         for hnd in &handles {
             let hist = history.entry(*hnd).or_default();
@@ -404,6 +413,12 @@ fn step_part(
         first_iteration_always: lim.flying && part.warm.is_none(),
         ..fallback_settings(state, config, h, lim.members, |i| solved[i])
     };
+    if !settings.first_iteration_always && lim.deadline.is_some_and(|d| Instant::now() >= d) {
+        // No iteration may run: the solver's set-up (its Hessian's pattern, the first
+        // penalty, the seed of its active set) would only add to an overrun frame (24 ms a
+        // frame for a 4,225-vertex cloth held at an 8 ms budget). The island stays as it was.
+        return AlStats { min_distance: f64::INFINITY, ..AlStats::default() };
+    }
     let mut x = Vec::new();
     let stats = {
         let input = AlInput {

@@ -32,6 +32,7 @@ use crate::runtime::fallback::{Settle, SubstepInfo, check_substep, fall_back, he
 use crate::runtime::hooks::{StepHooks, SubstepContext};
 use crate::runtime::kinematics::{update_pin_flags, write_targets};
 use crate::runtime::report::{PhaseTimes, StepPath, StepReport};
+use crate::solver::check::FallbackReason;
 use crate::solver::check::energy;
 use crate::solver::fast_path::{FastPath, FastResult, FastStats, Substep};
 use crate::solver::vbd::VbdSettings;
@@ -357,7 +358,10 @@ impl World {
             }
         }
         if swept_substeps > 0 {
-            self.fallback.planner.observe(&report.phases, swept_substeps, iterations);
+            let planner = &mut self.fallback.planner;
+            planner.observe(&report.phases, swept_substeps, iterations);
+            let energy = report.islands.iter().any(|i| i.reason == Some(FallbackReason::EnergyGain));
+            planner.observe_energy(energy, report.energy_share, iterations, self.config.iterations);
         }
         self.frame += 1;
         report.frame = self.frame;
