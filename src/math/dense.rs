@@ -46,6 +46,9 @@ pub fn cholesky_solve(a: &mut [f64], b: &mut [f64], n: usize) -> bool {
     b[..n].iter().all(|x| x.is_finite())
 }
 
+/// Largest matrix [`project_psd`] takes: a tet's 12 × 12.
+pub const MAX_PROJECTED: usize = 12;
+
 /// Projects a symmetric `n × n` matrix (row-major, both triangles stored) onto the positive
 /// semi-definite cone in place: negative eigenvalues become zero. For element Hessians (n ≤ 12)
 /// in Newton solves, which need a descent direction from every element.
@@ -55,22 +58,25 @@ pub fn cholesky_solve(a: &mut [f64], b: &mut [f64], n: usize) -> bool {
 /// at most six sweeps, rotations skipped for entries below 1e-13 of the Frobenius norm) and
 /// the matrix is rebuilt from the clamped spectrum.
 pub fn project_psd(a: &mut [f64], n: usize) {
-    debug_assert!(a.len() >= n * n);
+    assert!(n <= MAX_PROJECTED && a.len() >= n * n, "project_psd: {n} × {n} from {} entries", a.len());
     // Element Hessians are singular (rigid motions cost nothing), so the test factors
     // `A + ε I` with ε a 1e-7 share of the mean diagonal: a matrix passing it has no eigenvalue
-    // below −ε, too small to spoil a Newton direction, and is left alone.
+    // below −ε, too small to spoil a Newton direction, and is left alone. Scratch on the stack:
+    // the fallback projects every element of its island at every Newton iteration.
     let shift = 1e-7 * (0..n).map(|i| a[i * n + i].abs()).sum::<f64>() / n as f64;
-    let mut factor = a[..n * n].to_vec();
+    let mut factor = [0.0f64; MAX_PROJECTED * MAX_PROJECTED];
+    factor[..n * n].copy_from_slice(&a[..n * n]);
     for i in 0..n {
         factor[i * n + i] += shift;
     }
-    let mut rhs = vec![0.0; n];
+    let mut rhs = [0.0f64; MAX_PROJECTED];
     if shift > 0.0 && cholesky_solve(&mut factor, &mut rhs, n) {
         return;
     }
     // Eigenvectors accumulate in the columns of v.
-    let mut d = a[..n * n].to_vec();
-    let mut v = vec![0.0; n * n];
+    let mut d = [0.0f64; MAX_PROJECTED * MAX_PROJECTED];
+    d[..n * n].copy_from_slice(&a[..n * n]);
+    let mut v = [0.0f64; MAX_PROJECTED * MAX_PROJECTED];
     for i in 0..n {
         v[i * n + i] = 1.0;
     }

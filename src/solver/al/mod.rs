@@ -22,7 +22,7 @@ use crate::solver::linear::pcg;
 use crate::state::SimState;
 
 use constraints::{ActiveSet, earliest_hits};
-use problem::Problem;
+use problem::{Problem, ProblemCache};
 use schedule::Schedule;
 use step_size::{StepLimits, max_step};
 
@@ -167,12 +167,15 @@ pub(crate) struct AlScratch {
     trial: Vec<DVec3>,
     /// The iterate of lowest merit so far.
     best: Vec<DVec3>,
+    /// The last step's problem structure.
+    problem: ProblemCache,
 }
 
 impl AlScratch {
-    /// Forgets the active set (the state was repacked).
+    /// Forgets the active set and the kept problem structure (the state was repacked).
     pub fn clear(&mut self) {
         self.active = ActiveSet::default();
+        self.problem = ProblemCache::default();
     }
 
     /// Scratch holding the active set `active` (the GPU kernels' tests' oracle).
@@ -217,7 +220,7 @@ pub(crate) fn impact_share(
 pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScratch, x_out: &mut Vec<DVec3>) -> AlStats {
     let st = input.st;
     let n = st.vertex_count();
-    let mut problem = Problem::new(st, input.solved, input.inertia);
+    let mut problem = scratch.problem.take(st, input.solved, input.inertia);
     let mut x = input.start.to_vec();
     let mut xh = input.guess.to_vec();
     let mut stats = AlStats { min_distance: f64::INFINITY, ..AlStats::default() };
@@ -310,6 +313,7 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
     stats.min_distance = scratch.active.min_distance();
     x_out.clear();
     x_out.extend_from_slice(&x);
+    scratch.problem.keep(problem);
     stats
 }
 
@@ -498,5 +502,36 @@ mod tests {
             assert!(j > 0.0099, "J = {j}");
         }
         assert!(e1 <= e0 + 1e-12, "{e1} > {e0}: {stats:?}");
+    }
+    /// A problem whose structure was kept from the last step has the unknowns, potential,
+    /// gradient and Hessian a new build gives, with the new step's inertia; another mask of
+    /// solved vertices builds anew.
+    #[test]
+    fn a_kept_problem_structure_is_the_one_a_new_build_gives() {
+        let st = cube_at(0.0);
+        let n = st.vertex_count();
+        let mut rng = Rng(3);
+        let x: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3() + rng.vec() * 1e-3).collect();
+        let solved = vec![true; n];
+        let first = |i: usize| (1.0 + i as f64, x[i] + G);
+        let second = |i: usize| (2.0 + i as f64, x[i] - G);
+        let mut cache = ProblemCache::default();
+        let mut kept = cache.take(&st, &solved, first);
+        let mut grad = vec![DVec3::ZERO; kept.len()];
+        kept.gradient_hessian(&st, &x, &mut grad);
+        cache.keep(kept);
+        let mut reused = cache.take(&st, &solved, second);
+        let mut fresh = Problem::new(&st, &solved, second);
+        assert_eq!(reused.vertices, fresh.vertices);
+        assert_eq!(reused.energy(&st, &x), fresh.energy(&st, &x));
+        let (mut g1, mut g2) = (vec![DVec3::ZERO; fresh.len()], vec![DVec3::ZERO; fresh.len()]);
+        reused.gradient_hessian(&st, &x, &mut g1);
+        fresh.gradient_hessian(&st, &x, &mut g2);
+        assert_eq!(g1, g2);
+        assert_eq!(reused.hessian.blocks, fresh.hessian.blocks);
+        cache.keep(reused);
+        let mut fewer = solved.clone();
+        fewer[0] = false;
+        assert_eq!(cache.take(&st, &fewer, second).len(), n - 1);
     }
 }

@@ -54,6 +54,46 @@ fn gather<const K: usize>(x: &[DVec3], v: &[u32]) -> [DVec3; K] {
     std::array::from_fn(|k| x[v[k] as usize])
 }
 
+/// The last problem's structure (unknowns, elements, Hessian pattern, element slots), kept for
+/// the next problem over the same vertices of the same state: a hold redoes one island step
+/// after step, and building the pattern (every row sorted) was a quarter of a held cloth's
+/// set-up. [`crate::solver::al::AlScratch::clear`] forgets it when the state is repacked.
+#[derive(Debug, Default)]
+pub(crate) struct ProblemCache {
+    /// The `solve` mask it was built for.
+    solve: Vec<bool>,
+    /// Vertex, tet, triangle and hinge counts of the state it was built for.
+    counts: [usize; 4],
+    problem: Option<Problem>,
+}
+
+impl ProblemCache {
+    /// The problem over the vertices with `solve[v]` ([`Problem::new`]), its structure reused
+    /// when the last one kept was built for the same mask and element counts.
+    pub fn take(&mut self, st: &SimState, solve: &[bool], inertia: impl Fn(usize) -> (f64, DVec3)) -> Problem {
+        let counts = [st.vertex_count(), st.tets.len(), st.tris.len(), st.hinges.len()];
+        match self.problem.take() {
+            Some(mut p) if self.counts == counts && self.solve == solve => {
+                for (k, &v) in p.vertices.iter().enumerate() {
+                    (p.inertia[k], p.target[k]) = inertia(v as usize);
+                }
+                p
+            }
+            _ => {
+                self.solve.clear();
+                self.solve.extend_from_slice(solve);
+                self.counts = counts;
+                Problem::new(st, solve, inertia)
+            }
+        }
+    }
+
+    /// Keeps `problem` for the next [`ProblemCache::take`].
+    pub fn keep(&mut self, problem: Problem) {
+        self.problem = Some(problem);
+    }
+}
+
 impl Problem {
     /// The problem over the vertices with `solve[v]`, each with its inertia `(m/w, y)`.
     pub fn new(st: &SimState, solve: &[bool], inertia: impl Fn(usize) -> (f64, DVec3)) -> Self {
@@ -155,15 +195,21 @@ impl Problem {
         }
         let Self { dof, hessian, tets, tris, hinges, tet_slots, tri_slots, hinge_slots, .. } = self;
         let mut dense = [0.0f64; 144];
+        // Only stable neo-Hookean's exact Hessian needs projecting: StVK's and the membrane's
+        // are PSD by construction (their tests check it), and the projection's Cholesky test
+        // alone was a tenth of a cloth fallback's time.
         for (n, &i) in tets.iter().enumerate() {
             let (g, h) = tet_terms(st, i, x);
-            let vertices = &st.tets[i as usize].vertices;
-            scatter::<4>(vertices, &g, |a, b| h[a][b], dof, grad, hessian, &tet_slots[16 * n..16 * n + 16], &mut dense);
+            let t = &st.tets[i as usize];
+            let project = st.materials[t.material as usize].model == MODEL_STABLE_NEO_HOOKEAN;
+            let slots = &tet_slots[16 * n..16 * n + 16];
+            scatter::<4>(&t.vertices, &g, |a, b| h[a][b], project, dof, grad, hessian, slots, &mut dense);
         }
         for (n, &i) in tris.iter().enumerate() {
             let (g, h) = triangle_terms(st, i, x);
             let vertices = &st.tris[i as usize].vertices[..3];
-            scatter::<3>(vertices, &g, |a, b| h[a][b], dof, grad, hessian, &tri_slots[9 * n..9 * n + 9], &mut dense);
+            let slots = &tri_slots[9 * n..9 * n + 9];
+            scatter::<3>(vertices, &g, |a, b| h[a][b], false, dof, grad, hessian, slots, &mut dense);
         }
         for (n, &i) in hinges.iter().enumerate() {
             let (g, h) = hinge_terms(st, i, x);
@@ -197,8 +243,8 @@ impl Problem {
     }
 }
 
-/// Tet `i`'s gradient and Hessian blocks at `x`: stable neo-Hookean's exact Hessian (projected
-/// by [`projected_dense`]), StVK's PSD by construction.
+/// Tet `i`'s gradient and Hessian blocks at `x`: stable neo-Hookean's exact Hessian (to be
+/// projected, [`projected_dense`]), StVK's PSD by construction.
 pub(crate) fn tet_terms(st: &SimState, i: u32, x: &[DVec3]) -> ([DVec3; 4], [[DMat3; 4]; 4]) {
     let t = &st.tets[i as usize];
     let m = &st.materials[t.material as usize];
@@ -210,7 +256,7 @@ pub(crate) fn tet_terms(st: &SimState, i: u32, x: &[DVec3]) -> ([DVec3; 4], [[DM
             stable_neo_hookean::element_hessian::<f64>(&xs, &rest, mu, la),
         )
     } else {
-        // PSD by construction: the projection then returns at its Cholesky test.
+        // PSD by construction: not projected.
         (stvk::element_gradient::<f64>(&xs, &rest, mu, la), stvk::element_hessian_psd::<f64>(&xs, &rest, mu, la))
     }
 }
@@ -240,8 +286,8 @@ pub(crate) fn hinge_terms(st: &SimState, i: u32, x: &[DVec3]) -> ([DVec3; 4], [[
 }
 
 /// The blocks `h(a, b)` of a `K`-vertex element as a dense row-major `3K × 3K` matrix in
-/// `dense`, projected onto the PSD cone.
-pub(crate) fn projected_dense<const K: usize>(h: impl Fn(usize, usize) -> DMat3, dense: &mut [f64; 144]) {
+/// `dense`.
+fn dense_blocks<const K: usize>(h: impl Fn(usize, usize) -> DMat3, dense: &mut [f64; 144]) {
     let n = 3 * K;
     for a in 0..K {
         for b in 0..K {
@@ -253,15 +299,23 @@ pub(crate) fn projected_dense<const K: usize>(h: impl Fn(usize, usize) -> DMat3,
             }
         }
     }
-    project_psd(&mut dense[..n * n], n);
 }
 
-/// Adds an element's gradient and PSD-projected Hessian (blocks `h(a, b)`) to the unknowns.
+/// The blocks `h(a, b)` of a `K`-vertex element as a dense row-major `3K × 3K` matrix in
+/// `dense`, projected onto the PSD cone.
+pub(crate) fn projected_dense<const K: usize>(h: impl Fn(usize, usize) -> DMat3, dense: &mut [f64; 144]) {
+    dense_blocks::<K>(h, dense);
+    project_psd(&mut dense[..9 * K * K], 3 * K);
+}
+
+/// Adds an element's gradient and Hessian (blocks `h(a, b)`, projected onto the PSD cone when
+/// `project`) to the unknowns.
 #[allow(clippy::too_many_arguments)]
 fn scatter<const K: usize>(
     vertices: &[u32],
     g: &[DVec3; K],
     h: impl Fn(usize, usize) -> DMat3,
+    project: bool,
     dof: &[u32],
     grad: &mut [DVec3],
     hessian: &mut BlockCsr,
@@ -269,7 +323,11 @@ fn scatter<const K: usize>(
     dense: &mut [f64; 144],
 ) {
     let n = 3 * K;
-    projected_dense::<K>(h, dense);
+    if project {
+        projected_dense::<K>(h, dense);
+    } else {
+        dense_blocks::<K>(h, dense);
+    }
     for a in 0..K {
         let da = dof[vertices[a] as usize];
         if da != NO_DOF {
