@@ -17,12 +17,14 @@
 //! falls back at the 22nd; at two sweeps it keeps within the energy test's allowance. So the
 //! planner also keeps a least count, learnt from the fallbacks its plans caused: a frame in
 //! which an island fell back because its fast step gained energy raises the least count to one
-//! above the count that frame took (at most the configured count), and `QUIET_FRAMES` frames
-//! in a row with every energy-tested step under a quarter of the test's allowance
-//! (`StepReport::energy_share`) lower it by one. Every raise after the first doubles the quiet
-//! frames needed (up to 16 times): the drape, back at one sweep after a second of quiet, fell
-//! back again 17 frames later. A frame at the raised count may cost more than the budget; the
-//! fallback it avoids costs a multiple of the budget.
+//! above the count that frame took (at most the configured count; a frame that took fewer
+//! sweeps than the least count teaches nothing), and `QUIET_FRAMES` frames in a row with every
+//! energy-tested step under a quarter of the test's allowance (`StepReport::energy_share`)
+//! lower it by one. Every raise after the first doubles the quiet frames needed (up to 16
+//! times): the drape, back at one sweep after a second of quiet, fell back again 17 frames
+//! later. The least count never takes more than twice the sweeps the budget plans, so a frame
+//! costs at most about twice the budget's share for sweeps; the fallback it avoids costs a
+//! multiple of the budget. A change of bodies (`World::sync`) forgets it.
 //!
 //! Raising the count earlier, at a step that came near the allowance, does not save the first
 //! fallback: the drape's gain grows from a third of the allowance to twice it within two
@@ -77,7 +79,8 @@ impl BudgetPlanner {
         match (budget_ms, self.fixed_ms, self.sweep_ms) {
             (Some(b), Some(fixed), Some(c)) if c > 0.0 => {
                 let n = (FAST_PATH_SHARE * b / substeps.max(1) as f64 - fixed) / c;
-                (n.max(0.0).floor() as u32).max(self.least).clamp(1, MAX_PLANNED_ITERATIONS)
+                let planned = (n.max(0.0).floor() as u32).max(1);
+                planned.max(self.least.min(2 * planned)).min(MAX_PLANNED_ITERATIONS)
             }
             _ => pinned,
         }
@@ -90,9 +93,13 @@ impl BudgetPlanner {
     /// with.
     pub fn observe_energy(&mut self, energy_fell_back: bool, energy_share: f64, iterations: u32, pinned: u32) {
         if energy_fell_back {
-            self.least = (iterations + 1).min(pinned.max(1)).max(self.least);
             self.quiet = 0;
-            self.raises = (self.raises + 1).min(MAX_QUIET_DOUBLINGS + 1);
+            // Only a frame that took the least count (or more) teaches a higher one.
+            let raised = (iterations + 1).min(pinned.max(1));
+            if iterations >= self.least && raised > self.least {
+                self.least = raised;
+                self.raises = (self.raises + 1).min(MAX_QUIET_DOUBLINGS + 1);
+            }
         } else if energy_share < QUIET_SHARE && self.least > 0 {
             self.quiet += 1;
             if self.quiet >= QUIET_FRAMES << self.raises.saturating_sub(1) {
@@ -102,6 +109,11 @@ impl BudgetPlanner {
         } else {
             self.quiet = 0;
         }
+    }
+
+    /// Forgets the least sweep count and its history (the bodies it was learnt on changed).
+    pub fn forget_least(&mut self) {
+        (self.least, self.quiet, self.raises) = (0, 0, 0);
     }
 
     /// Records `substeps` swept substeps of `iterations` sweeps each whose phases took
@@ -180,15 +192,16 @@ mod tests {
         p.observe_energy(true, 1.7, 1, 20);
         assert_eq!(p.iterations(Some(4.0), 1, 20), 2);
         p.observe_energy(true, 1.2, 2, 20);
-        assert_eq!(p.iterations(Some(4.0), 1, 20), 3);
-        // A frame of fewer sweeps than the least (none planned yet) does not lower it.
-        p.observe_energy(true, 1.2, 1, 20);
         assert_eq!(p.least, 3);
-        // Capped by the pinned count.
+        // The least count takes at most twice the budget's plan.
+        assert_eq!(p.iterations(Some(4.0), 1, 20), 2);
+        // A frame of fewer sweeps than the least teaches nothing, and neither does a raise
+        // capped by the pinned count.
+        p.observe_energy(true, 1.2, 2, 20);
         p.observe_energy(true, 5.0, 3, 3);
-        assert_eq!(p.least, 3);
-        // Four raises: lowered after 8 × QUIET_FRAMES quiet frames.
-        let quiet = 8 * QUIET_FRAMES;
+        assert_eq!((p.least, p.raises), (3, 2));
+        // Two raises: lowered after 2 × QUIET_FRAMES quiet frames.
+        let quiet = 2 * QUIET_FRAMES;
         for _ in 0..quiet - 1 {
             p.observe_energy(false, 0.0, 3, 20);
         }
@@ -207,5 +220,7 @@ mod tests {
         // A budget the sweeps fit in is planned as before, above the least count.
         p.observe_energy(true, 2.0, 1, 20);
         assert_eq!(p.iterations(Some(12.0), 1, 20), ((FAST_PATH_SHARE * 12.0 - 5.0) / 0.05) as u32);
+        p.forget_least();
+        assert_eq!((p.least, p.quiet, p.raises), (0, 0, 0));
     }
 }

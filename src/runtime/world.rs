@@ -284,6 +284,7 @@ impl World {
         rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
         self.vbd.topology_changed();
         self.fallback.al.clear();
+        self.fallback.planner.forget_least();
         self.built_version = Some(version);
     }
 

@@ -28,12 +28,15 @@
 //! keeps no lag: the pin runs on the world's clock, so what its step did not travel is dropped
 //! at once.
 //!
-//! A hold the fallback cannot serve ends early: a held step that travelled nothing (the
-//! solver's set-up alone outlasted the budget) hands the island back to the fast path for the
-//! next frame, whose check decides again. Held on, a 4,225-vertex cloth at an 8 ms budget stood
-//! frozen in the air for nine frames of 24 ms each. A redo that would start past the deadline,
-//! for an island that is not flying, does not set the solver up at all and leaves the island as
-//! it was.
+//! A hold that began for a soft reason (an energy gain or clamp lock: the fast step was valid,
+//! only suspect) ends early when the fallback cannot serve it: a held step that the deadline
+//! stopped before it travelled anything hands the island back to the fast path from the next
+//! substep, whose check decides again. Held on, a 4,225-vertex cloth at an 8 ms budget stood
+//! frozen in the air for nine frames of 24 ms each. A hold for a hard failure (a crossing,
+//! speed, inversion, diverged or stalled sweeps) is kept: the fast path would only fail again,
+//! at its own cost on top of the fallback's. A redo that would start past the deadline, for
+//! an island that is not flying, does not set the solver up at all and leaves the island as it
+//! was.
 
 mod check;
 mod redo;
@@ -79,6 +82,9 @@ struct History {
     hold_until: u64,
     /// Length of the last hold.
     hold: u32,
+    /// The last hold began for a soft reason (an energy gain or clamp lock): it may end early
+    /// (module docs, "Lag").
+    hold_soft: bool,
     /// Soft flags of the last substeps, newest in bit 0.
     soft: u32,
     /// A failure found elsewhere (the GPU's check): the body's next step falls back for it.

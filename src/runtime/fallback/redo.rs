@@ -174,11 +174,13 @@ fn record_redo(
         hist.lag = if behind > 1e-4 * info.h as f64 { behind } else { 0.0 };
         lag = lag.max(hist.lag);
     }
-    if reason == FallbackReason::Hold && advanced == 0.0 && clock.free {
-        // A hold the fallback cannot serve within the budget ends: the island's clock would
-        // stand still for the rest of it (a cloth held at an 8 ms budget stood frozen in the
-        // air for nine frames). The fast path takes the next frame, and its check decides
-        // again; a failure there starts a longer hold (`RETRY_WINDOW`).
+    let out_of_time = info.deadline.is_some_and(|d| Instant::now() >= d);
+    let soft_hold = handles.iter().all(|h| history.get(h).is_some_and(|r| r.hold_soft));
+    if reason == FallbackReason::Hold && advanced == 0.0 && clock.free && out_of_time && soft_hold {
+        // A soft hold the fallback cannot serve within the budget ends: the island's clock
+        // would stand still for the rest of it (module docs, "Lag"). The fast path takes the
+        // next substep, and its check decides again; a failure there starts a longer hold
+        // (`RETRY_WINDOW`).
         for hnd in &handles {
             history.entry(*hnd).or_default().hold_until = frame;
         }
@@ -193,6 +195,7 @@ fn record_redo(
                 HOLD_FRAMES
             };
             hist.hold_until = frame + hist.hold as u64;
+            hist.hold_soft = !reason.is_hard();
         }
     }
     report.lag = report.lag.max(lag);

@@ -183,9 +183,9 @@ impl Problem {
     }
 
     /// The gradient (per unknown, into `grad`) and the projected Hessian (into
-    /// [`Problem::hessian`]) at `x`. Tet and membrane Hessians are projected onto the PSD cone
-    /// element by element; a hinge contributes its Gauss–Newton term `k ∇θ ∇θᵀ`, which is PSD
-    /// and exact at the rest angle.
+    /// [`Problem::hessian`]) at `x`. Stable neo-Hookean tets' Hessians are projected onto the
+    /// PSD cone element by element; StVK's and the membrane's are PSD by construction; a hinge
+    /// contributes its Gauss–Newton term `k ∇θ ∇θᵀ`, which is PSD and exact at the rest angle.
     pub fn gradient_hessian(&mut self, st: &SimState, x: &[DVec3], grad: &mut [DVec3]) {
         self.hessian.clear();
         for (k, &v) in self.vertices.iter().enumerate() {
