@@ -183,6 +183,29 @@ fn a_cloth_whose_fallback_gets_no_time_drapes_on_at_more_sweeps() {
     }
 }
 
+/// A hold that began for a hard failure is kept when its steps get no time: the fast path
+/// would only fail again, at its own cost on top of the fallback's. `fallback_projectile_cloth`
+/// under a budget no step can meet: the cube's impact stalls the sweeps (a hard residual
+/// growth) in the first frame, and the frames after it are held, not handed back to the fast
+/// path to fail again. (Ending such holds made `projectile_wall` fall back for its speed 29
+/// times in 60 frames instead of twice.)
+#[test]
+fn a_hold_for_a_hard_failure_is_kept_when_it_gets_no_time() {
+    let mut loaded = common::load("fallback_projectile_cloth");
+    let config = StepConfig { budget_ms: Some(1e-6), ..loaded.world.config().clone() };
+    loaded.world.set_config(config).expect("config");
+    let reports = run(&mut loaded.world, 12);
+    let hard =
+        |r: &StepReport| r.islands.iter().any(|i| i.reason.is_some_and(|r| r.is_hard() && r != FallbackReason::Hold));
+    let first = reports.iter().position(hard).expect("no hard failure: this test then checks nothing");
+    let held: Vec<&StepReport> = reports[first + 1..]
+        .iter()
+        .take_while(|r| r.islands.iter().all(|i| i.reason == Some(FallbackReason::Hold)))
+        .collect();
+    assert!(held.len() >= 5, "held for {} frames after frame {}", held.len(), first + 1);
+    assert!(held.iter().any(|r| r.islands.iter().all(|i| i.travelled == 0.0)), "no held frame went without time");
+}
+
 /// A 3 cm steel cube at 60 m/s at a pinned cloth: one frame spans a metre. The check rejects
 /// the fast step (its speed, and the sweeps' diverging residual) and the fallback catches the
 /// cube on the cloth's near side.

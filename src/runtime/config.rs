@@ -95,7 +95,8 @@ pub struct StepConfig {
     pub iterations: u32,
     /// Gravity \[m/s²\]. Default (0, −9.81, 0): y up.
     pub gravity: Vec3,
-    /// Time integrator. Default BDF2 (exact free flight, L-stable).
+    /// Time integrator. Default Newmark β = 1, γ = 3/2 (exact free flight, dissipative like
+    /// backward Euler; see `solver/integrator.rs`).
     pub integrator: Integrator,
     /// Initial guess. Default adaptive (\[VBD\] §3.7).
     pub initialization: Initialization,
