@@ -206,6 +206,43 @@ fn a_hold_for_a_hard_failure_is_kept_when_it_gets_no_time() {
     assert!(held.iter().any(|r| r.islands.iter().all(|i| i.travelled == 0.0)), "no held frame went without time");
 }
 
+/// A body swapped for one with as many vertices and tets but other elements is redone with its
+/// own elements: the fallback keeps its last problem's structure (Hessian pattern, element
+/// slots) only until the state is repacked. A bar of 8 × 1 × 1 cells is replaced by one of
+/// 1 × 1 × 8 (36 vertices and 48 tets each, connected otherwise), and its fallback step matches
+/// that of a world that only ever held the second bar, iterations included.
+#[test]
+fn a_body_swapped_for_one_of_the_same_size_is_redone_with_its_own_elements() {
+    let config = StepConfig { fallback: FallbackPolicy::Always, ..StepConfig::default() };
+    let bar = |cells: [u32; 3], size: Vec3| {
+        let mesh = TetMesh::box_mesh(size, cells, TetSplit::Six).expect("mesh");
+        SoftBodyBuilder::tetrahedral(mesh).translation(Vec3::new(0.0, 0.3, 0.0)).build().expect("body")
+    };
+    let (long_x, long_z) = (bar([8, 1, 1], Vec3::new(0.4, 0.05, 0.05)), bar([1, 1, 8], Vec3::new(0.05, 0.05, 0.4)));
+    let mut swapped = World::new(config.clone()).expect("world");
+    swapped.obstacles.push(Obstacle::ground(0.0, 0.5));
+    let first = swapped.bodies.insert(long_x);
+    run(&mut swapped, 2);
+    swapped.bodies.remove(first);
+    let second = swapped.bodies.insert(long_z.clone());
+    let mut fresh = World::new(config).expect("world");
+    fresh.obstacles.push(Obstacle::ground(0.0, 0.5));
+    let only = fresh.bodies.insert(long_z);
+    for frame in 0..3 {
+        let (a, b) = (swapped.step(), fresh.step());
+        let (ia, ib) = (&a.islands[0], &b.islands[0]);
+        assert_eq!(ia.path, StepPath::Fallback, "frame {frame}: {ia:?}");
+        assert_eq!(
+            (ia.iterations, ia.newton_iterations, ia.cg_iterations),
+            (ib.iterations, ib.newton_iterations, ib.cg_iterations),
+            "frame {frame}"
+        );
+        let (pa, pb) = (swapped.body_positions(second).unwrap(), fresh.body_positions(only).unwrap());
+        let apart = pa.iter().zip(pb).map(|(x, y)| (*x - *y).length()).fold(0.0f32, f32::max);
+        assert!(apart < 1e-6, "frame {frame}: {apart} m apart");
+    }
+}
+
 /// A 3 cm steel cube at 60 m/s at a pinned cloth: one frame spans a metre. The check rejects
 /// the fast step (its speed, and the sweeps' diverging residual) and the fallback catches the
 /// cube on the cloth's near side.
