@@ -12,9 +12,10 @@
 //! # Least sweeps
 //!
 //! The budget is not the only bound on the count: too few sweeps leave a step so far from its
-//! minimiser that it gains energy. A cloth draping over a sphere at one sweep a frame gains
-//! energy in every step from its 19th frame on, its elastic energy doubling each frame, and
-//! falls back at the 22nd; at two sweeps it keeps within the energy test's allowance. So the
+//! minimiser that it gains energy. A cloth draping over a sphere at one sweep a frame stretches
+//! (its membrane energy doubles every frame from about the 14th), gains energy in every step
+//! from the 19th and falls back at the 22nd; at two sweeps it keeps within the energy test's
+//! allowance. So the
 //! planner also keeps a least count, learnt from the fallbacks its plans caused: a frame in
 //! which an island fell back because its fast step gained energy raises the least count to one
 //! above the count that frame took (at most the configured count; a frame that took fewer

@@ -173,9 +173,10 @@ pub struct StepReport {
     /// Time each phase took \[ms\].
     pub phases: PhaseTimes,
     /// Largest share of the energy test's allowance that an island's fast step used, over the
-    /// substeps (CPU backend; 0 when no tested island gained energy): its gain of total energy (kinetic, elastic, gravitational and
-    /// contact) divided by 5 % of its energy scale plus a millijoule. Above 1 the test raised
-    /// a soft flag (three in five steps send the island to the fallback).
+    /// substeps (CPU backend; 0 when no tested island gained energy): its gain of total energy
+    /// (kinetic, elastic, gravitational and contact) divided by 5 % of its energy scale plus a
+    /// millijoule. Above 1 the test raised a soft flag (three in five steps send the island to
+    /// the fallback).
     pub energy_share: f64,
     /// Largest lag of an island's clock behind the world's after the step \[s\] (see
     /// `IslandReport::lag`; 0 when no fallback step was cut short).

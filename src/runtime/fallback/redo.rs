@@ -20,7 +20,7 @@ use crate::runtime::assemble::BodySlot;
 use crate::runtime::config::StepConfig;
 use crate::runtime::report::{IslandReport, StepPath, StepReport};
 use crate::runtime::transaction::Snapshot;
-use crate::solver::al::{AlInput, AlScratch, AlSettings, AlStats, al_step, impact_share};
+use crate::solver::al::{AlInput, AlScratch, AlSettings, AlStats, al_step, expired, impact_share};
 use crate::solver::check::FallbackReason;
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
@@ -174,7 +174,7 @@ fn record_redo(
         hist.lag = if behind > 1e-4 * info.h as f64 { behind } else { 0.0 };
         lag = lag.max(hist.lag);
     }
-    let out_of_time = info.deadline.is_some_and(|d| Instant::now() >= d);
+    let out_of_time = expired(info.deadline);
     let soft_hold = handles.iter().all(|h| history.get(h).is_some_and(|r| r.hold_soft));
     if reason == FallbackReason::Hold && advanced == 0.0 && clock.free && out_of_time && soft_hold {
         // A soft hold the fallback cannot serve within the budget ends: the island's clock
@@ -416,7 +416,7 @@ fn step_part(
         first_iteration_always: lim.flying && part.warm.is_none(),
         ..fallback_settings(state, config, h, lim.members, |i| solved[i])
     };
-    if !settings.first_iteration_always && lim.deadline.is_some_and(|d| Instant::now() >= d) {
+    if !settings.first_iteration_always && expired(lim.deadline) {
         // No iteration may run: the solver's set-up (its Hessian's pattern, the first
         // penalty, the seed of its active set) would only add to an overrun frame (24 ms a
         // frame for a 4,225-vertex cloth held at an 8 ms budget). The island stays as it was.

@@ -185,7 +185,8 @@ impl AlScratch {
     }
 }
 
-fn expired(deadline: Option<Instant>) -> bool {
+/// Whether `deadline` has passed (never without one).
+pub(crate) fn expired(deadline: Option<Instant>) -> bool {
     deadline.is_some_and(|d| Instant::now() >= d)
 }
 

@@ -199,34 +199,23 @@ impl Problem {
         // are PSD by construction (their tests check it), and the projection's Cholesky test
         // alone was a tenth of a cloth fallback's time.
         for (n, &i) in tets.iter().enumerate() {
-            let (g, h) = tet_terms(st, i, x);
+            let (g, mut h) = tet_terms(st, i, x);
             let t = &st.tets[i as usize];
-            let project = st.materials[t.material as usize].model == MODEL_STABLE_NEO_HOOKEAN;
-            let slots = &tet_slots[16 * n..16 * n + 16];
-            scatter::<4>(&t.vertices, &g, |a, b| h[a][b], project, dof, grad, hessian, slots, &mut dense);
+            if st.materials[t.material as usize].model == MODEL_STABLE_NEO_HOOKEAN {
+                projected_dense::<4>(|a, b| h[a][b], &mut dense);
+                h = dense_to_blocks::<4>(&dense);
+            }
+            scatter::<4>(&t.vertices, &g, &h, dof, grad, hessian, &tet_slots[16 * n..16 * n + 16]);
         }
         for (n, &i) in tris.iter().enumerate() {
             let (g, h) = triangle_terms(st, i, x);
             let vertices = &st.tris[i as usize].vertices[..3];
-            let slots = &tri_slots[9 * n..9 * n + 9];
-            scatter::<3>(vertices, &g, |a, b| h[a][b], false, dof, grad, hessian, slots, &mut dense);
+            scatter::<3>(vertices, &g, &h, dof, grad, hessian, &tri_slots[9 * n..9 * n + 9]);
         }
         for (n, &i) in hinges.iter().enumerate() {
             let (g, h) = hinge_terms(st, i, x);
             let vertices = &st.hinges[i as usize].vertices;
-            let slots = &hinge_slots[16 * n..16 * n + 16];
-            for a in 0..4 {
-                let da = dof[vertices[a] as usize];
-                if da != NO_DOF {
-                    grad[da as usize] += g[a];
-                }
-                for b in 0..4 {
-                    let s = slots[4 * a + b];
-                    if s != NO_DOF {
-                        hessian.blocks[s as usize] += h[a][b];
-                    }
-                }
-            }
+            scatter::<4>(vertices, &g, &h, dof, grad, hessian, &hinge_slots[16 * n..16 * n + 16]);
         }
     }
 
@@ -286,8 +275,8 @@ pub(crate) fn hinge_terms(st: &SimState, i: u32, x: &[DVec3]) -> ([DVec3; 4], [[
 }
 
 /// The blocks `h(a, b)` of a `K`-vertex element as a dense row-major `3K × 3K` matrix in
-/// `dense`.
-fn dense_blocks<const K: usize>(h: impl Fn(usize, usize) -> DMat3, dense: &mut [f64; 144]) {
+/// `dense`, projected onto the PSD cone.
+pub(crate) fn projected_dense<const K: usize>(h: impl Fn(usize, usize) -> DMat3, dense: &mut [f64; 144]) {
     let n = 3 * K;
     for a in 0..K {
         for b in 0..K {
@@ -299,45 +288,14 @@ fn dense_blocks<const K: usize>(h: impl Fn(usize, usize) -> DMat3, dense: &mut [
             }
         }
     }
+    project_psd(&mut dense[..n * n], n);
 }
 
-/// The blocks `h(a, b)` of a `K`-vertex element as a dense row-major `3K × 3K` matrix in
-/// `dense`, projected onto the PSD cone.
-pub(crate) fn projected_dense<const K: usize>(h: impl Fn(usize, usize) -> DMat3, dense: &mut [f64; 144]) {
-    dense_blocks::<K>(h, dense);
-    project_psd(&mut dense[..9 * K * K], 3 * K);
-}
-
-/// Adds an element's gradient and Hessian (blocks `h(a, b)`, projected onto the PSD cone when
-/// `project`) to the unknowns.
-#[allow(clippy::too_many_arguments)]
-fn scatter<const K: usize>(
-    vertices: &[u32],
-    g: &[DVec3; K],
-    h: impl Fn(usize, usize) -> DMat3,
-    project: bool,
-    dof: &[u32],
-    grad: &mut [DVec3],
-    hessian: &mut BlockCsr,
-    slots: &[u32],
-    dense: &mut [f64; 144],
-) {
+/// The `3 × 3` blocks of a `K`-vertex element's dense row-major `3K × 3K` matrix.
+fn dense_to_blocks<const K: usize>(dense: &[f64; 144]) -> [[DMat3; K]; K] {
     let n = 3 * K;
-    if project {
-        projected_dense::<K>(h, dense);
-    } else {
-        dense_blocks::<K>(h, dense);
-    }
-    for a in 0..K {
-        let da = dof[vertices[a] as usize];
-        if da != NO_DOF {
-            grad[da as usize] += g[a];
-        }
-        for b in 0..K {
-            let s = slots[K * a + b];
-            if s == NO_DOF {
-                continue;
-            }
+    std::array::from_fn(|a| {
+        std::array::from_fn(|b| {
             let col = |c: usize| {
                 DVec3::new(
                     dense[(3 * a) * n + 3 * b + c],
@@ -345,7 +303,32 @@ fn scatter<const K: usize>(
                     dense[(3 * a + 2) * n + 3 * b + c],
                 )
             };
-            hessian.blocks[s as usize] += DMat3::from_cols(col(0), col(1), col(2));
+            DMat3::from_cols(col(0), col(1), col(2))
+        })
+    })
+}
+
+/// Adds an element's gradient and Hessian blocks to the unknowns (`slots`: the Hessian block
+/// of each vertex pair, [`NO_DOF`] where either vertex has no unknown).
+fn scatter<const K: usize>(
+    vertices: &[u32],
+    g: &[DVec3; K],
+    h: &[[DMat3; K]; K],
+    dof: &[u32],
+    grad: &mut [DVec3],
+    hessian: &mut BlockCsr,
+    slots: &[u32],
+) {
+    for a in 0..K {
+        let da = dof[vertices[a] as usize];
+        if da != NO_DOF {
+            grad[da as usize] += g[a];
+        }
+        for b in 0..K {
+            let s = slots[K * a + b];
+            if s != NO_DOF {
+                hessian.blocks[s as usize] += h[a][b];
+            }
         }
     }
 }
