@@ -22,6 +22,7 @@ use crate::runtime::report::{IslandReport, StepPath, StepReport};
 use crate::runtime::transaction::Snapshot;
 use crate::solver::al::{AlInput, AlScratch, AlSettings, AlStats, al_step, expired, impact_share};
 use crate::solver::check::FallbackReason;
+use crate::solver::check::energy::body_energies;
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
 /// Redoes the islands `checked` rejected, and reports them.
@@ -143,10 +144,13 @@ fn record_redo(
     }
     // A finite result the fallback could still not make valid (an inverted tet: its inputs
     // were absurd, such as a pin target at 1e38 m) is put back at rest as well.
+    // In f64 from the stored positions, as the solver held them: a dented wall's flattest
+    // tets, at `J ≥ j_min` in f64, read as inverted in f32 arithmetic, and the island was put
+    // back at rest.
     let inverted = state.tets.iter().any(|t| {
         members.contains(&state.vertex_body[t.vertices[0] as usize]) && {
-            let x = t.vertices.map(|i| Vec3A::from_vec4(state.positions[i as usize]));
-            !(crate::material::tet::deformation_gradient::<f32>(&x, &t.dm_inv()).determinant() > 0.0)
+            let x = t.vertices.map(|i| state.positions[i as usize].truncate().as_dvec3());
+            !(crate::material::tet::deformation_gradient::<f64>(&x, &t.dm_inv().as_dmat3()).determinant() > 0.0)
         }
     });
     if inverted {
@@ -218,12 +222,9 @@ fn record_redo(
 
 /// Redoes one island's substep (its vertices are at the step's start) with the
 /// augmented-Lagrangian solver and writes positions, velocities and accelerations; returns how
-/// it went, its `travelled` the share of the whole step.
-///
-/// An island whose free flight over the step would carry a vertex further than
-/// `SPLIT_REACH` offsets (a projectile) is stepped in two parts, split where that flight
-/// first brings two surfaces within two offsets (module docs, "Impact"): up to the impact,
-/// where nothing meets, and from it, where what meets moves together from the start.
+/// it went, its `travelled` the share of the whole step. The step is taken in pieces
+/// (`step_pieces`): whole for an island that moves little, else free flight up to its impact
+/// and short pieces while it presses into what it met.
 #[allow(clippy::too_many_arguments)]
 fn redo_island(
     state: &mut SimState,
@@ -256,49 +257,32 @@ fn redo_island(
         flags: snapshot.flags(),
         warm: info.swept.then_some(fast),
     };
-    let mut lim =
-        Limits { obstacles, members, solved: &solved, moves: &moves, config, deadline: info.deadline, flying: false };
-    let split;
-    (lim.flying, split) = impact_split(state, &start, &whole, &lim, &pin_end, al);
-    let Some(t) = split else {
-        return step_part(state, &start, &whole, &lim, &pin_end, al);
+    let lim = Limits {
+        obstacles,
+        members,
+        solved: &solved,
+        moves: &moves,
+        config,
+        deadline: info.deadline,
+        contact: &info.contact,
+        flying: false,
     };
-    // Up to the impact: nothing meets, and no warm start (the fast path's is for the step's
-    // end); pins a share `t` of their way.
-    let first = Part { h: t as f32 * h, warm: None, ..whole };
-    let pin_at = |i: usize| start[i] + (pin_end(i) - start[i]) * t;
-    let a = step_part(state, &start, &first, &lim, &pin_at, al);
-    if a.share() < 1.0 {
-        return AlStats { travelled: a.travelled * t, ..a };
-    }
-    // From the impact to the step's end, from the state reached.
-    let (velocities, accelerations, flags) =
-        (state.velocities.clone(), state.accelerations.clone(), state.flags.clone());
-    let second = Part {
-        h: h - first.h,
-        velocities: &velocities,
-        accelerations: &accelerations,
-        flags: &flags,
-        warm: whole.warm,
-    };
-    let mid: Vec<DVec3> = state.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
-    let b = step_part(state, &mid, &second, &lim, &pin_end, al);
-    AlStats {
-        iterations: a.iterations + b.iterations,
-        newton_iterations: a.newton_iterations + b.newton_iterations,
-        cg_iterations: a.cg_iterations + b.cg_iterations,
-        travelled: t + (1.0 - t) * b.travelled,
-        ..b
-    }
+    step_pieces(state, &start, &whole, &lim, &pin_end, al)
 }
 
-/// Free flight further than this many contact offsets in a step splits a redone step at its
-/// impact (`redo_island`): resting and slowly moving islands are stepped whole.
+/// Free flight further than this many contact offsets in a step splits a redone step
+/// (`next_piece`): resting and slowly moving islands are stepped whole.
 const SPLIT_REACH: f64 = 10.0;
-/// Splits closer than this share to either end of the step are not worth a second solve.
+/// Splits closer than this share to either end of a step are not worth a second solve.
 const MIN_SPLIT: f64 = 0.01;
+/// Free flight over a piece of an island pressing into what it met reaches at most this many
+/// contact offsets (`next_piece`).
+const PIECE_REACH: f64 = 5.0;
+/// Least share of a step one piece takes: a step has at most this many pieces' worth.
+const MIN_PIECE: f64 = 1.0 / 256.0;
 
-/// What the parts of a redone step share.
+/// What the pieces of a redone step share.
+#[derive(Clone, Copy)]
 struct Limits<'a> {
     obstacles: &'a [Obstacle],
     members: &'a [u32],
@@ -306,7 +290,10 @@ struct Limits<'a> {
     moves: &'a [bool],
     config: &'a StepConfig,
     deadline: Option<Instant>,
-    /// The island flies (`impact_split`).
+    /// The substep's contact model (the energy of a piece cut short, `step_pieces`).
+    contact: &'a crate::collision::ContactModel,
+    /// The piece is free flight (`next_piece`): its first outer iteration runs even past the
+    /// deadline.
     flying: bool,
 }
 
@@ -334,18 +321,126 @@ impl Part<'_> {
     }
 }
 
-/// Whether the island flies (its free flight carries a vertex further than `SPLIT_REACH`
-/// offsets, and for at least `MIN_SPLIT` of the step before two surfaces come within two
-/// contact offsets), and if it has an impact to split at, the share of the step at which the
-/// flight first brings them there (`redo_island`).
-fn impact_split(
-    state: &SimState,
+/// Takes `part` of an island's step (from positions `start`, pins carried to `pin_end`) in
+/// pieces, each an augmented-Lagrangian solve from the state the last one reached, its
+/// positions and velocities (module docs, "Impact"), until the part's end, a piece cut short
+/// or the deadline. A part taken whole answers as its solve did; one in pieces travelled the
+/// share of the part its finished pieces cover, plus what its last one travelled.
+fn step_pieces(
+    state: &mut SimState,
     start: &[DVec3],
     part: &Part<'_>,
     lim: &Limits<'_>,
     pin_end: &impl Fn(usize) -> DVec3,
     al: &mut AlScratch,
-) -> (bool, Option<f64>) {
+) -> AlStats {
+    let mut total = AlStats { min_distance: f64::INFINITY, ..AlStats::default() };
+    // What the last step left pressed together needs no CCD to find its impact: the near
+    // stretch's CCD of a ball in its dent was half of a 100 ms frame.
+    let mut touching = al.touching(lim.solved, 2.0 * lim.config.contact_offset as f64);
+    let (mut done, mut all_converged) = (0.0f64, true);
+    // Pins that move do work on the island: its energy may rise.
+    let driven = (0..start.len()).any(|i| lim.moves[i] && !lim.solved[i] && pin_end(i) != start[i]);
+    let mut from = start.to_vec();
+    let (mut velocities, mut accelerations, mut flags) =
+        (part.velocities.to_vec(), part.accelerations.to_vec(), part.flags.to_vec());
+    loop {
+        let rest = 1.0 - done;
+        let remaining = Part {
+            h: (rest * part.h as f64) as f32,
+            velocities: &velocities,
+            accelerations: &accelerations,
+            flags: &flags,
+            warm: None,
+        };
+        // Pins a share `u` of the way from where this piece starts to the part's end.
+        let from_ = &from;
+        let pin_at = |u: f64| move |i: usize| from_[i] + (pin_end(i) - from_[i]) * u;
+        let (mut share, flying) = next_piece(state, &from, &remaining, lim, &pin_at(1.0), touching, al);
+        share = share.max(MIN_PIECE / rest).min(1.0);
+        if 1.0 - share < 0.25 * share {
+            share = 1.0;
+        }
+        if done == 0.0 && share == 1.0 {
+            // Whole: the fast path's result is a warm start for it.
+            return step_part(state, start, part, &Limits { flying, ..*lim }, pin_end, al);
+        }
+        let piece = Part { h: (share * remaining.h as f64) as f32, ..remaining };
+        let before = state.positions.clone();
+        let out = step_part(state, &from, &piece, &Limits { flying, ..*lim }, &pin_at(share), al);
+        total.iterations += out.iterations;
+        total.newton_iterations += out.newton_iterations;
+        total.cg_iterations += out.cg_iterations;
+        (total.residual, total.pairs, total.min_distance) = (out.residual, out.pairs, out.min_distance);
+        all_converged &= out.converged && !out.rewound;
+        let travelled = out.share();
+        if travelled >= MIN_TRAVELLED {
+            done += share * rest * travelled;
+            if !out.converged && !driven {
+                cap_energy(state, (&before, &velocities), lim);
+            }
+        }
+        if travelled < 1.0 || share == 1.0 || expired(lim.deadline) {
+            break;
+        }
+        // A piece that flew up to an impact ends touching, whatever its active set says.
+        touching = out.pairs > 0 || flying;
+        from.clear();
+        from.extend(state.positions.iter().map(|p| p.truncate().as_dvec3()));
+        velocities.clone_from(&state.velocities);
+        accelerations.clone_from(&state.accelerations);
+        flags.clone_from(&state.flags);
+    }
+    let finished = done >= 1.0 - 1e-9;
+    total.converged = finished && all_converged;
+    total.travelled = if finished { 1.0 } else { done };
+    total
+}
+
+/// Scales the island's velocities down so that a piece cut short ends with no more energy
+/// (kinetic, elastic, gravitational and obstacle contact) than it started with at positions
+/// and velocities `before`: a cut iterate is only part of the way to the piece's answer, and
+/// read as a state its velocity (the answer's, `step_part`) and its elastic energy together
+/// can exceed what the piece had. A 60 m/s ball whose impact pieces a 100 ms budget cut
+/// gained 60 J of its 193 J over three frames that way. The island's own motion only: the
+/// rest of the world is left as it is.
+fn cap_energy(state: &mut SimState, before: (&[Vec4], &[Vec4]), lim: &Limits<'_>) {
+    let gravity = Vec3A::from(lim.config.gravity);
+    let island = |e: &[(f64, f64)]| lim.members.iter().map(|&b| e[b as usize].0 + e[b as usize].1).sum::<f64>();
+    let mut energies = Vec::new();
+    body_energies(state, before, gravity, lim.obstacles, lim.contact, &mut energies);
+    let start = island(&energies);
+    body_energies(state, (&state.positions, &state.velocities), gravity, lim.obstacles, lim.contact, &mut energies);
+    let gain = island(&energies) - start;
+    let kinetic: f64 = (0..state.vertex_count())
+        .filter(|&i| lim.solved[i])
+        .map(|i| 0.5 * state.masses[i] as f64 * state.velocities[i].truncate().length_squared() as f64)
+        .sum();
+    if !(gain > 0.0 && kinetic > 0.0) {
+        return;
+    }
+    let scale = ((kinetic - gain).max(0.0) / kinetic).sqrt() as f32;
+    for i in (0..state.vertex_count()).filter(|&i| lim.solved[i]) {
+        state.velocities[i] *= scale;
+    }
+}
+
+/// The share of `part` its next piece takes, and whether that piece is free flight. An
+/// island whose free flight over the part carries no vertex further than `SPLIT_REACH`
+/// offsets takes it whole. One that flies, not `touching` anything, flies up to where its free
+/// flight first brings two surfaces (or a surface and an obstacle) within two contact offsets
+/// (additive CCD keeping a hundredth of each approach), or all the way if nothing is in its
+/// path. One at its impact, or `touching`, takes a piece whose free flight reaches
+/// `PIECE_REACH` offsets.
+fn next_piece(
+    state: &SimState,
+    start: &[DVec3],
+    part: &Part<'_>,
+    lim: &Limits<'_>,
+    pin_end: &impl Fn(usize) -> DVec3,
+    touching: bool,
+    al: &mut AlScratch,
+) -> (f64, bool) {
     let offset = lim.config.contact_offset as f64;
     let free: Vec<DVec3> = (0..start.len())
         .map(|i| {
@@ -360,21 +455,33 @@ fn impact_split(
         .collect();
     let reach = (0..start.len()).filter(|&i| lim.solved[i]).map(|i| (free[i] - start[i]).length()).fold(0.0, f64::max);
     if !(reach > SPLIT_REACH * offset) {
-        return (false, None);
+        return (1.0, false);
     }
-    let t = impact_share(
-        state,
-        lim.obstacles,
-        (start, &free),
-        (lim.moves, lim.solved),
-        lim.config.surface_contact,
-        2.0 * offset,
-        al,
-    );
-    // Flying only while free flight is possible: an island already at its impact gains
-    // nothing from following its free flight (the forced first iteration would only cost a CCD
-    // over it: 190 ms a frame for `projectile_wall`'s ball resting its momentum on the wall).
-    (t >= MIN_SPLIT, (MIN_SPLIT..1.0 - MIN_SPLIT).contains(&t).then_some(t))
+    let pressing = PIECE_REACH * offset / reach;
+    if touching {
+        return (pressing, false);
+    }
+    // First along the flight's first `SPLIT_REACH` offsets: an island already at its impact
+    // (a ball pressing into a wall) meets it there, and the CCD of its whole flight, which
+    // sweeps through what it presses into, costs far more (330 ms a frame for
+    // `projectile_wall`'s ball in its dent, against 24 ms for the first stretch).
+    let mut impact = |c: f64| {
+        let end: Vec<DVec3> = (0..start.len()).map(|i| start[i] + (free[i] - start[i]) * c).collect();
+        let surface = lim.config.surface_contact;
+        c * impact_share(state, lim.obstacles, (start, &end), (lim.moves, lim.solved), surface, 2.0 * offset, al)
+    };
+    let near = SPLIT_REACH * offset / reach;
+    let t = match impact(near) {
+        t if t < near => t,
+        _ => impact(1.0),
+    };
+    if t >= 1.0 - MIN_SPLIT {
+        (1.0, true)
+    } else if t >= MIN_SPLIT {
+        (t, true)
+    } else {
+        (pressing, false)
+    }
 }
 
 /// One augmented-Lagrangian solve of a part of an island's step from positions `start`, with

@@ -178,6 +178,16 @@ impl AlScratch {
         self.problem = ProblemCache::default();
     }
 
+    /// Whether the last step ended with a pair of its active set within `gap` that moves a
+    /// vertex `solved` says is solved (an island that stayed on the fallback is still touching
+    /// what it pressed into).
+    pub fn touching(&self, solved: &[bool], gap: f64) -> bool {
+        self.active.list.iter().any(|c| {
+            c.distance < gap
+                && c.key.moving_vertices().iter().any(|&v| solved.get(v as usize).copied().unwrap_or(false))
+        })
+    }
+
     /// Scratch holding the active set `active` (the GPU kernels' tests' oracle).
     #[cfg(all(test, feature = "gpu"))]
     pub(crate) fn with_active(active: ActiveSet) -> Self {

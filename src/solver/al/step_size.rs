@@ -103,6 +103,9 @@ pub(crate) fn max_step_with(
     alpha
 }
 
+/// Share of its volume ratio a tet that starts below `j_min` keeps in a step (`tet_limit`).
+pub(crate) const START_KEPT: f64 = 0.999;
+
 /// `det(A + αB)` as a cubic's coefficients.
 fn det_cubic(a: &DMat3, b: &DMat3) -> [f64; 4] {
     let frob = |m: &DMat3, n: &DMat3| (0..3).map(|i| m.col(i).dot(n.col(i))).sum::<f64>();
@@ -112,7 +115,11 @@ fn det_cubic(a: &DMat3, b: &DMat3) -> [f64; 4] {
 /// Largest `α' ≤ alpha` at which the tet's volume ratio `J = det(D_s) det(D_m⁻¹)` is still at
 /// least `j_min` all along `[0, α']` (vertices `(x, x̂)` moving linearly). `J` is a cubic in α:
 /// its monotone pieces (split at the roots of its derivative) are searched in order and the
-/// first crossing is bracketed by bisection. A tet already below `j_min` does not limit.
+/// first crossing is bracketed by bisection. A tet that starts below `j_min` (rounding leaves
+/// one held at `j_min` a hair under it) keeps `START_KEPT` of its `J`: left unlimited, a
+/// dented wall's flattest tets, at 0.0079–0.00999997, inverted in the next iterate; allowed
+/// half, a tet held there halved its `J` every iteration to 1e-9, which f32 read as inverted.
+/// One that starts inverted does not limit.
 pub(crate) fn tet_limit(v: [(DVec3, DVec3); 4], dm_inv: glam::Mat3A, j_min: f64, alpha: f64) -> f64 {
     let ds = |p: [DVec3; 4]| DMat3::from_cols(p[1] - p[0], p[2] - p[0], p[3] - p[0]);
     let a = ds(v.map(|p| p.0));
@@ -120,9 +127,11 @@ pub(crate) fn tet_limit(v: [(DVec3, DVec3); 4], dm_inv: glam::Mat3A, j_min: f64,
     let scale = glam::Mat3::from(dm_inv).as_dmat3().determinant();
     let c = det_cubic(&a, &b).map(|k| k * scale);
     let j = |s: f64| c[0] + s * (c[1] + s * (c[2] + s * c[3]));
-    if !(j(0.0) > j_min) {
-        return alpha;
-    }
+    let j_min = match j(0.0) {
+        j0 if j0 > j_min => j_min,
+        j0 if j0 > 0.0 => START_KEPT * j0,
+        _ => return alpha,
+    };
     // Critical points of J in (0, alpha).
     let mut cuts = vec![0.0];
     let (qa, qb, qc) = (3.0 * c[3], 2.0 * c[2], c[1]);
@@ -176,5 +185,12 @@ mod tests {
         let v = std::array::from_fn(|k| (rest[k], flip[k]));
         let a = tet_limit(v, glam::Mat3A::IDENTITY, 0.1, 1.0);
         assert!((a - (1.0 - 0.1f64.sqrt()) / 2.0).abs() < 1e-9, "{a}");
+        // Starting below j_min (J = 0.05, apex at z = 0.05, towards z = −1): it keeps
+        // START_KEPT of its J, J(α) = 0.05 − 1.05 α.
+        let low = [DVec3::ZERO, DVec3::X, DVec3::Y, DVec3::Z * 0.05];
+        let v = std::array::from_fn(|k| (low[k], end[k]));
+        let a = tet_limit(v, glam::Mat3A::IDENTITY, 0.1, 1.0);
+        let at = 0.05 * (1.0 - START_KEPT) / 1.05;
+        assert!((a - at).abs() < 1e-12 && a <= at, "{a} vs {at}");
     }
 }
