@@ -707,7 +707,11 @@ fn a_stack_held_on_the_fallback_is_not_frozen() {
             frozen.push(r.frame);
         }
     }
-    assert!(frozen.is_empty(), "the fallback returned its start unchanged at frames {frozen:?}");
+    assert!(
+        frozen.is_empty(),
+        "the fallback returned its start unchanged at frames {frozen:?}: {:?}",
+        frozen.iter().map(|&f| &reports[f as usize - 1].islands).collect::<Vec<_>>()
+    );
     // Moving, and no faster than the settling stack's own motion: the price paid for the
     // offset adds no energy.
     let fastest = world.velocities().iter().map(|v| v.length()).fold(0.0, f32::max);

@@ -1,6 +1,6 @@
 // Element gradients and PSD-projected Hessians of the augmented-Lagrangian step's potential at
 // the targets x̂ (src/solver/al/problem.rs gradient_hessian), one invocation per element of one
-// kind: tets (stable neo-Hookean: the exact 12×12 Hessian projected by Jacobi sweeps; StVK: the
+// kind: tets (stable neo-Hookean: the Hessian in F projected by its analytic eigensystem; StVK: the
 // stress term's positive part, PSD by construction), membrane triangles (the same with 2×2
 // stress) and hinges (the Gauss–Newton term k ∇θ ∇θᵀ). Each element writes its own record, so
 // nothing is accumulated across invocations: al_pcg gathers the records by vertex.
@@ -38,6 +38,24 @@ fn put_block(h: ptr<function, array<f32, 144>>, n: u32, a: u32, b: u32, m: mat3x
     for (var r = 0u; r < 3u; r++) {
         for (var c = 0u; c < 3u; c++) {
             (*h)[(3u * a + r) * n + 3u * b + c] = m[c][r];
+        }
+    }
+}
+
+// Takes the mode q of the Hessian in F, with eigenvalue e, out of the 12×12 element Hessian h
+// when e is negative: V e (q g_a)(q g_b)ᵀ from block (a, b).
+fn take_out(h: ptr<function, array<f32, 144>>, q: mat3x3<f32>, e: f32, gs: array<vec3<f32>, 4>, vol: f32) {
+    if !(e < 0.0) {
+        return;
+    }
+    for (var a = 0u; a < 4u; a++) {
+        for (var b = 0u; b < 4u; b++) {
+            let m = outer3(q * gs[a], q * gs[b]) * (e * vol);
+            for (var r = 0u; r < 3u; r++) {
+                for (var c = 0u; c < 3u; c++) {
+                    (*h)[(3u * a + r) * 12u + 3u * b + c] -= m[c][r];
+                }
+            }
         }
     }
 }
@@ -109,7 +127,28 @@ fn tet_terms(e: u32, g: ptr<function, array<vec3<f32>, 4>>, h: ptr<function, arr
                 put_block(h, 12u, a, b, blk * vol);
             }
         }
-        project_psd(h, 12u);
+        // The Hessian in F projected by its analytic eigensystem (element_hessian_psd): each
+        // twist, flip or scaling mode with a negative eigenvalue is taken out.
+        let d = rotation_svd(ff);
+        let half = 0.70710678;
+        for (var k = 0u; k < 3u; k++) {
+            // (k, i, j) = (0, 1, 2), (1, 0, 2), (2, 0, 1).
+            let i = select(0u, 1u, k == 0u);
+            let jj = select(2u, 1u, k == 2u);
+            let ij = outer3(d.u[i], d.v[jj]);
+            let ji = outer3(d.u[jj], d.v[i]);
+            take_out(h, (ij - ji) * half, mu + s * d.sigma[k], gs, vol);
+            take_out(h, (ij + ji) * half, mu - s * d.sigma[k], gs, vol);
+        }
+        let sg = d.sigma;
+        let cc = vec3<f32>(sg.y * sg.z, sg.x * sg.z, sg.x * sg.y);
+        let kk = mat3x3<f32>(vec3<f32>(0.0, sg.z, sg.y), vec3<f32>(sg.z, 0.0, sg.x), vec3<f32>(sg.y, sg.x, 0.0));
+        let es = sym3_eigen(diag3(mu) + outer3(cc, cc) * lambda + kk * s);
+        for (var m = 0u; m < 3u; m++) {
+            let w = es.vectors[m];
+            let q = outer3(d.u[0], d.v[0]) * w.x + outer3(d.u[1], d.v[1]) * w.y + outer3(d.u[2], d.v[2]) * w.z;
+            take_out(h, q, es.values[m], gs, vol);
+        }
         return t.vertices;
     }
     // src/material/stvk.rs element_gradient and element_hessian_psd.

@@ -9,9 +9,10 @@
 // lowest: the iterates carry the pins only part of the way, so potentials do not compare.
 //   start    per vertex: b = x (the start); the last iterate is the lowest
 //   compare  per item (vertices, tets, triangles, hinges, pair slots): ΔE and both prices
-//   reduce   one workgroup: is x the lowest? Then the copy runs, and the final restore not
+//   reduce   one workgroup: is x the lowest? Then the copy runs; is it within REWIND_SHARE of
+//            the cap above the best? Then the final restore does not
 //   copy     per vertex: b = x
-//   restore  per vertex, once after the outer iterations: x = b when the last was not lowest
+//   restore  per vertex, once after the outer iterations: x = b when the last does not stand
 // Host wrapper: src/gpu/al/al_merit.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/elements.wgsl, lib/element_energy.wgsl, lib/distance.wgsl, lib/mat3.wgsl, lib/friction.wgsl,
 // lib/al.wgsl.
@@ -22,8 +23,11 @@ const PHASE_REDUCE: u32 = 2u;
 const PHASE_COPY: u32 = 3u;
 const PHASE_RESTORE: u32 = 4u;
 
+// src/solver/al/mod.rs REWIND_SHARE.
+const REWIND_SHARE: f32 = 0.01;
+
 // Words of `control`: the copy's and the restore's dispatch arguments, whether the last
-// iterate is the lowest.
+// iterate stands (the lowest, or within REWIND_SHARE of the price cap above it).
 const C_COPY_ARGS: u32 = 0u;
 const C_RESTORE_ARGS: u32 = 3u;
 const C_LAST_IS_LOWEST: u32 = 6u;
@@ -170,8 +174,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wg: ve
     }
     let cap = params.price_cap;
     // Where a pin moves within the step the iterates do not compare: the last one stands.
-    let lowest = scalars[S_PINS_MOVE] != 0.0 || t.x + min(t.y, cap) <= min(t.z, cap);
-    control[C_LAST_IS_LOWEST] = select(0u, 1u, lowest);
+    let pins = scalars[S_PINS_MOVE] != 0.0;
+    let lowest = pins || t.x + min(t.y, cap) <= min(t.z, cap);
+    // Within REWIND_SHARE of the cap above the best, the last iterate stands (al_step): merits
+    // that close differ by the price's rounding, not by energy from nowhere.
+    let stands = pins || t.x + min(t.y, cap) <= min(t.z, cap) + REWIND_SHARE * cap;
+    control[C_LAST_IS_LOWEST] = select(0u, 1u, stands);
     set_args(C_COPY_ARGS, select(0u, params.vertex_groups, lowest));
-    set_args(C_RESTORE_ARGS, select(params.vertex_groups, 0u, lowest));
+    set_args(C_RESTORE_ARGS, select(params.vertex_groups, 0u, stands));
 }

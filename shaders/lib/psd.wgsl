@@ -87,3 +87,91 @@ fn project_psd(a: ptr<function, array<f32, 144>>, n: u32) {
         }
     }
 }
+
+// Eigenvalues and eigenvectors (columns) of a symmetric 3×3 matrix by cyclic Jacobi rotations
+// (src/math/sym3.rs sym3_eigen).
+struct Eigen3 {
+    values: vec3<f32>,
+    vectors: mat3x3<f32>,
+}
+
+fn sym3_eigen(m: mat3x3<f32>) -> Eigen3 {
+    // a[c][r]: column c, row r, as WGSL stores it.
+    var a = m;
+    var v = mat3x3<f32>(vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0));
+    let ps = vec3<u32>(0u, 0u, 1u);
+    let qs = vec3<u32>(1u, 2u, 2u);
+    for (var sweep = 0u; sweep < 12u; sweep++) {
+        let off = a[1][0] * a[1][0] + a[2][0] * a[2][0] + a[2][1] * a[2][1];
+        let diag = a[0][0] * a[0][0] + a[1][1] * a[1][1] + a[2][2] * a[2][2];
+        if !(off > 1e-14 * diag) {
+            break;
+        }
+        for (var n = 0u; n < 3u; n++) {
+            let p = ps[n];
+            let q = qs[n];
+            let apq = a[q][p];
+            if apq == 0.0 {
+                continue;
+            }
+            let theta = (a[q][q] - a[p][p]) / (2.0 * apq);
+            let t = select(-1.0, 1.0, theta >= 0.0) / (abs(theta) + sqrt(theta * theta + 1.0));
+            let c = 1.0 / sqrt(t * t + 1.0);
+            let s = t * c;
+            for (var k = 0u; k < 3u; k++) {
+                let akp = a[p][k];
+                let akq = a[q][k];
+                a[p][k] = c * akp - s * akq;
+                a[q][k] = s * akp + c * akq;
+            }
+            for (var k = 0u; k < 3u; k++) {
+                let apk = a[k][p];
+                let aqk = a[k][q];
+                a[k][p] = c * apk - s * aqk;
+                a[k][q] = s * apk + c * aqk;
+            }
+            for (var k = 0u; k < 3u; k++) {
+                let vkp = v[p][k];
+                let vkq = v[q][k];
+                v[p][k] = c * vkp - s * vkq;
+                v[q][k] = s * vkp + c * vkq;
+            }
+        }
+    }
+    return Eigen3(vec3<f32>(a[0][0], a[1][1], a[2][2]), v);
+}
+
+// The rotation-variant SVD F = U diag(sigma) Vᵀ, U and V rotations, sigma descending with the
+// last carrying the sign of det F (src/material/stable_neo_hookean.rs rotation_svd).
+struct Svd3 {
+    u: mat3x3<f32>,
+    sigma: vec3<f32>,
+    v: mat3x3<f32>,
+}
+
+fn rotation_svd(f: mat3x3<f32>) -> Svd3 {
+    let e = sym3_eigen(transpose(f) * f);
+    // Descending by compare-and-swap (stable: ties keep their order, as the CPU's sort does).
+    var o = vec3<u32>(0u, 1u, 2u);
+    if e.values[o.x] < e.values[o.y] {
+        o = o.yxz;
+    }
+    if e.values[o.y] < e.values[o.z] {
+        o = o.xzy;
+    }
+    if e.values[o.x] < e.values[o.y] {
+        o = o.yxz;
+    }
+    var v = mat3x3<f32>(e.vectors[o.x], e.vectors[o.y], e.vectors[o.z]);
+    if determinant(v) < 0.0 {
+        v[2] = -v[2];
+    }
+    let f0 = f * v[0];
+    let u0 = select(vec3<f32>(1.0, 0.0, 0.0), normalize(f0), length(f0) > 0.0);
+    let f1 = f * v[1];
+    let r1 = f1 - u0 * dot(u0, f1);
+    let t = select(vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(1.0, 0.0, 0.0), abs(u0.x) < 0.9);
+    let u1 = select(normalize(cross(u0, t)), normalize(r1), length(r1) > 1e-6 * length(f0));
+    let u = mat3x3<f32>(u0, u1, cross(u0, u1));
+    return Svd3(u, vec3<f32>(dot(u0, f0), dot(u1, f1), dot(u[2], f * v[2])), v);
+}

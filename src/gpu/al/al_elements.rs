@@ -110,10 +110,12 @@ mod tests {
     use crate::gpu::test_support;
     use crate::solver::al::problem::{hinge_terms, projected_dense, tet_terms, triangle_terms};
 
-    /// Every element's record against the CPU's terms (`solver::al::problem`), in f64 and
-    /// projected there by the CPU's Jacobi: vertices, gradient, and the PSD Hessian, within f32
-    /// rounding of the element's largest entry. The stable neo-Hookean tets are indefinite
-    /// before projection in the fixture's deformation, so the projection is what is compared.
+    /// Every element's record against the CPU's terms (`solver::al::problem`), in f64:
+    /// vertices, gradient, and the PSD Hessian (stable neo-Hookean's projected in `F` by its
+    /// analytic eigensystem on both; the others PSD by construction, passed through the CPU's
+    /// Jacobi projection to check it), within f32 rounding of the element's largest entry. The
+    /// stable neo-Hookean tets are indefinite before projection in the fixture's deformation,
+    /// so the projection is what is compared.
     #[test]
     fn records_match_the_cpu_element_terms() {
         let Some(ctx) = test_support::context() else { return };
@@ -157,6 +159,11 @@ mod tests {
                         }
                     }
                 }
+                if kind == "tet" {
+                    // Already projected, in F: the reference itself (the 12×12 Jacobi
+                    // projection of a PSD matrix changes it by rounding only).
+                    dense = raw;
+                }
                 let scale = dense[..n * n].iter().fold(1e-9f64, |m, v| m.max(v.abs()));
                 for i in 0..n * n {
                     let (gpu, cpu) = (at(4 + n + i), dense[i]);
@@ -170,8 +177,24 @@ mod tests {
         let mut tets_projected = 0;
         for e in 0..st.tets.len() as u32 {
             let (g, h) = tet_terms(st, e, &x);
-            tets_projected +=
-                check("tet", e, e * TET_RECORD, &st.tets[e as usize].vertices, &g, &|a, b| h[a][b]) as u32;
+            let _ = check("tet", e, e * TET_RECORD, &st.tets[e as usize].vertices, &g, &|a, b| h[a][b]);
+            // Counted against the exact Hessian, before its projection.
+            let t = &st.tets[e as usize];
+            let m = &st.materials[t.material as usize];
+            if m.model == crate::material::MODEL_STABLE_NEO_HOOKEAN {
+                let xs = t.vertices.map(|i| x[i as usize]);
+                let c = |i: usize| DVec3::new(t.dm_inv[i][0] as f64, t.dm_inv[i][1] as f64, t.dm_inv[i][2] as f64);
+                let rest = crate::material::tet::TetRest {
+                    dm_inv: DMat3::from_cols(c(0), c(1), c(2)),
+                    volume: t.volume as f64,
+                };
+                let (mu, la) = (m.mu as f64, m.lambda as f64);
+                let exact = crate::material::stable_neo_hookean::element_hessian::<f64>(&xs, &rest, mu, la);
+                let big = |m: DMat3| m.to_cols_array().iter().fold(0.0f64, |a, v| a.max(v.abs()));
+                let scale = h.iter().flatten().map(|b| big(*b)).fold(1e-9, f64::max);
+                tets_projected +=
+                    u32::from(exact.iter().flatten().zip(h.iter().flatten()).any(|(a, b)| big(*a - *b) > 1e-3 * scale));
+            }
         }
         for e in 0..st.tris.len() as u32 {
             let (g, h) = triangle_terms(st, e, &x);

@@ -31,7 +31,8 @@ const PHASE_COPY: u32 = 3;
 const PHASE_RESTORE: u32 = 4;
 
 /// Words of `control`: the copy's and the restore's dispatch arguments, and (word 6) 1 when
-/// the last iterate is the lowest.
+/// the last iterate stands (the lowest, or within `solver::al::REWIND_SHARE` of the price cap
+/// above it).
 pub const CONTROL_WORDS: usize = 7;
 
 /// The shader's `Params` uniform.

@@ -40,21 +40,25 @@
 //!
 //! # Impact
 //!
-//! An island whose free flight over its step carries a vertex further than ten contact offsets
-//! is redone in pieces (`redo::step_pieces`), each an augmented-Lagrangian solve from the state
-//! the last one reached, its positions and backward-Euler velocities: free flight up to where
-//! that flight first brings two surfaces within two offsets, then, while it presses into what
-//! it met, pieces whose free flight reaches five offsets (at least 1/256 of the step). Solved
+//! An island whose free flight over its step carries a vertex further than a hundred contact
+//! offsets (a projectile) is redone in pieces (`redo::step_pieces`), each an
+//! augmented-Lagrangian solve from the state the last one reached, its positions and
+//! backward-Euler velocities: free flight up to where that flight first brings two surfaces
+//! within two offsets, then, while it presses into what it met, pieces whose free flight
+//! reaches five offsets (at least 1/256 of the step). A slower island that flies (further than
+//! ten offsets) into something is redone in two parts split at its impact; others whole. Solved
 //! whole from the ball's arrival, `projectile_wall`'s impact went uphill and was rewound to its
 //! start: the ball stopped dead on the wall's face. In pieces it dents the wall and is thrown
 //! back. A budget stops the pieces where it runs out: the island's clock stands at the last
 //! piece's end (its lag, above), so under a budget smaller than a piece the impact plays out in
-//! slow motion. A piece cut short before it converged is not the piece's answer: its velocities
-//! are scaled down so the island ends it with no more energy than it began with (unless a pin
-//! moves, which may do work); read as they were, a 60 m/s ball whose pieces a 100 ms budget cut
-//! gained 60 J of its 193 J in three frames. An island the last step left touching (an active
-//! pair within two offsets) starts pressing at once, without the CCD that would look for its
-//! impact: for the ball in its dent that CCD was half of a 100 ms frame.
+//! slow motion. A piece that did not converge is not the piece's answer: its velocities are
+//! scaled down, as far as its kinetic energy allows, so the island ends it with no more energy
+//! than it began with (unless a pin moves, which may do work); read as they were, a 60 m/s ball
+//! whose pieces a 100 ms budget cut
+//! gained 60 J of its 193 J in three frames. An island still within two offsets of a pair the
+//! fallback last held (measured anew at the step's start) starts pressing at once, without
+//! the CCD that would look for its impact: for the ball in its dent that CCD was half of a
+//! 100 ms frame.
 
 mod check;
 mod redo;

@@ -222,9 +222,14 @@ fn record_redo(
 
 /// Redoes one island's substep (its vertices are at the step's start) with the
 /// augmented-Lagrangian solver and writes positions, velocities and accelerations; returns how
-/// it went, its `travelled` the share of the whole step. The step is taken in pieces
-/// (`step_pieces`): whole for an island that moves little, else free flight up to its impact
-/// and short pieces while it presses into what it met.
+/// it went, its `travelled` the share of the whole step. An island whose free flight over the
+/// step reaches further than `PRESS_REACH` offsets (a projectile) is taken in pieces
+/// (`step_pieces`): free flight up to its impact, then short pieces while it presses into what
+/// it met. A slower one is taken whole, or, if it flies into something (`next_piece`), in two
+/// parts split at the impact, the second warm-started from the fast path's result. Pieces for
+/// slower islands too (a cloth landing on a sphere at 1 m/s) left the draped cloth's edges
+/// sagging into the sphere under a 4 ms budget (330 intersecting frames in 120), by way of the
+/// lag their cut pieces built up and the flights that followed.
 #[allow(clippy::too_many_arguments)]
 fn redo_island(
     state: &mut SimState,
@@ -267,7 +272,44 @@ fn redo_island(
         contact: &info.contact,
         flying: false,
     };
-    step_pieces(state, &start, &whole, &lim, &pin_end, al)
+    let offset = config.contact_offset as f64;
+    let reach = (0..n)
+        .filter(|&i| solved[i])
+        .map(|i| (whole.inertia(state, config, start[i], i).1 - start[i]).length())
+        .fold(0.0, f64::max);
+    if reach > PRESS_REACH * offset {
+        return step_pieces(state, &start, &whole, &lim, &pin_end, al);
+    }
+    // Slower: whole, or split once at the impact (free flight, then the rest from it).
+    let (t, flying) = next_piece(state, &start, &whole, &lim, &pin_end, false, al);
+    let lim = Limits { flying, ..lim };
+    if t >= 1.0 {
+        return step_part(state, &start, &whole, &lim, &pin_end, al);
+    }
+    let first = Part { h: t as f32 * h, warm: None, ..whole };
+    let pin_at = |i: usize| start[i] + (pin_end(i) - start[i]) * t;
+    let a = step_part(state, &start, &first, &lim, &pin_at, al);
+    if a.share() < 1.0 {
+        return AlStats { travelled: a.travelled * t, ..a };
+    }
+    let (velocities, accelerations, flags) =
+        (state.velocities.clone(), state.accelerations.clone(), state.flags.clone());
+    let second = Part {
+        h: h - first.h,
+        velocities: &velocities,
+        accelerations: &accelerations,
+        flags: &flags,
+        warm: whole.warm,
+    };
+    let mid: Vec<DVec3> = state.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
+    let b = step_part(state, &mid, &second, &lim, &pin_end, al);
+    AlStats {
+        iterations: a.iterations + b.iterations,
+        newton_iterations: a.newton_iterations + b.newton_iterations,
+        cg_iterations: a.cg_iterations + b.cg_iterations,
+        travelled: t + (1.0 - t) * b.travelled,
+        ..b
+    }
 }
 
 /// Free flight further than this many contact offsets in a step splits a redone step
@@ -278,6 +320,10 @@ const MIN_SPLIT: f64 = 0.01;
 /// Free flight over a piece of an island pressing into what it met reaches at most this many
 /// contact offsets (`next_piece`).
 const PIECE_REACH: f64 = 5.0;
+/// An island is stepped in pieces only while its free flight over what is left of the step
+/// reaches further than this many contact offsets (6 m/s at 60 Hz and the default offset;
+/// `redo_island`).
+const PRESS_REACH: f64 = 100.0;
 /// Least share of a step one piece takes: a step has at most this many pieces' worth.
 const MIN_PIECE: f64 = 1.0 / 256.0;
 
@@ -335,9 +381,10 @@ fn step_pieces(
     al: &mut AlScratch,
 ) -> AlStats {
     let mut total = AlStats { min_distance: f64::INFINITY, ..AlStats::default() };
-    // What the last step left pressed together needs no CCD to find its impact: the near
-    // stretch's CCD of a ball in its dent was half of a 100 ms frame.
-    let mut touching = al.touching(lim.solved, 2.0 * lim.config.contact_offset as f64);
+    // What is pressed together now, by the pairs the fallback last held, needs no CCD to find
+    // its impact: the near stretch's CCD of a ball in its dent was half of a 100 ms frame.
+    let gap = 2.0 * lim.config.contact_offset as f64;
+    let mut touching = al.touching(start, lim.obstacles, lim.solved, gap);
     let (mut done, mut all_converged) = (0.0f64, true);
     // Pins that move do work on the island: its energy may rise.
     let driven = (0..start.len()).any(|i| lim.moves[i] && !lim.solved[i] && pin_end(i) != start[i]);
@@ -357,9 +404,13 @@ fn step_pieces(
         let from_ = &from;
         let pin_at = |u: f64| move |i: usize| from_[i] + (pin_end(i) - from_[i]) * u;
         let (mut share, flying) = next_piece(state, &from, &remaining, lim, &pin_at(1.0), touching, al);
-        share = share.max(MIN_PIECE / rest).min(1.0);
-        if 1.0 - share < 0.25 * share {
-            share = 1.0;
+        if !flying {
+            // A pressing piece is at least `MIN_PIECE` of the step, and takes a remainder too
+            // short to be worth its own solve. A flight keeps its impact (`next_piece`).
+            share = share.max(MIN_PIECE / rest).min(1.0);
+            if 1.0 - share < 0.25 * share {
+                share = 1.0;
+            }
         }
         if done == 0.0 && share == 1.0 {
             // Whole: the fast path's result is a warm start for it.
@@ -371,12 +422,18 @@ fn step_pieces(
         total.iterations += out.iterations;
         total.newton_iterations += out.newton_iterations;
         total.cg_iterations += out.cg_iterations;
-        (total.residual, total.pairs, total.min_distance) = (out.residual, out.pairs, out.min_distance);
+        if out.iterations > 0 {
+            // A piece the deadline stopped before it began leaves the last one's contact.
+            (total.residual, total.pairs, total.min_distance) = (out.residual, out.pairs, out.min_distance);
+        }
         all_converged &= out.converged && !out.rewound;
         let travelled = out.share();
         if travelled >= MIN_TRAVELLED {
             done += share * rest * travelled;
-            if !out.converged && !driven {
+            // Not a flight's: cut short by its impact, its velocity is its free flight's (off
+            // only by gravity over the part it did not fly), not an unconverged solve's.
+            let answered = out.converged && !out.rewound;
+            if !(flying || answered || driven) {
                 cap_energy(state, (&before, &velocities), lim);
             }
         }
@@ -397,13 +454,15 @@ fn step_pieces(
     total
 }
 
-/// Scales the island's velocities down so that a piece cut short ends with no more energy
-/// (kinetic, elastic, gravitational and obstacle contact) than it started with at positions
-/// and velocities `before`: a cut iterate is only part of the way to the piece's answer, and
-/// read as a state its velocity (the answer's, `step_part`) and its elastic energy together
-/// can exceed what the piece had. A 60 m/s ball whose impact pieces a 100 ms budget cut
-/// gained 60 J of its 193 J over three frames that way. The island's own motion only: the
-/// rest of the world is left as it is.
+/// Scales the island's velocities down, as far as its kinetic energy allows, so that a piece
+/// that did not converge (cut short, or rewound to its lowest iterate) ends with no more
+/// energy (kinetic, elastic, gravitational and obstacle contact; surface contact is a
+/// constraint here, with no energy) than it started with at positions and velocities
+/// `before`: such an iterate is only part of the way to the piece's answer, and read as a
+/// state its velocity (the answer's, `step_part`) and its elastic energy together can exceed
+/// what the piece had. A 60 m/s ball whose impact pieces a 100 ms budget cut gained 60 J of
+/// its 193 J over three frames that way. The island's own motion only: the rest of the world
+/// is left as it is.
 fn cap_energy(state: &mut SimState, before: (&[Vec4], &[Vec4]), lim: &Limits<'_>) {
     let gravity = Vec3A::from(lim.config.gravity);
     let island = |e: &[(f64, f64)]| lim.members.iter().map(|&b| e[b as usize].0 + e[b as usize].1).sum::<f64>();
@@ -431,7 +490,8 @@ fn cap_energy(state: &mut SimState, before: (&[Vec4], &[Vec4]), lim: &Limits<'_>
 /// flight first brings two surfaces (or a surface and an obstacle) within two contact offsets
 /// (additive CCD keeping a hundredth of each approach), or all the way if nothing is in its
 /// path. One at its impact, or `touching`, takes a piece whose free flight reaches
-/// `PIECE_REACH` offsets.
+/// `PIECE_REACH` offsets while it reaches further than `PRESS_REACH` over the part, and the
+/// part whole once it does not.
 fn next_piece(
     state: &SimState,
     start: &[DVec3],
@@ -457,7 +517,8 @@ fn next_piece(
     if !(reach > SPLIT_REACH * offset) {
         return (1.0, false);
     }
-    let pressing = PIECE_REACH * offset / reach;
+    // Pressing in pieces only at speed; slower, the rest is one solve, as it was before pieces.
+    let pressing = if reach > PRESS_REACH * offset { PIECE_REACH * offset / reach } else { 1.0 };
     if touching {
         return (pressing, false);
     }

@@ -33,6 +33,12 @@ use step_size::{StepLimits, max_step};
 /// every step: the island froze while its pins ran 0.4 m ahead.
 pub(crate) const STALL_ITERATIONS: u32 = 5;
 
+/// An answer whose merit is within this share of `AlSettings::violation_price_cap` above the
+/// lowest iterate's is kept rather than rewound: at that scale merits differ by the rounding of
+/// the multipliers' price, not by energy from nowhere. A settling stack of two boxes (price cap
+/// 0.6 J) converged 2e-4 J above its start, was rewound to it, and stood still for the step.
+pub(crate) const REWIND_SHARE: f64 = 0.01;
+
 /// Settings of one augmented-Lagrangian step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AlSettings {
@@ -108,8 +114,9 @@ pub struct AlStats {
     /// The termination criterion held (otherwise time or the iteration cap ran out).
     pub converged: bool,
     /// The last iterate's merit (incremental potential plus the capped price of its offset
-    /// violations) was above an earlier one's, which was returned instead: an inexact solve
-    /// went uphill, and the step answers with its feasible iterate of lowest merit.
+    /// violations) was above an earlier one's by more than `REWIND_SHARE` of the price cap,
+    /// and that one was returned instead: an inexact solve went uphill, and the step answers
+    /// with its feasible iterate of lowest merit.
     pub rewound: bool,
     /// `‖∇L‖` at the last Newton iterate \[N\].
     pub residual: f64,
@@ -178,14 +185,19 @@ impl AlScratch {
         self.problem = ProblemCache::default();
     }
 
-    /// Whether the last step ended with a pair of its active set within `gap` that moves a
-    /// vertex `solved` says is solved (an island that stayed on the fallback is still touching
-    /// what it pressed into).
-    pub fn touching(&self, solved: &[bool], gap: f64) -> bool {
-        self.active.list.iter().any(|c| {
-            c.distance < gap
-                && c.key.moving_vertices().iter().any(|&v| solved.get(v as usize).copied().unwrap_or(false))
-        })
+    /// Whether a pair of the active set (the pairs the fallback last held) that moves a vertex
+    /// `solved` says is solved is within `gap` at positions `x` (every vertex): an island that
+    /// stayed on the fallback still presses into what it met. The distances are measured
+    /// anew, so a set left from an earlier step of a body now flying says nothing.
+    pub fn touching(&mut self, x: &[DVec3], obstacles: &[Obstacle], solved: &[bool], gap: f64) -> bool {
+        let n = x.len();
+        self.active.retain_vertices(|v| (v as usize) < n);
+        let ours = |c: &constraints::Constraint| c.key.moving_vertices().iter().any(|&v| solved[v as usize]);
+        if !self.active.list.iter().any(ours) {
+            return false;
+        }
+        self.active.linearize(x, obstacles);
+        self.active.list.iter().any(|c| c.distance < gap && ours(c))
     }
 
     /// Scratch holding the active set `active` (the GPU kernels' tests' oracle).
@@ -269,9 +281,10 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
     // potentials do not compare.
     let comparable = (0..n).all(|v| !input.moves[v] || input.solved[v] || input.start[v] == input.guess[v]);
     // (potential, travelled) of the lowest iterate so far (in `scratch.best`), and whether the
-    // last iterate is that one.
+    // last iterate stands: its merit is within `REWIND_SHARE` of the price cap above the
+    // lowest's.
     let mut lowest = comparable.then(|| (problem.energy(st, &x), 0.0));
-    let mut last_is_lowest = true;
+    let mut last_is_close = true;
     if lowest.is_some() {
         scratch.best.clone_from(&x);
     }
@@ -299,7 +312,9 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
             let last = problem.energy(st, &x);
             let price =
                 |y: &[DVec3]| scratch.active.violation_price(y, input.obstacles, delta).min(s.violation_price_cap);
-            last_is_lowest = last + price(&x) <= *energy + price(&scratch.best);
+            let (mine, theirs) = (last + price(&x), *energy + price(&scratch.best));
+            let last_is_lowest = mine <= theirs;
+            last_is_close = mine <= theirs + REWIND_SHARE * s.violation_price_cap;
             if last_is_lowest {
                 (*energy, *travelled) = (last, 1.0 - sched.start_weight);
                 scratch.best.clone_from(&x);
@@ -313,7 +328,7 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
     }
     stats.travelled = 1.0 - sched.start_weight;
     if let Some((_, travelled)) = lowest
-        && !last_is_lowest
+        && !last_is_close
     {
         stats.rewound = true;
         stats.travelled = travelled;

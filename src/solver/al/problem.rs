@@ -11,7 +11,6 @@ use glam::{DMat3, DVec3};
 use crate::material::MODEL_STABLE_NEO_HOOKEAN;
 use crate::material::tet::TetRest;
 use crate::material::{bending, membrane, stable_neo_hookean, stvk};
-use crate::math::project_psd;
 use crate::solver::linear::BlockCsr;
 use crate::state::{SimState, TetElement, TriElement};
 
@@ -184,8 +183,9 @@ impl Problem {
 
     /// The gradient (per unknown, into `grad`) and the projected Hessian (into
     /// [`Problem::hessian`]) at `x`. Stable neo-Hookean tets' Hessians are projected onto the
-    /// PSD cone element by element; StVK's and the membrane's are PSD by construction; a hinge
-    /// contributes its Gauss–Newton term `k ∇θ ∇θᵀ`, which is PSD and exact at the rest angle.
+    /// PSD cone element by element, in `F` by their analytic eigensystem; StVK's and the
+    /// membrane's are PSD by construction; a hinge contributes its Gauss–Newton term
+    /// `k ∇θ ∇θᵀ`, which is PSD and exact at the rest angle.
     pub fn gradient_hessian(&mut self, st: &SimState, x: &[DVec3], grad: &mut [DVec3]) {
         self.hessian.clear();
         for (k, &v) in self.vertices.iter().enumerate() {
@@ -194,18 +194,10 @@ impl Problem {
             self.hessian.blocks[d] = DMat3::from_diagonal(DVec3::splat(self.inertia[k]));
         }
         let Self { dof, hessian, tets, tris, hinges, tet_slots, tri_slots, hinge_slots, .. } = self;
-        let mut dense = [0.0f64; 144];
-        // Only stable neo-Hookean's exact Hessian needs projecting: StVK's and the membrane's
-        // are PSD by construction (their tests check it), and the projection's Cholesky test
-        // alone was a tenth of a cloth fallback's time.
         for (n, &i) in tets.iter().enumerate() {
-            let (g, mut h) = tet_terms(st, i, x);
-            let t = &st.tets[i as usize];
-            if st.materials[t.material as usize].model == MODEL_STABLE_NEO_HOOKEAN {
-                projected_dense::<4>(|a, b| h[a][b], &mut dense);
-                h = dense_to_blocks::<4>(&dense);
-            }
-            scatter::<4>(&t.vertices, &g, &h, dof, grad, hessian, &tet_slots[16 * n..16 * n + 16]);
+            let (g, h) = tet_terms(st, i, x);
+            let vertices = &st.tets[i as usize].vertices;
+            scatter::<4>(vertices, &g, &h, dof, grad, hessian, &tet_slots[16 * n..16 * n + 16]);
         }
         for (n, &i) in tris.iter().enumerate() {
             let (g, h) = triangle_terms(st, i, x);
@@ -232,8 +224,9 @@ impl Problem {
     }
 }
 
-/// Tet `i`'s gradient and Hessian blocks at `x`: stable neo-Hookean's exact Hessian (to be
-/// projected, [`projected_dense`]), StVK's PSD by construction.
+/// Tet `i`'s gradient and PSD Hessian blocks at `x`: stable neo-Hookean's projected in `F`
+/// (`stable_neo_hookean::element_hessian_psd`; the 12×12 Jacobi sweeps it replaces were half
+/// of a dented wall's fallback time), StVK's PSD by construction.
 pub(crate) fn tet_terms(st: &SimState, i: u32, x: &[DVec3]) -> ([DVec3; 4], [[DMat3; 4]; 4]) {
     let t = &st.tets[i as usize];
     let m = &st.materials[t.material as usize];
@@ -242,7 +235,7 @@ pub(crate) fn tet_terms(st: &SimState, i: u32, x: &[DVec3]) -> ([DVec3; 4], [[DM
     if m.model == MODEL_STABLE_NEO_HOOKEAN {
         (
             stable_neo_hookean::element_gradient::<f64>(&xs, &rest, mu, la),
-            stable_neo_hookean::element_hessian::<f64>(&xs, &rest, mu, la),
+            stable_neo_hookean::element_hessian_psd(&xs, &rest, mu, la),
         )
     } else {
         // PSD by construction: not projected.
@@ -275,7 +268,8 @@ pub(crate) fn hinge_terms(st: &SimState, i: u32, x: &[DVec3]) -> ([DVec3; 4], [[
 }
 
 /// The blocks `h(a, b)` of a `K`-vertex element as a dense row-major `3K × 3K` matrix in
-/// `dense`, projected onto the PSD cone.
+/// `dense`, projected onto the PSD cone (the GPU kernels' tests' oracle).
+#[cfg(all(test, feature = "gpu"))]
 pub(crate) fn projected_dense<const K: usize>(h: impl Fn(usize, usize) -> DMat3, dense: &mut [f64; 144]) {
     let n = 3 * K;
     for a in 0..K {
@@ -288,24 +282,7 @@ pub(crate) fn projected_dense<const K: usize>(h: impl Fn(usize, usize) -> DMat3,
             }
         }
     }
-    project_psd(&mut dense[..n * n], n);
-}
-
-/// The `3 × 3` blocks of a `K`-vertex element's dense row-major `3K × 3K` matrix.
-fn dense_to_blocks<const K: usize>(dense: &[f64; 144]) -> [[DMat3; K]; K] {
-    let n = 3 * K;
-    std::array::from_fn(|a| {
-        std::array::from_fn(|b| {
-            let col = |c: usize| {
-                DVec3::new(
-                    dense[(3 * a) * n + 3 * b + c],
-                    dense[(3 * a + 1) * n + 3 * b + c],
-                    dense[(3 * a + 2) * n + 3 * b + c],
-                )
-            };
-            DMat3::from_cols(col(0), col(1), col(2))
-        })
-    })
+    crate::math::project_psd(&mut dense[..n * n], n);
 }
 
 /// Adds an element's gradient and Hessian blocks to the unknowns (`slots`: the Hessian block
