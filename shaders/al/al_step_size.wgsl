@@ -158,7 +158,7 @@ fn cubic(c: vec4<f32>, s: f32) -> f32 {
 const START_KEPT: f32 = 0.999;
 
 // step_size.rs tet_limit over [0, 1]: the first s at which the volume ratio falls to j_min (for a tet
-// below it, START_KEPT of its start, and no less than half of j_min), or 1.
+// below it, START_KEPT of its start), or 1.
 fn tet_limit(e: u32) -> f32 {
     let t = tets[e];
     let a0 = safe[t.vertices.x].xyz;
@@ -169,12 +169,12 @@ fn tet_limit(e: u32) -> f32 {
     let scale = determinant(t.dm_inv);
     let c = vec4<f32>(determinant(a), frobenius(cofactor3(a), b), frobenius(cofactor3(b), a), determinant(b)) * scale;
     // A tet that starts below the floor (rounding of one held at it) keeps START_KEPT of its
-    // ratio, and no less than half the floor; one that starts inverted does not limit.
+    // ratio in the iteration; one that starts inverted does not limit.
     let j0 = cubic(c, 0.0);
     if !(j0 > 0.0) {
         return 1.0;
     }
-    let j_min = select(max(START_KEPT * j0, min(0.5 * params.j_min, j0)), params.j_min, j0 > params.j_min);
+    let j_min = select(START_KEPT * j0, params.j_min, j0 > params.j_min);
     // Windows between 0, the derivative's roots in (0, 1), and 1: the ratio is monotone in each.
     var cuts = array<f32, 4>(0.0, 1.0, 1.0, 1.0);
     var count = 1u;
