@@ -206,6 +206,26 @@ fn projectile_never_passes_the_wall() {
     }
 }
 
+/// Adds the probe `ball_ke`, the kinetic energy of `projectile_wall`'s ball.
+fn probe_ball_kinetic_energy(s: &mut Scene) {
+    use pliant::io::scene::{ProbeKind, ProbeSpec, Selection};
+    s.probes.push(ProbeSpec {
+        name: "ball_ke".into(),
+        kind: ProbeKind::KineticEnergy,
+        body: "ball".into(),
+        select: Selection::All,
+    });
+}
+
+/// The world's kinetic energy \[J\].
+fn kinetic_energy(w: &pliant::World) -> f64 {
+    w.velocities()
+        .iter()
+        .zip(w.vertex_masses())
+        .map(|(v, &m)| 0.5 * m as f64 * v.truncate().length_squared() as f64)
+        .sum()
+}
+
 /// The projectile keeps its momentum until it reaches the wall, however little time its steps
 /// get (docs/algorithms.md §4.5). Under a 100 ms budget the fallback splits the impact frame
 /// at the ball's arrival (free flight, then the impact); under 4 ms, less than the sweeps
@@ -217,7 +237,6 @@ fn projectile_never_passes_the_wall() {
 /// a frame here: `projectile_dents_the_wall_and_comes_back`).
 #[test]
 fn a_projectile_keeps_its_momentum_until_it_reaches_the_wall() {
-    use pliant::io::scene::{ProbeKind, ProbeSpec, Selection};
     // Coarse under 100 and 4 ms, and at the scene's full resolution (8,532 vertices) under 4 ms.
     for (coarse, budget) in [(true, 100.0), (true, 4.0), (false, 4.0)] {
         let mut loaded = load_edited("projectile_wall", |s| {
@@ -226,22 +245,10 @@ fn a_projectile_keeps_its_momentum_until_it_reaches_the_wall() {
                 set_cells(s, 1, &[6]);
             }
             s.solver.budget_ms = Some(budget);
-            let body = "ball".to_owned();
-            s.probes.push(ProbeSpec {
-                name: "ball_ke".into(),
-                kind: ProbeKind::KineticEnergy,
-                body,
-                select: Selection::All,
-            });
+            probe_ball_kinetic_energy(s);
         });
         // Only the ball moves at the start.
-        let w = &loaded.world;
-        let ke0: f64 = w
-            .velocities()
-            .iter()
-            .zip(w.vertex_masses())
-            .map(|(v, &m)| 0.5 * m as f64 * v.truncate().length_squared() as f64)
-            .sum();
+        let ke0 = kinetic_energy(&loaded.world);
         let run = run_checked(&mut loaded, 3);
         let mut reached = None;
         for f in &run.frames {
@@ -274,24 +281,12 @@ fn a_projectile_keeps_its_momentum_until_it_reaches_the_wall() {
 /// inverted, and the island was put back at rest at the ball's start.
 #[test]
 fn projectile_dents_the_wall_and_comes_back() {
-    use pliant::io::scene::{ProbeKind, ProbeSpec, Selection};
     let mut loaded = load_edited("projectile_wall", |s| {
         set_cells(s, 0, &[12, 12, 2]);
         set_cells(s, 1, &[4]);
-        s.probes.push(ProbeSpec {
-            name: "ball_ke".into(),
-            kind: ProbeKind::KineticEnergy,
-            body: "ball".into(),
-            select: Selection::All,
-        });
+        probe_ball_kinetic_energy(s);
     });
-    let w = &loaded.world;
-    let ke0: f64 = w
-        .velocities()
-        .iter()
-        .zip(w.vertex_masses())
-        .map(|(v, &m)| 0.5 * m as f64 * v.truncate().length_squared() as f64)
-        .sum();
+    let ke0 = kinetic_energy(&loaded.world);
     let run = run_checked(&mut loaded, 4);
     let mut deepest = f64::INFINITY;
     for f in &run.frames {

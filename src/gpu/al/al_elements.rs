@@ -183,12 +183,7 @@ mod tests {
             let m = &st.materials[t.material as usize];
             if m.model == crate::material::MODEL_STABLE_NEO_HOOKEAN {
                 let xs = t.vertices.map(|i| x[i as usize]);
-                let c = |i: usize| DVec3::new(t.dm_inv[i][0] as f64, t.dm_inv[i][1] as f64, t.dm_inv[i][2] as f64);
-                let rest = crate::material::tet::TetRest {
-                    dm_inv: DMat3::from_cols(c(0), c(1), c(2)),
-                    volume: t.volume as f64,
-                };
-                let (mu, la) = (m.mu as f64, m.lambda as f64);
+                let (mu, la, rest) = (m.mu as f64, m.lambda as f64, crate::solver::al::problem::tet_rest(t));
                 let exact = crate::material::stable_neo_hookean::element_hessian::<f64>(&xs, &rest, mu, la);
                 let big = |m: DMat3| m.to_cols_array().iter().fold(0.0f64, |a, v| a.max(v.abs()));
                 let scale = h.iter().flatten().map(|b| big(*b)).fold(1e-9, f64::max);

@@ -272,16 +272,12 @@ fn redo_island(
         contact: &info.contact,
         flying: false,
     };
-    let offset = config.contact_offset as f64;
-    let reach = (0..n)
-        .filter(|&i| solved[i])
-        .map(|i| (whole.inertia(state, config, start[i], i).1 - start[i]).length())
-        .fold(0.0, f64::max);
-    if reach > PRESS_REACH * offset {
+    let reach = free_reach(state, &start, &whole, &lim);
+    if reach > PRESS_REACH * config.contact_offset as f64 {
         return step_pieces(state, &start, &whole, &lim, &pin_end, al);
     }
     // Slower: whole, or split once at the impact (free flight, then the rest from it).
-    let (t, flying) = next_piece(state, &start, &whole, &lim, &pin_end, false, al);
+    let (t, flying) = next_piece(state, &start, &whole, &lim, &pin_end, reach, false, al);
     let lim = Limits { flying, ..lim };
     if t >= 1.0 {
         return step_part(state, &start, &whole, &lim, &pin_end, al);
@@ -403,7 +399,8 @@ fn step_pieces(
         // Pins a share `u` of the way from where this piece starts to the part's end.
         let from_ = &from;
         let pin_at = |u: f64| move |i: usize| from_[i] + (pin_end(i) - from_[i]) * u;
-        let (mut share, flying) = next_piece(state, &from, &remaining, lim, &pin_at(1.0), touching, al);
+        let reach = free_reach(state, &from, &remaining, lim);
+        let (mut share, flying) = next_piece(state, &from, &remaining, lim, &pin_at(1.0), reach, touching, al);
         if !flying {
             // A pressing piece is at least `MIN_PIECE` of the step, and takes a remainder too
             // short to be worth its own solve. A flight keeps its impact (`next_piece`).
@@ -417,7 +414,6 @@ fn step_pieces(
             return step_part(state, start, part, &Limits { flying, ..*lim }, pin_end, al);
         }
         let piece = Part { h: (share * remaining.h as f64) as f32, ..remaining };
-        let before = state.positions.clone();
         let out = step_part(state, &from, &piece, &Limits { flying, ..*lim }, &pin_at(share), al);
         total.iterations += out.iterations;
         total.newton_iterations += out.newton_iterations;
@@ -435,6 +431,7 @@ fn step_pieces(
             // the part it did not fly), not an unconverged solve's.
             let answered = out.converged && !out.rewound;
             if !(flying || answered || driven) {
+                let before: Vec<Vec4> = from.iter().map(|p| p.as_vec3().extend(0.0)).collect();
                 cap_energy(state, (&before, &velocities), lim);
             }
         }
@@ -485,7 +482,17 @@ fn cap_energy(state: &mut SimState, before: (&[Vec4], &[Vec4]), lim: &Limits<'_>
     }
 }
 
-/// The share of `part` its next piece takes, and whether that piece is free flight. An
+/// How far `part`'s free flight from `start` carries the island's farthest-flying free vertex
+/// \[m\].
+fn free_reach(state: &SimState, start: &[DVec3], part: &Part<'_>, lim: &Limits<'_>) -> f64 {
+    (0..start.len())
+        .filter(|&i| lim.solved[i])
+        .map(|i| (part.inertia(state, lim.config, start[i], i).1 - start[i]).length())
+        .fold(0.0, f64::max)
+}
+
+/// The share of `part` its next piece takes, and whether that piece is free flight, given its
+/// free flight's `reach` (`free_reach`). An
 /// island whose free flight over the part carries no vertex further than `SPLIT_REACH`
 /// offsets takes it whole. One that flies, not `touching` anything, flies up to where its free
 /// flight first brings two surfaces (or a surface and an obstacle) within two contact offsets
@@ -493,16 +500,26 @@ fn cap_energy(state: &mut SimState, before: (&[Vec4], &[Vec4]), lim: &Limits<'_>
 /// path. One at its impact, or `touching`, takes a piece whose free flight reaches
 /// `PIECE_REACH` offsets while it reaches further than `PRESS_REACH` over the part, and the
 /// part whole once it does not.
+#[allow(clippy::too_many_arguments)]
 fn next_piece(
     state: &SimState,
     start: &[DVec3],
     part: &Part<'_>,
     lim: &Limits<'_>,
     pin_end: &impl Fn(usize) -> DVec3,
+    reach: f64,
     touching: bool,
     al: &mut AlScratch,
 ) -> (f64, bool) {
     let offset = lim.config.contact_offset as f64;
+    if !(reach > SPLIT_REACH * offset) {
+        return (1.0, false);
+    }
+    // Pressing in pieces only at speed; slower, the rest is one solve, as it was before pieces.
+    let pressing = if reach > PRESS_REACH * offset { PIECE_REACH * offset / reach } else { 1.0 };
+    if touching {
+        return (pressing, false);
+    }
     let free: Vec<DVec3> = (0..start.len())
         .map(|i| {
             if !lim.moves[i] {
@@ -514,15 +531,6 @@ fn next_piece(
             }
         })
         .collect();
-    let reach = (0..start.len()).filter(|&i| lim.solved[i]).map(|i| (free[i] - start[i]).length()).fold(0.0, f64::max);
-    if !(reach > SPLIT_REACH * offset) {
-        return (1.0, false);
-    }
-    // Pressing in pieces only at speed; slower, the rest is one solve, as it was before pieces.
-    let pressing = if reach > PRESS_REACH * offset { PIECE_REACH * offset / reach } else { 1.0 };
-    if touching {
-        return (pressing, false);
-    }
     // First along the flight's first `SPLIT_REACH` offsets: an island already at its impact
     // (a ball pressing into a wall) meets it there, and the CCD of its whole flight, which
     // sweeps through what it presses into, costs far more (330 ms a frame for

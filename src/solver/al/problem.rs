@@ -39,7 +39,7 @@ pub(crate) struct Problem {
     hinge_slots: Vec<u32>,
 }
 
-fn tet_rest(t: &TetElement) -> TetRest<f64> {
+pub(crate) fn tet_rest(t: &TetElement) -> TetRest<f64> {
     let c = |i: usize| DVec3::new(t.dm_inv[i][0] as f64, t.dm_inv[i][1] as f64, t.dm_inv[i][2] as f64);
     TetRest { dm_inv: DMat3::from_cols(c(0), c(1), c(2)), volume: t.volume as f64 }
 }
