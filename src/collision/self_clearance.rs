@@ -124,6 +124,24 @@ impl SelfClearance {
         self.enough(b, guaranteed, floor)
     }
 
+    /// Whether body `b`'s reference proves that no two of its own primitives come within
+    /// `floor` of each other anywhere along the straight paths `x → y`: the bound of
+    /// [`SelfClearance::certify_path`] without its slack, which only guards the quality of the
+    /// fast path's displacement bounds. A swept search for crossings may skip the body's own
+    /// pairs when it holds.
+    pub fn keeps_apart(&mut self, st: &SimState, b: usize, x: &[Vec4], y: &[Vec4], floor: f32) -> bool {
+        if !self.bodies.get(b).is_some_and(|c| c.valid) {
+            return false;
+        }
+        let (start, start_residual) = self.fit(st, b, x, self.bodies[b].rotation);
+        let (end, end_residual) = self.fit(st, b, y, start.rotation);
+        self.bodies[b].rotation = end.rotation;
+        let turn = RigidFit { rotation: start.rotation.inverse() * end.rotation, ..end }.angle();
+        let guaranteed = (0.5 * turn).cos() * self.bodies[b].least - 2.0 * start_residual.max(end_residual);
+        // Not finite (a non-finite position): not proven.
+        guaranteed >= floor
+    }
+
     /// Makes positions `x` body `b`'s reference, with the clearances a full detection just
     /// left in `vertex`; `stored_self_pair` if that detection stored a pair of the body with
     /// itself.

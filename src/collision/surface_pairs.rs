@@ -234,6 +234,8 @@ pub struct SurfaceBroadphase {
     top_boxes: [Vec<Aabb>; 2],
     /// Refits since the last build.
     refits: u32,
+    /// Only each body's pairs with itself are candidates (`set_self_only`).
+    self_only: bool,
 }
 
 /// One body's part of [`SurfaceBroadphase`].
@@ -338,6 +340,7 @@ impl SurfaceBroadphase {
     /// body's union of query boxes, so a body whose primitives' union that box misses never
     /// holds a candidate.
     fn find_near_bodies(&mut self, search_self: impl Fn(usize) -> bool) {
+        let others = !self.self_only;
         for (kind, tree) in self.top.iter_mut().enumerate() {
             let boxes = &mut self.top_boxes[kind];
             boxes.clear();
@@ -352,7 +355,7 @@ impl SurfaceBroadphase {
                 let query = if kind == 0 { body.vertex_box } else { body.edge_box };
                 let self_pairs = search_self(a);
                 tree.query(&query, boxes, |b| {
-                    let reach = if kind == 0 { b as usize != a } else { b as usize > a };
+                    let reach = others && if kind == 0 { b as usize != a } else { b as usize > a };
                     if reach || (b as usize == a && self_pairs) {
                         near.push(b);
                     }
@@ -362,6 +365,37 @@ impl SurfaceBroadphase {
                 near[first..].sort_unstable();
                 offsets.push(near.len() as u32);
             }
+        }
+    }
+
+    /// With `only`, the next updates let each body's queries reach only its own primitives
+    /// (those `search_self` allows): a search for self contact alone.
+    pub fn set_self_only(&mut self, only: bool) {
+        self.self_only = only;
+    }
+
+    /// Every vertex–triangle and edge–edge candidate whose vertices `keep` accepts, as a
+    /// [`PairKey`] into `visit`, vertices in surface order, then edges.
+    pub(crate) fn candidates(
+        &self,
+        st: &SimState,
+        keep: &impl Fn(&[u32; 4]) -> bool,
+        visit: &mut impl FnMut(crate::collision::swept::PairKey),
+    ) {
+        use crate::collision::swept::PairKey;
+        for k in 0..st.surface_vertices.len() {
+            self.point_triangle_candidates(st, k, |_, pv| {
+                if keep(&pv) {
+                    visit(PairKey { kind: PAIR_POINT_TRIANGLE, vertices: pv });
+                }
+            });
+        }
+        for e in 0..st.surface_edges.len() as u32 {
+            self.edge_edge_candidates(st, e, |_, pv| {
+                if keep(&pv) {
+                    visit(PairKey { kind: PAIR_EDGE_EDGE, vertices: pv });
+                }
+            });
         }
     }
 

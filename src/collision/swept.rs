@@ -5,7 +5,8 @@
 use glam::{DVec3, Vec3A, Vec4};
 
 use super::obstacle::Obstacle;
-use super::surface_pairs::{PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE, SurfaceBroadphase};
+use super::self_clearance::SelfClearance;
+use super::surface_pairs::SurfaceBroadphase;
 use crate::state::SimState;
 
 /// [`PairKey::kind`] of a vertex–obstacle pair: `vertices = [vertex, obstacle index, MAX, MAX]`.
@@ -32,6 +33,19 @@ pub(crate) struct SweptPairs {
     broadphase: SurfaceBroadphase,
     x32: Vec<Vec4>,
     y32: Vec<Vec4>,
+    /// Each body's distances to itself as the fast path last found them: a body they prove
+    /// keeps its own primitives apart over a sweep is not searched for pairs with itself
+    /// (`set_self_certificate`).
+    certificate: Option<SelfClearance>,
+    /// Least distance the certificate must prove between a body's own primitives before its
+    /// pairs are skipped \[m\] (`set_self_certificate`).
+    certified_floor: f32,
+    /// Per body: searched for pairs with itself in this sweep.
+    search_self: Vec<bool>,
+    /// The broadphase of each body's pairs with itself, in the frame of its mean motion.
+    own: SurfaceBroadphase,
+    /// Positions `y` in that frame.
+    y_own: Vec<Vec4>,
 }
 
 fn to32(x: &[DVec3], out: &mut Vec<Vec4>) {
@@ -40,6 +54,21 @@ fn to32(x: &[DVec3], out: &mut Vec<Vec4>) {
 }
 
 impl SweptPairs {
+    /// The self-contact certificate later sweeps may use, or `None` to search every
+    /// self-colliding body's own pairs. Before it, a wall that a ball flew at was searched
+    /// for pairs with itself in every sweep of the fallback's impact search: three quarters of
+    /// `projectile_wall`'s frames went to those pairs, none of which could meet.
+    ///
+    /// A certified body's own pairs are skipped only while they are proven at least `floor`
+    /// apart (and the search's radius): the caller's contact scale, so that no pair that could
+    /// come near enough to need a contact constraint goes unseen. At the search's radius
+    /// alone (the AL's ξ = 1 µm) a certified body could fold to within microns of itself
+    /// before any of its pairs were searched.
+    pub fn set_self_certificate(&mut self, certificate: Option<SelfClearance>, floor: f32) {
+        self.certificate = certificate;
+        self.certified_floor = floor;
+    }
+
     /// Calls `surface(key)` for every allowed vertex–triangle and edge–edge pair with a vertex
     /// in `moves` whose boxes, swept over `x → y` and grown by `radius` \[m\], overlap (when
     /// `pairs` is set); and
@@ -73,23 +102,50 @@ impl SweptPairs {
         }
         to32(x, &mut self.x32);
         to32(y, &mut self.y32);
-        let (x32, y32) = (&self.x32, &self.y32);
-        self.broadphase.update(st, (x32, Some(y32)), |_| r, true, |b| st.bodies[b].self_collision != 0);
         let moving = |v: &[u32; 4]| v.iter().any(|&i| moves[i as usize]);
-        for k in 0..st.surface_vertices.len() {
-            self.broadphase.point_triangle_candidates(st, k, |_, pv| {
-                if moving(&pv) {
-                    surface(PairKey { kind: PAIR_POINT_TRIANGLE, vertices: pv });
-                }
-            });
+        // Pairs between bodies, swept `x → y`. Both trees are refitted between the
+        // broadphase's periodic rebuilds: a refit keeps every box exact, so no pair is missed,
+        // and successive calls (the step-size search of one fallback step, its next
+        // iterations) sweep nearly the same boxes. Rebuilding on every call was a fifth of a
+        // cloth's fallback step (median splits over every surface primitive).
+        self.broadphase.update(st, (&self.x32, Some(&self.y32)), |_| r, false, |_| false);
+        self.broadphase.candidates(st, &moving, &mut surface);
+        // Each body's pairs with itself, unless its certificate proves it keeps apart from
+        // itself over the sweep. Their distances do not change when the whole body is
+        // translated, so they are swept in a frame that moves with the body's mean
+        // displacement, `x → y − t_b`: a pair that meets along `x → y` meets there at the same
+        // moment, and so is still found. A flying body's own primitives then sweep nothing:
+        // `projectile_wall`'s ball, swept over its flight, paired each primitive with a third
+        // of its surface (75,000 pairs for a 3 cm ball flying 1 cm).
+        self.search_self.clear();
+        let floor = r.max(self.certified_floor);
+        let mut any = false;
+        for b in 0..st.bodies.len() {
+            let own = st.bodies[b].self_collision != 0
+                && !self.certificate.as_mut().is_some_and(|c| c.keeps_apart(st, b, &self.x32, &self.y32, floor));
+            any |= own;
+            self.search_self.push(own);
         }
-        for e in 0..st.surface_edges.len() as u32 {
-            self.broadphase.edge_edge_candidates(st, e, |_, pv| {
-                if moving(&pv) {
-                    surface(PairKey { kind: PAIR_EDGE_EDGE, vertices: pv });
-                }
-            });
+        if !any {
+            return;
         }
+        let mut shift = vec![(Vec3A::ZERO, 0u32); st.bodies.len()];
+        for (v, (a, b)) in self.x32.iter().zip(&self.y32).enumerate() {
+            let s = &mut shift[st.vertex_body[v] as usize];
+            *s = (s.0 + Vec3A::from_vec4(*b - *a), s.1 + 1);
+        }
+        self.y_own.clear();
+        self.y_own.extend(self.y32.iter().enumerate().map(|(v, p)| {
+            let (sum, count) = shift[st.vertex_body[v] as usize];
+            let t = sum / count.max(1) as f32;
+            // A non-finite vertex must not take its body's boxes with it: unshifted, only its
+            // own primitives' boxes are lost, and the narrow phase reads its distance as 0.
+            *p - if t.is_finite() { t } else { Vec3A::ZERO }.extend(0.0)
+        }));
+        let search_self = &self.search_self;
+        self.own.set_self_only(true);
+        self.own.update(st, (&self.x32, Some(&self.y_own)), |_| r, false, |b| search_self[b]);
+        self.own.candidates(st, &moving, &mut surface);
     }
 }
 
@@ -195,6 +251,7 @@ fn chord_depth(o: &Obstacle, a: DVec3, b: DVec3, mut t0: f64, mut t1: f64) -> f6
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collision::surface_pairs::{PAIR_EDGE_EDGE, PAIR_POINT_TRIANGLE};
 
     #[test]
     fn obstacle_march_stops_before_the_ground_and_sees_tunnelling() {
@@ -231,6 +288,138 @@ mod tests {
         assert!(!obstacle_crossed(&block, DVec3::new(0.05, 0.1, 0.0), DVec3::new(0.09, 0.1, 0.0), 1e-5));
         assert!(!obstacle_crossed(&slab, DVec3::new(0.0, 0.5, 0.0), DVec3::new(0.0, 0.01, 0.0), 1e-6));
         assert!(!obstacle_crossed(&slab, DVec3::new(0.0, 0.5, 0.0), DVec3::new(3.0, -0.5, 0.0), 1e-6));
+    }
+
+    /// Two soft boxes 1 cm apart; the upper moves by `shift` (each vertex jittered by up to
+    /// `jitter`), the lower by its jitter only.
+    fn two_boxes(shift: DVec3, jitter: f64) -> (SimState, Vec<DVec3>, Vec<DVec3>) {
+        use crate::prelude::*;
+        let mut world = World::new(StepConfig::default()).expect("world");
+        for (k, y) in [0.05f32, 0.16].into_iter().enumerate() {
+            let mesh = TetMesh::box_mesh(glam::Vec3::splat(0.1), [6, 6, 6], TetSplit::Six).expect("mesh");
+            let body = SoftBodyBuilder::tetrahedral(mesh).translation(glam::Vec3::new(0.01 * k as f32, y, 0.0));
+            world.bodies.insert(body.build().expect("body"));
+        }
+        world.sync();
+        let st = world.state().clone();
+        let mut rng = crate::test_rng::Rng(7);
+        let x: Vec<DVec3> = st.positions.iter().map(|p| p.truncate().as_dvec3()).collect();
+        let y = x
+            .iter()
+            .zip(&st.vertex_body)
+            .map(|(p, &b)| *p + if b == 1 { shift } else { DVec3::ZERO } + rng.vec() * jitter)
+            .collect();
+        (st, x, y)
+    }
+
+    /// Every pair `visit` reports, as a set of keys with each primitive's vertices sorted.
+    fn reported(swept: &mut SweptPairs, st: &SimState, x: &[DVec3], y: &[DVec3], r: f64) -> Vec<[u32; 4]> {
+        let moves = vec![true; st.vertex_count()];
+        let mut out = Vec::new();
+        swept.visit(st, &[], (x, y), (&moves, true), r, |k| out.push(sorted(k.kind, k.vertices)), |_, _| {});
+        out.sort_unstable();
+        out
+    }
+
+    fn sorted(kind: u32, v: [u32; 4]) -> [u32; 4] {
+        let mut v = v;
+        if kind == PAIR_POINT_TRIANGLE {
+            v[1..].sort_unstable();
+        } else {
+            v[..2].sort_unstable();
+            v[2..].sort_unstable();
+            if v[2..] < v[..2] {
+                v = [v[2], v[3], v[0], v[1]];
+            }
+        }
+        v
+    }
+
+    /// The swept search misses no pair that comes within its radius, between the bodies or
+    /// within one (each body's own pairs are swept in the frame of its mean motion), and a
+    /// body that only translates sweeps no more pairs with itself than one standing still.
+    #[test]
+    fn swept_pairs_find_every_close_pair_and_ignore_translation() {
+        use crate::math::distance::{edge_edge, point_triangle};
+        // Wide enough for pairs of a box with itself (its cells are 1.7 cm).
+        let r = 0.015;
+        let (st, x, y) = two_boxes(DVec3::new(0.004, -0.03, 0.002), 0.012);
+        let found = reported(&mut SweptPairs::default(), &st, &x, &y, r);
+        let mut checked = (0, 0);
+        let at = |v: u32, s: f64| x[v as usize] + (y[v as usize] - x[v as usize]) * s;
+        let mut close = |kind: u32, v: [u32; 4]| {
+            let d = |s: f64| {
+                let p = v.map(|i| at(i, s));
+                if kind == PAIR_POINT_TRIANGLE {
+                    point_triangle::<f64>(p[0], p[1], p[2], p[3]).distance
+                } else {
+                    edge_edge::<f64>(p[0], p[1], p[2], p[3]).distance
+                }
+            };
+            if (0..=16).any(|k| d(k as f64 / 16.0) < r) {
+                let own = v.iter().all(|&i| st.vertex_body[i as usize] == st.vertex_body[v[0] as usize]);
+                if own {
+                    checked.0 += 1
+                } else {
+                    checked.1 += 1
+                }
+                assert!(found.binary_search(&sorted(kind, v)).is_ok(), "missed {kind} {v:?}");
+            }
+        };
+        for &p in &st.surface_vertices {
+            for t in &st.surface_triangles {
+                if !t.contains(&p) {
+                    close(PAIR_POINT_TRIANGLE, [p, t[0], t[1], t[2]]);
+                }
+            }
+        }
+        for (i, a) in st.surface_edges.iter().enumerate() {
+            for b in &st.surface_edges[i + 1..] {
+                if !a.iter().any(|v| b.contains(v)) {
+                    close(PAIR_EDGE_EDGE, [a[0], a[1], b[0], b[1]]);
+                }
+            }
+        }
+        assert!(checked.0 > 0 && checked.1 > 0, "the scene has close pairs of both kinds: {checked:?}");
+        // Translation alone: the upper box's own pairs are those of a box standing still.
+        let own_pairs = |shift: DVec3| {
+            let (st, x, y) = two_boxes(shift, 0.0);
+            let pairs = reported(&mut SweptPairs::default(), &st, &x, &y, r);
+            pairs.iter().filter(|k| k.iter().all(|&v| st.vertex_body[v as usize] == 1)).count()
+        };
+        let (still, flying) = (own_pairs(DVec3::ZERO), own_pairs(DVec3::new(0.3, 0.5, -0.2)));
+        // (Equal but for the f32 rounding of the shifted boxes, which are grown by 1e-5 m.)
+        assert!(still > 0 && flying <= still + still / 20, "standing {still}, flying {flying}");
+    }
+
+    /// A body whose certificate proves it keeps apart from itself (by the caller's floor) has
+    /// no pairs with itself searched; one that deforms past what the certificate allows has.
+    #[test]
+    fn a_certified_body_is_not_searched_for_pairs_with_itself() {
+        let r = 0.015;
+        let own = |shift: DVec3, jitter: f64, floor: f32| {
+            let (st, x, y) = two_boxes(shift, jitter);
+            let mut certificate = SelfClearance::default();
+            certificate.resize(&st);
+            // Every surface vertex 2 cm from the rest of its body at the start (the boxes'
+            // cells are 1.7 cm: a claim, not a measurement; this test is about the skip).
+            certificate.vertex.iter_mut().for_each(|c| *c = 0.02f32.to_bits());
+            let start: Vec<Vec4> = x.iter().map(|p| p.as_vec3().extend(0.0)).collect();
+            for b in 0..st.bodies.len() {
+                certificate.record(&st, b, &start, false);
+            }
+            let mut swept = SweptPairs::default();
+            swept.set_self_certificate(Some(certificate), floor);
+            let pairs = reported(&mut swept, &st, &x, &y, r);
+            pairs
+                .iter()
+                .filter(|k| k.iter().all(|&v| st.vertex_body[v as usize] == st.vertex_body[k[0] as usize]))
+                .count()
+        };
+        let flight = DVec3::new(0.3, 0.5, -0.2);
+        assert_eq!(own(flight, 0.0, 0.0), 0, "a translating body is certified");
+        assert!(own(flight, 0.0, 0.025) > 0, "not above a floor beyond its clearance");
+        assert!(own(flight, 0.012, 0.0) > 0, "not once it deforms by more than its clearance allows");
     }
 
     #[test]

@@ -27,12 +27,24 @@
 //! costs at most about twice the budget's share for sweeps; the fallback it avoids costs a
 //! multiple of the budget. A change of bodies (`World::sync`) forgets it.
 //!
+//! # Cloth
+//!
+//! A world with cloth starts with a least count of [`CLOTH_LEAST_SWEEPS`] instead of
+//! learning it from a fallback, and quiet frames never lower it below that. The lesson is the
+//! same in every cloth scene and costs a fallback each time: measured 2026-12-02 on
+//! `cloth_drape_sphere`, a one-sweep frame gained energy at frame 22 (4 ms budget) or 52 (8
+//! ms), and its fallback and the hold after it took 23–78 ms a frame and dropped 36 ms of
+//! the sheet's time; with two sweeps from the start no frame fell back.
+//!
 //! Raising the count earlier, at a step that came near the allowance, does not save the first
 //! fallback: the drape's gain grows from a third of the allowance to twice it within two
 //! frames, and two and three sweeps from there still gained energy until the fallback
 //! (measured: the count went from one to five and the island fell back all the same).
 
 use crate::runtime::report::PhaseTimes;
+
+/// Least sweeps per substep of a world with cloth (module docs, "Cloth").
+pub const CLOTH_LEAST_SWEEPS: u32 = 2;
 
 /// Share of the budget the fast path may use; the rest is kept for fallbacks.
 pub const FAST_PATH_SHARE: f64 = 0.7;
@@ -61,6 +73,9 @@ pub(crate) struct BudgetPlanner {
     quiet: u32,
     /// Times the least count was raised: each doubles the quiet frames it takes to lower it.
     raises: u32,
+    /// Least sweeps the bodies always need, below which quiet frames do not lower the least
+    /// count (module docs, "Cloth").
+    floor: u32,
 }
 
 fn smooth(old: Option<f64>, new: f64) -> Option<f64> {
@@ -101,7 +116,7 @@ impl BudgetPlanner {
                 self.least = raised;
                 self.raises = (self.raises + 1).min(MAX_QUIET_DOUBLINGS + 1);
             }
-        } else if energy_share < QUIET_SHARE && self.least > 0 {
+        } else if energy_share < QUIET_SHARE && self.least > self.floor {
             self.quiet += 1;
             if self.quiet >= QUIET_FRAMES << self.raises.saturating_sub(1) {
                 self.least -= 1;
@@ -112,9 +127,10 @@ impl BudgetPlanner {
         }
     }
 
-    /// Forgets the least sweep count and its history (the bodies it was learnt on changed).
-    pub fn forget_least(&mut self) {
-        (self.least, self.quiet, self.raises) = (0, 0, 0);
+    /// Forgets the least sweep count and its history (the bodies it was learnt on changed);
+    /// the count starts again from `floor`, the least the new bodies always need.
+    pub fn forget_least(&mut self, floor: u32) {
+        (self.least, self.quiet, self.raises, self.floor) = (floor, 0, 0, floor);
     }
 
     /// Records `substeps` swept substeps of `iterations` sweeps each whose phases took
@@ -221,7 +237,14 @@ mod tests {
         // A budget the sweeps fit in is planned as before, above the least count.
         p.observe_energy(true, 2.0, 1, 20);
         assert_eq!(p.iterations(Some(12.0), 1, 20), ((FAST_PATH_SHARE * 12.0 - 5.0) / 0.05) as u32);
-        p.forget_least();
+        p.forget_least(0);
         assert_eq!((p.least, p.quiet, p.raises), (0, 0, 0));
+        // A floor: the count starts there, and quiet frames do not take it below.
+        p.forget_least(2);
+        assert_eq!(p.least, 2);
+        for _ in 0..10 * QUIET_FRAMES {
+            p.observe_energy(false, 0.0, 2, 20);
+        }
+        assert_eq!(p.least, 2);
     }
 }

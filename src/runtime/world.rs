@@ -284,7 +284,10 @@ impl World {
         rebuild_color_lists(&mut self.state, &self.bodies, &self.slots);
         self.vbd.topology_changed();
         self.fallback.al.clear();
-        self.fallback.planner.forget_least();
+        let cloth = if self.state.tris.is_empty() { 0 } else { crate::runtime::budget::CLOTH_LEAST_SWEEPS };
+        // Never above the configured count, which caps the least count too.
+        let floor = cloth.min(self.config.iterations.max(1));
+        self.fallback.planner.forget_least(floor);
         self.built_version = Some(version);
     }
 

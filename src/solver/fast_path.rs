@@ -88,6 +88,11 @@ pub(crate) trait FastResult {
     /// Per body, the squared force residual of its first and of its last iteration \[N²\].
     fn body_residuals(&self, st: &SimState, out: &mut Vec<(f64, f64)>);
 
+    /// Each body's distances to itself as the last detection certified them (a proof that
+    /// a body which is not folding keeps its own primitives apart; `self_clearance`), if the
+    /// fast path keeps one.
+    fn self_clearance(&self) -> Option<&crate::collision::self_clearance::SelfClearance>;
+
     /// Surface edges' contacts with posed obstacles of the last substep.
     fn obstacle_spans(&self) -> &SpanContacts;
 

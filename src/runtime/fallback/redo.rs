@@ -36,8 +36,12 @@ pub(crate) fn fall_back(
     if checked.redo.is_empty() {
         return;
     }
-    let Settle { state, snapshot, targets, runtime: rt, slots, config, frame, .. } = s;
+    let Settle { state, snapshot, targets, runtime: rt, slots, config, frame, fast: fast_path } = s;
     let (found, redo) = (&checked.islands, &checked.redo);
+    // The fast path's proof of which bodies keep apart from themselves: the redo's swept
+    // searches skip those bodies' own pairs while they stay two contact offsets apart, where
+    // no contact constraint is needed (`SweptPairs::set_self_certificate`).
+    rt.al.set_self_certificate(fast_path.self_clearance().cloned(), 2.0 * config.contact_offset);
     // Every island to redo goes back to the step's start first, so each redo sees the others
     // where they start (islands' swept boxes are apart: none can reach another's).
     let fast: Vec<Vec4> = state.positions.clone();

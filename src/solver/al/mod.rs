@@ -179,6 +179,16 @@ pub(crate) struct AlScratch {
 }
 
 impl AlScratch {
+    /// The fast path's self-contact certificate for the next steps' swept searches (see
+    /// `SweptPairs::set_self_certificate`).
+    pub fn set_self_certificate(
+        &mut self,
+        certificate: Option<crate::collision::self_clearance::SelfClearance>,
+        floor: f32,
+    ) {
+        self.swept.set_self_certificate(certificate, floor);
+    }
+
     /// Forgets the active set and the kept problem structure (the state was repacked).
     pub fn clear(&mut self) {
         self.active = ActiveSet::default();

@@ -153,6 +153,11 @@ pub struct SurfaceContactScratch {
 }
 
 impl SurfaceContactScratch {
+    /// Each body's distances to itself since its last search.
+    pub(crate) fn clearance(&self) -> &SelfClearance {
+        &self.clearance
+    }
+
     /// Forgets the pairs of the last detection (their vertex indices name another topology).
     pub(crate) fn forget_pairs(&mut self) {
         // The trees index the old surface too.

@@ -21,6 +21,10 @@ impl FastResult for Vbd {
         &self.surface.pairs
     }
 
+    fn self_clearance(&self) -> Option<&crate::collision::self_clearance::SelfClearance> {
+        Some(self.surface.clearance())
+    }
+
     /// Whether vertex `v` ended the last substep held by its displacement bound (its last
     /// sweep's Newton step was cut short by the conservative clamp).
     fn clamped(&self, v: usize) -> bool {
