@@ -109,19 +109,24 @@ impl SelfClearance {
         self.enough(b, self.bodies[b].least - loss, floor).then_some(loss)
     }
 
-    /// Whether body `b`'s reference certifies that no two of its own primitives come closer
-    /// than `floor` anywhere along the straight paths `x → y`.
-    pub fn certify_path(&mut self, st: &SimState, b: usize, x: &[Vec4], y: &[Vec4], floor: f32) -> bool {
+    /// The least distance body `b`'s reference guarantees between any two of its own
+    /// primitives anywhere along the straight paths `x → y`, `cos(θ/2) · least − 2ε` (module
+    /// docs); `None` without a valid reference. Not finite for a non-finite position.
+    fn path_bound(&mut self, st: &SimState, b: usize, x: &[Vec4], y: &[Vec4]) -> Option<f32> {
         if !self.bodies.get(b).is_some_and(|c| c.valid) {
-            return false;
+            return None;
         }
         let (start, start_residual) = self.fit(st, b, x, self.bodies[b].rotation);
         let (end, end_residual) = self.fit(st, b, y, start.rotation);
         self.bodies[b].rotation = end.rotation;
         let turn = RigidFit { rotation: start.rotation.inverse() * end.rotation, ..end }.angle();
-        let least = self.bodies[b].least;
-        let guaranteed = (0.5 * turn).cos() * least - 2.0 * start_residual.max(end_residual);
-        self.enough(b, guaranteed, floor)
+        Some((0.5 * turn).cos() * self.bodies[b].least - 2.0 * start_residual.max(end_residual))
+    }
+
+    /// Whether body `b`'s reference certifies that no two of its own primitives come closer
+    /// than `floor` anywhere along the straight paths `x → y`.
+    pub fn certify_path(&mut self, st: &SimState, b: usize, x: &[Vec4], y: &[Vec4], floor: f32) -> bool {
+        self.path_bound(st, b, x, y).is_some_and(|d| self.enough(b, d, floor))
     }
 
     /// Whether body `b`'s reference proves that no two of its own primitives come within
@@ -130,16 +135,8 @@ impl SelfClearance {
     /// fast path's displacement bounds. A swept search for crossings may skip the body's own
     /// pairs when it holds.
     pub fn keeps_apart(&mut self, st: &SimState, b: usize, x: &[Vec4], y: &[Vec4], floor: f32) -> bool {
-        if !self.bodies.get(b).is_some_and(|c| c.valid) {
-            return false;
-        }
-        let (start, start_residual) = self.fit(st, b, x, self.bodies[b].rotation);
-        let (end, end_residual) = self.fit(st, b, y, start.rotation);
-        self.bodies[b].rotation = end.rotation;
-        let turn = RigidFit { rotation: start.rotation.inverse() * end.rotation, ..end }.angle();
-        let guaranteed = (0.5 * turn).cos() * self.bodies[b].least - 2.0 * start_residual.max(end_residual);
         // Not finite (a non-finite position): not proven.
-        guaranteed >= floor
+        self.path_bound(st, b, x, y).is_some_and(|d| d >= floor)
     }
 
     /// Makes positions `x` body `b`'s reference, with the clearances a full detection just

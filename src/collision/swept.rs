@@ -46,6 +46,9 @@ pub(crate) struct SweptPairs {
     own: SurfaceBroadphase,
     /// Positions `y` in that frame.
     y_own: Vec<Vec4>,
+    /// Per body: the sum of its vertices' displacements and their count, then its mean
+    /// displacement.
+    shift: Vec<(Vec3A, u32)>,
 }
 
 fn to32(x: &[DVec3], out: &mut Vec<Vec4>) {
@@ -129,19 +132,23 @@ impl SweptPairs {
         if !any {
             return;
         }
-        let mut shift = vec![(Vec3A::ZERO, 0u32); st.bodies.len()];
+        // Each body's mean displacement.
+        let shift = &mut self.shift;
+        shift.clear();
+        shift.resize(st.bodies.len(), (Vec3A::ZERO, 0));
         for (v, (a, b)) in self.x32.iter().zip(&self.y32).enumerate() {
             let s = &mut shift[st.vertex_body[v] as usize];
             *s = (s.0 + Vec3A::from_vec4(*b - *a), s.1 + 1);
         }
-        self.y_own.clear();
-        self.y_own.extend(self.y32.iter().enumerate().map(|(v, p)| {
-            let (sum, count) = shift[st.vertex_body[v] as usize];
-            let t = sum / count.max(1) as f32;
+        for s in shift.iter_mut() {
+            let t = s.0 / s.1.max(1) as f32;
             // A non-finite vertex must not take its body's boxes with it: unshifted, only its
             // own primitives' boxes are lost, and the narrow phase reads its distance as 0.
-            *p - if t.is_finite() { t } else { Vec3A::ZERO }.extend(0.0)
-        }));
+            s.0 = if t.is_finite() { t } else { Vec3A::ZERO };
+        }
+        self.y_own.clear();
+        self.y_own
+            .extend(self.y32.iter().enumerate().map(|(v, p)| *p - shift[st.vertex_body[v] as usize].0.extend(0.0)));
         let search_self = &self.search_self;
         self.own.set_self_only(true);
         self.own.update(st, (&self.x32, Some(&self.y_own)), |_| r, false, |b| search_self[b]);
