@@ -48,7 +48,19 @@ impl Default for CcdParams<f64> {
 /// of contact: the march also stops once the gap `d − ξ` falls below `s` of its initial value, or
 /// when the iteration cap is reached, and the pair is farther than ξ apart over all of `[0, t]`.
 pub fn point_triangle_toi<R: Real>(x: &[R::V3; 4], dx: &[R::V3; 4], params: &CcdParams<R>, t_max: R) -> Option<R> {
-    additive(x, dx, params, t_max, 1, |y| point_triangle::<R>(y[0], y[1], y[2], y[3]).distance)
+    let distance = |y: &[R::V3; 4]| point_triangle::<R>(y[0], y[1], y[2], y[3]).distance;
+    additive(x, dx, params, t_max, 1, distance(x), distance)
+}
+
+/// [`point_triangle_toi`] for a pair whose distance at `x` the caller has computed, `d0`.
+pub fn point_triangle_toi_from<R: Real>(
+    x: &[R::V3; 4],
+    dx: &[R::V3; 4],
+    d0: R,
+    params: &CcdParams<R>,
+    t_max: R,
+) -> Option<R> {
+    additive(x, dx, params, t_max, 1, d0, |y| point_triangle::<R>(y[0], y[1], y[2], y[3]).distance)
 }
 
 /// Earliest time `t ∈ [0, t_max]` \[-\] at which edge `(x[0], x[1])` may come within ξ of edge
@@ -56,21 +68,35 @@ pub fn point_triangle_toi<R: Real>(x: &[R::V3; 4], dx: &[R::V3; 4], params: &Ccd
 /// None if the motion over `[0, t_max]` is certified separated by more than ξ. Some(t) is
 /// conservative in the same way as [`point_triangle_toi`].
 pub fn edge_edge_toi<R: Real>(x: &[R::V3; 4], dx: &[R::V3; 4], params: &CcdParams<R>, t_max: R) -> Option<R> {
-    additive(x, dx, params, t_max, 2, |y| edge_edge::<R>(y[0], y[1], y[2], y[3]).distance)
+    let distance = |y: &[R::V3; 4]| edge_edge::<R>(y[0], y[1], y[2], y[3]).distance;
+    additive(x, dx, params, t_max, 2, distance(x), distance)
 }
 
-/// The ACCD march. Vertices `0..split` form the first primitive, `split..4` the second.
+/// [`edge_edge_toi`] for a pair whose distance at `x` the caller has computed, `d0`.
+pub fn edge_edge_toi_from<R: Real>(
+    x: &[R::V3; 4],
+    dx: &[R::V3; 4],
+    d0: R,
+    params: &CcdParams<R>,
+    t_max: R,
+) -> Option<R> {
+    additive(x, dx, params, t_max, 2, d0, |y| edge_edge::<R>(y[0], y[1], y[2], y[3]).distance)
+}
+
+/// The ACCD march from distance `d0` at `x`. Vertices `0..split` form the first primitive,
+/// `split..4` the second.
 fn additive<R: Real>(
     x: &[R::V3; 4],
     dx: &[R::V3; 4],
     params: &CcdParams<R>,
     t_max: R,
     split: usize,
+    d0: R,
     distance: impl Fn(&[R::V3; 4]) -> R,
 ) -> Option<R> {
     let (zero, xi, s) = (R::ZERO, params.min_separation, params.safety);
     // `!(d > ξ)` also catches a NaN distance: report contact now rather than certify garbage.
-    let gap0 = distance(x) - xi;
+    let gap0 = d0 - xi;
     if !(gap0 > zero) {
         return Some(zero);
     }
@@ -90,6 +116,11 @@ fn additive<R: Real>(
     // The first advance may use up (1 − s) of the initial gap: it cannot end below the stop
     // level, so it never needs a check.
     let mut advance = (R::ONE - s) * gap0 / lp;
+    if advance > t_max {
+        // The whole motion fits in the first advance: certified without a check. Most pairs
+        // a sweep visits end here (a stiff ball's own pairs as it flies).
+        return None;
+    }
     for _ in 0..params.max_iterations {
         let ahead = t + advance;
         let y: [R::V3; 4] = core::array::from_fn(|k| x[k] + p[k] * ahead);

@@ -128,6 +128,14 @@ pub(crate) fn held_substep(s: Settle<'_>, info: &SubstepInfo) -> Checked {
     Checked { islands: found, redo, ms: 0.0 }
 }
 
+/// The speed above which a vertex of the island with swept box `bx` fails the check
+/// (`FallbackReason::Speed`) in a substep of `h` \[m/s\]: half the island's size per step, at
+/// most `MAX_SPEED`.
+pub(super) fn speed_limit(bx: &Aabb, config: &StepConfig, h: f32) -> f32 {
+    let size = (bx.max - bx.min).length() - 2.0 * island_margin(config) * 3f32.sqrt();
+    MAX_SPEED.min(0.5 * size.max(0.0) / h)
+}
+
 /// What the per-island part of the check reads.
 struct IslandView<'a> {
     state: &'a SimState,
@@ -154,8 +162,7 @@ fn island_reason(
     let (state, slots) = (v.state, v.slots);
     let ranges = || members.iter().map(|&b| slots[b as usize].range());
     let mut reason = members.iter().find_map(|&b| rt.verdicts[b as usize].hard);
-    let size = (bx.max - bx.min).length() - 2.0 * island_margin(v.config) * 3f32.sqrt();
-    let limit = MAX_SPEED.min(0.5 * size.max(0.0) / v.h);
+    let limit = speed_limit(bx, v.config, v.h);
     // Speed at the step's start or end: a vertex that was to travel more than half its island
     // per step can tunnel however its step ended (a clamped fast step stops it dead and loses
     // its momentum instead).

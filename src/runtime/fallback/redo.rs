@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use glam::{DVec3, Vec3A, Vec4};
 
+use super::check::speed_limit;
 use super::{
     CATCH_UP_SHARE, Checked, HOLD_FRAMES, History, MAX_HOLD_FRAMES, MAX_LAG_SUBSTEPS, MIN_TRAVELLED, RETRY_WINDOW,
     Settle, SubstepInfo, fallback_settings, island,
@@ -73,6 +74,23 @@ pub(crate) fn fall_back(
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let settled = Settled { members, handles, reason, ms, clock };
         record_redo(state, snapshot, &mut rt.history, settled, &out, slots, frame, info, report);
+        // An island of bodies pressed together that is still faster than the check allows
+        // stays held: its fast step could only fail on speed, after its sweeps and their
+        // detection, which for `projectile_wall`'s ball pressing into the wall cost 114–330 ms
+        // each time its hold ran out. (A lone body, which has nothing to detect, goes back to
+        // the fast path when its hold ends, and to the GPU where that is the backend.)
+        let limit = speed_limit(&found[k].1, config, info.h);
+        let fast = members.len() > 1
+            && members
+                .iter()
+                .flat_map(|&b| slots[b as usize].range())
+                .any(|i| state.flags[i] & VERTEX_KINEMATIC == 0 && state.velocities[i].truncate().length() > limit);
+        if fast {
+            for &b in members {
+                let hist = rt.history.entry(slots[b as usize].handle).or_default();
+                hist.hold_until = hist.hold_until.max(frame + 2);
+            }
+        }
     }
 }
 
@@ -275,9 +293,12 @@ fn redo_island(
         deadline: info.deadline,
         contact: &info.contact,
         flying: false,
+        piece: false,
     };
     let reach = free_reach(state, &start, &whole, &lim);
     if reach > PRESS_REACH * config.contact_offset as f64 {
+        let (solved, moves) = contact_region(state, &start, &whole, &lim, slots);
+        let lim = Limits { solved: &solved, moves: &moves, ..lim };
         return step_pieces(state, &start, &whole, &lim, &pin_end, al);
     }
     // Slower: whole, or split once at the impact (free flight, then the rest from it).
@@ -327,6 +348,77 @@ const PRESS_REACH: f64 = 100.0;
 /// Least share of a step one piece takes: a step has at most this many pieces' worth.
 const MIN_PIECE: f64 = 1.0 / 256.0;
 
+/// How far around a flying body's path its island is solved, in sizes of that body
+/// (`contact_region`).
+const REGION_SIZES: f64 = 2.0;
+
+/// The vertices of a projectile's island that its pieces solve, and those that move
+/// (`solved`, `moves`): every vertex of a body whose mean free flight over the step carries it
+/// further than `SPLIT_REACH` offsets (the projectile), and of the other bodies those that lie
+/// within `REGION_SIZES` of the projectile's size of the box its flight sweeps; kinematic
+/// vertices keep their motion, and a body most of whose vertices move by more than an offset
+/// in the step is solved whole. The rest of the island stays where the step starts, its
+/// velocities kept, as a step the deadline stopped early leaves an island: its clock stands
+/// still for the held frames, and the fast path takes it on when the hold ends. A held ball
+/// pressing into a 0.5 m wall set up, searched and limited all of the wall's 30,000 tets in
+/// every piece (`first_penalty`'s Hessian alone was 23 ms a frame) for a dent a few of its
+/// cells across, and at a 16 ms budget no piece ever ran: the ball stood in front of the wall
+/// for good. Within a piece (`PIECE_REACH` offsets of flight, 80 µs at 60 m/s) the wall's
+/// pressure wave crosses a few millimetres; over the hold the still part acts as a clamp at the
+/// region's rim. Chosen by mean motion, not by vertex: the wall's vertices that the ball
+/// pushes move at its speed, and their body's size made the region the whole wall.
+fn contact_region(
+    state: &SimState,
+    start: &[DVec3],
+    part: &Part<'_>,
+    lim: &Limits<'_>,
+    slots: &[BodySlot],
+) -> (Vec<bool>, Vec<bool>) {
+    let (mut solved, mut moves) = (lim.solved.to_vec(), lim.moves.to_vec());
+    let offset = lim.config.contact_offset as f64;
+    let flight = |i: usize| part.inertia(state, lim.config, start[i], i).1;
+    // Each projectile's swept box, grown by its size times `REGION_SIZES`.
+    let mut boxes: Vec<(DVec3, DVec3)> = Vec::new();
+    let mut flying = vec![false; lim.members.len()];
+    for (k, &b) in lim.members.iter().enumerate() {
+        let free: Vec<usize> = slots[b as usize].range().filter(|&i| solved[i]).collect();
+        let mean = free.iter().map(|&i| flight(i) - start[i]).sum::<DVec3>() / free.len().max(1) as f64;
+        if !(mean.length() > SPLIT_REACH * offset) {
+            continue;
+        }
+        flying[k] = true;
+        let (mut lo, mut hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
+        let (mut size_lo, mut size_hi) = (DVec3::INFINITY, DVec3::NEG_INFINITY);
+        for i in slots[b as usize].range() {
+            let y = if solved[i] { flight(i) } else { start[i] };
+            (lo, hi) = (lo.min(start[i]).min(y), hi.max(start[i]).max(y));
+            (size_lo, size_hi) = (size_lo.min(start[i]), size_hi.max(start[i]));
+        }
+        let grow = DVec3::splat((size_hi - size_lo).max_element() * REGION_SIZES);
+        boxes.push((lo - grow, hi + grow));
+    }
+    let near = |p: DVec3| boxes.iter().any(|(lo, hi)| p.cmpge(*lo).all() && p.cmple(*hi).all());
+    let h = part.h as f64;
+    for (k, &b) in lim.members.iter().enumerate() {
+        // A body most of whose vertices move by more than an offset in the step (a cloth
+        // falling past) is solved whole: kept at its start it would hang in the air for the
+        // hold. Not one only its dent moves in (the wall), nor one at rest under gravity.
+        let range = slots[b as usize].range();
+        let free = range.clone().filter(|&i| solved[i]).count();
+        let moving =
+            range.clone().filter(|&i| solved[i] && part.velocities[i].truncate().length() as f64 * h > offset).count();
+        if flying[k] || 2 * moving > free {
+            continue;
+        }
+        for i in range {
+            if solved[i] && !near(start[i]) {
+                (solved[i], moves[i]) = (false, false);
+            }
+        }
+    }
+    (solved, moves)
+}
+
 /// What the pieces of a redone step share.
 #[derive(Clone, Copy)]
 struct Limits<'a> {
@@ -341,6 +433,9 @@ struct Limits<'a> {
     /// The piece is free flight (`next_piece`): its first outer iteration runs even past the
     /// deadline.
     flying: bool,
+    /// A piece of an impact (`step_pieces`): one the deadline stops is picked up by the next
+    /// frame (`AlSettings::keep_unfinished`).
+    piece: bool,
 }
 
 /// A part of a redone step: its length and the state it starts from (positions are the
@@ -418,7 +513,7 @@ fn step_pieces(
             return step_part(state, start, part, &Limits { flying, ..*lim }, pin_end, al);
         }
         let piece = Part { h: (share * remaining.h as f64) as f32, ..remaining };
-        let out = step_part(state, &from, &piece, &Limits { flying, ..*lim }, &pin_at(share), al);
+        let out = step_part(state, &from, &piece, &Limits { flying, piece: true, ..*lim }, &pin_at(share), al);
         total.iterations += out.iterations;
         total.newton_iterations += out.newton_iterations;
         total.cg_iterations += out.cg_iterations;
@@ -595,12 +690,15 @@ fn step_part(
     let settings = AlSettings {
         deadline: lim.deadline,
         first_iteration_always: lim.flying && part.warm.is_none(),
+        keep_unfinished: lim.piece,
         ..fallback_settings(state, config, h, lim.members, |i| solved[i])
     };
-    if !settings.first_iteration_always && expired(lim.deadline) {
+    if !settings.first_iteration_always && expired(lim.deadline) && !al.resumes(start, solved) {
         // No iteration may run: the solver's set-up (its Hessian's pattern, the first
         // penalty, the seed of its active set) would only add to an overrun frame (24 ms a
         // frame for a 4,225-vertex cloth held at an 8 ms budget). The island stays as it was.
+        // A step the last frame set up and left unfinished is picked up instead: it takes an
+        // iteration (`al_step`).
         return AlStats { min_distance: f64::INFINITY, ..AlStats::default() };
     }
     let mut x = Vec::new();

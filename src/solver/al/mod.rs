@@ -78,6 +78,8 @@ pub struct AlSettings {
     /// CCD allows, for the price of one CCD. Where the first targets are the island's free
     /// flight, so that an island whose steps start past the deadline still moves.
     pub first_iteration_always: bool,
+    /// Keep the step for the next call if the deadline stops it (`Unfinished`).
+    pub keep_unfinished: bool,
 }
 
 impl Default for AlSettings {
@@ -96,6 +98,7 @@ impl Default for AlSettings {
             violation_price_cap: 0.0,
             deadline: None,
             first_iteration_always: false,
+            keep_unfinished: false,
         }
     }
 }
@@ -176,6 +179,39 @@ pub(crate) struct AlScratch {
     best: Vec<DVec3>,
     /// The last step's problem structure.
     problem: ProblemCache,
+    /// The last step, if the deadline stopped it (`al_step`).
+    unfinished: Option<Unfinished>,
+}
+
+/// A step the deadline stopped, kept for the next call: one with the same start, first
+/// targets, inertia and vertex masks picks it up where it stopped (its iterate, targets,
+/// schedule and lowest iterate; the active set and multipliers stay in the scratch), instead
+/// of setting up the same step again. A fallback step that travelled too little to read a
+/// velocity from leaves its island as it was, so the next frame asks for the same step:
+/// started afresh each frame, `projectile_wall`'s ball pressing into the wall redid one
+/// Newton step of the same piece frame after frame (its set-up alone was over a 16 ms budget)
+/// and never moved again. Any other step in between (another island's) forgets it. Only where
+/// the caller asks (`AlSettings::keep_unfinished`: the fallback's impact pieces): a stalled
+/// whole step picked up goes on stalling with its doubled penalty, and each of its iterations
+/// costs more (a 1e9 Pa block on a sheet: 80–105 ms an iteration, against 20–45 ms afresh).
+#[derive(Debug)]
+struct Unfinished {
+    start: Vec<DVec3>,
+    guess: Vec<DVec3>,
+    solved: Vec<bool>,
+    moves: Vec<bool>,
+    /// How many obstacles there were.
+    obstacles: usize,
+    /// The problem's inertia weights and targets.
+    inertia: Vec<f64>,
+    target: Vec<DVec3>,
+    x: Vec<DVec3>,
+    xh: Vec<DVec3>,
+    sched: Schedule,
+    /// Residual of the last Newton step.
+    residual: f64,
+    lowest: Option<(f64, f64)>,
+    last_is_close: bool,
 }
 
 impl AlScratch {
@@ -189,10 +225,18 @@ impl AlScratch {
         self.swept.set_self_certificate(certificate, floor);
     }
 
-    /// Forgets the active set and the kept problem structure (the state was repacked).
+    /// Forgets the active set, the kept problem structure and any unfinished step (the state
+    /// was repacked).
     pub fn clear(&mut self) {
         self.active = ActiveSet::default();
         self.problem = ProblemCache::default();
+        self.unfinished = None;
+    }
+
+    /// Whether the next step from positions `start` over the vertices `solved` may pick up
+    /// the last one, which the deadline stopped (`Unfinished`; its targets must match too).
+    pub fn resumes(&self, start: &[DVec3], solved: &[bool]) -> bool {
+        self.unfinished.as_ref().is_some_and(|u| u.start == start && u.solved == solved)
     }
 
     /// Whether a pair of the active set (the pairs the fallback last held) that moves a vertex
@@ -254,14 +298,8 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
     let st = input.st;
     let n = st.vertex_count();
     let mut problem = scratch.problem.take(st, input.solved, input.inertia);
-    let mut x = input.start.to_vec();
-    let mut xh = input.guess.to_vec();
     let mut stats = AlStats { min_distance: f64::INFINITY, ..AlStats::default() };
-    let mut sched = Schedule::new(first_penalty(&mut problem, st, &x, &mut scratch.grad), s.offset);
     let solved = input.solved;
-    scratch.active.retain_vertices(|v| (v as usize) < n);
-    scratch.active.list.retain(|c| c.key.moving_vertices().iter().any(|&v| solved[v as usize]));
-    scratch.active.prune();
     let tets = problem.tets().to_vec();
     let lim = StepLimits {
         st,
@@ -272,11 +310,6 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
         tets: &tets,
         j_min: s.j_min,
     };
-    // Seed the set with what the fast path's motion runs into (docs/algorithms.md §4.5).
-    max_step(&lim, &x, &xh, &mut scratch.swept, &mut scratch.hits);
-    for key in earliest_hits(&scratch.hits, n, &mut scratch.first) {
-        scratch.active.add(st, input.obstacles, key, &x);
-    }
     // Every iterate x^[k] is feasible (intersection-free, no tet below j_min), and the step's
     // answer is the feasible point of lowest merit: incremental potential plus the price of
     // its offset violations (`ActiveSet::violation_price`, at most
@@ -289,17 +322,50 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
     // hold, freezing the island. Only where no kinematic vertex moves: a pin's target is part
     // of the step's answer, and the iterates carry the pins only part of the way, so their
     // potentials do not compare.
-    let comparable = (0..n).all(|v| !input.moves[v] || input.solved[v] || input.start[v] == input.guess[v]);
     // (potential, travelled) of the lowest iterate so far (in `scratch.best`), and whether the
     // last iterate stands: its merit is within `REWIND_SHARE` of the price cap above the
     // lowest's.
-    let mut lowest = comparable.then(|| (problem.energy(st, &x), 0.0));
-    let mut last_is_close = true;
-    if lowest.is_some() {
-        scratch.best.clone_from(&x);
+    let resumed = scratch.unfinished.take().filter(|u| {
+        u.start == input.start
+            && u.guess == input.guess
+            && u.solved == input.solved
+            && u.moves == input.moves
+            && u.obstacles == input.obstacles.len()
+            && u.inertia == problem.inertia
+            && u.target == problem.target
+    });
+    // A step picked up has its set-up paid for: its first iteration runs even past the
+    // deadline, so an island whose frames are all spent before their steps get far moves on
+    // by at least an iteration every other frame.
+    let owed = resumed.is_some();
+    let (mut x, mut xh, mut sched, mut lowest, mut last_is_close);
+    if let Some(u) = resumed {
+        (x, xh, sched, lowest, last_is_close) = (u.x, u.xh, u.sched, u.lowest, u.last_is_close);
+        stats.residual = u.residual;
+    } else {
+        x = input.start.to_vec();
+        xh = input.guess.to_vec();
+        sched = Schedule::new(first_penalty(&mut problem, st, &x, &mut scratch.grad), s.offset);
+        scratch.active.retain_vertices(|v| (v as usize) < n);
+        scratch.active.list.retain(|c| c.key.moving_vertices().iter().any(|&v| solved[v as usize]));
+        scratch.active.prune();
+        // Seed the set with what the fast path's motion runs into (docs/algorithms.md §4.5).
+        max_step(&lim, &x, &xh, &mut scratch.swept, &mut scratch.hits);
+        for key in earliest_hits(&scratch.hits, n, &mut scratch.first) {
+            scratch.active.add(st, input.obstacles, key, &x);
+        }
+        let comparable = (0..n).all(|v| !input.moves[v] || input.solved[v] || input.start[v] == input.guess[v]);
+        lowest = comparable.then(|| (problem.energy(st, &x), 0.0));
+        last_is_close = true;
+        if lowest.is_some() {
+            scratch.best.clone_from(&x);
+        }
     }
+    let before = sched.iterations;
+    let mut stopped = false;
     while sched.iterations < s.max_iterations {
-        if (sched.iterations > 0 || !s.first_iteration_always) && expired(s.deadline) {
+        if (sched.iterations > before || !(s.first_iteration_always || owed)) && expired(s.deadline) {
+            stopped = true;
             break;
         }
         let (mu, delta) = (sched.mu, sched.delta);
@@ -316,7 +382,7 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
             x[v] += d;
         }
         sched.weigh(alpha, s);
-        stats.iterations = sched.iterations;
+        stats.iterations = sched.iterations - before;
         if let Some((energy, travelled)) = &mut lowest {
             // Both priced by the current multipliers and offset.
             let last = problem.energy(st, &x);
@@ -337,18 +403,36 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
         sched.stall(alpha);
     }
     stats.travelled = 1.0 - sched.start_weight;
+    let mut answer = None;
     if let Some((_, travelled)) = lowest
         && !last_is_close
     {
         stats.rewound = true;
         stats.travelled = travelled;
-        x.clone_from(&scratch.best);
+        answer = Some(&scratch.best);
     }
-    scratch.active.linearize(&x, input.obstacles);
+    x_out.clear();
+    x_out.extend_from_slice(answer.unwrap_or(&x));
+    scratch.active.linearize(x_out, input.obstacles);
     stats.pairs = scratch.active.list.len();
     stats.min_distance = scratch.active.min_distance();
-    x_out.clear();
-    x_out.extend_from_slice(&x);
+    if stopped && s.keep_unfinished {
+        scratch.unfinished = Some(Unfinished {
+            start: input.start.to_vec(),
+            guess: input.guess.to_vec(),
+            solved: solved.to_vec(),
+            moves: input.moves.to_vec(),
+            obstacles: input.obstacles.len(),
+            inertia: problem.inertia.clone(),
+            target: problem.target.clone(),
+            x,
+            xh,
+            sched,
+            residual: stats.residual,
+            lowest,
+            last_is_close,
+        });
+    }
     scratch.problem.keep(problem);
     stats
 }

@@ -6,7 +6,7 @@
 use glam::{DMat3, DVec3};
 
 use crate::collision::Obstacle;
-use crate::collision::ccd::{CcdParams, edge_edge_toi, point_triangle_toi};
+use crate::collision::ccd::{CcdParams, edge_edge_toi_from, point_triangle_toi_from};
 use crate::collision::surface_pairs::PAIR_POINT_TRIANGLE;
 use crate::collision::swept::{PAIR_OBSTACLE, PairKey, SweptPairs, obstacle_toi, pair_motion};
 use crate::material::tet::cofactor;
@@ -75,9 +75,9 @@ pub(crate) fn max_step_with(
             // not come closer, but may separate.
             let params = CcdParams { min_separation: params.min_separation.min(0.5 * d0), ..params };
             let toi = if key.kind == PAIR_POINT_TRIANGLE {
-                point_triangle_toi::<f64>(&p, &dp, &params, 1.0)
+                point_triangle_toi_from::<f64>(&p, &dp, d0, &params, 1.0)
             } else {
-                edge_edge_toi::<f64>(&p, &dp, &params, 1.0)
+                edge_edge_toi_from::<f64>(&p, &dp, d0, &params, 1.0)
             };
             if let Some(t) = toi {
                 hits.push((key, t));
