@@ -132,8 +132,12 @@ fn obstacle_toi(o: Obstacle, a: vec3<f32>, b: vec3<f32>) -> f32 {
             return select(-1.0, t, obstacle_distance(o, b).d - xi < params.safety * gap0);
         }
         let gap = obstacle_distance(o, a + (b - a) * ahead).d - xi;
-        if !(gap > 0.0) || gap < params.safety * gap0 {
+        if !(gap > 0.0) {
             return t;
+        }
+        if gap < params.safety * gap0 {
+            // A path straight at the surface: the first advance is taken (swept.rs obstacle_toi).
+            return select(t, ahead, t == 0.0 && gap > 0.5 * params.safety * gap0);
         }
         t = ahead;
         advance = 0.9 * gap / len;

@@ -136,7 +136,7 @@ impl World {
             fall_back(self.settle(), checked, &obstacles, &info, &mut report);
             report.phases.fallback += fallback_start.elapsed().as_secs_f64() * 1e3;
             self.report_lagging(&report, substep, t0 + plan.h as f64);
-            self.finish_substep(t0, plan.h, &obstacles, &mut report, hooks.as_deref_mut());
+            self.finish_substep(substep, t0, plan.h, &obstacles, &mut report, hooks.as_deref_mut());
             self.substep_obstacles = obstacles;
         }
         self.finish_frame(&remaining, swept_substeps, s.iterations, wall, report)
@@ -284,8 +284,10 @@ impl World {
 
     /// The finish phase of a substep: bodies left non-finite are put back at rest and named
     /// in an event, time advances, and the hooks see the substep.
+    #[allow(clippy::too_many_arguments)]
     fn finish_substep(
         &mut self,
+        substep: u32,
         t0: f64,
         h: f32,
         obstacles: &[Obstacle],
@@ -297,9 +299,19 @@ impl World {
         report.pin_lag = pin_lag(&self.state, &self.targets);
         let Some(hooks) = hooks else { return };
         let contact = self.config.contact_model(h);
-        // Momentum goes between soft and rigid bodies: the sweeps' own drift must not.
+        // Momentum goes between soft and rigid bodies: the sweeps' own drift must not. Only
+        // the sweeps': a body the fallback redid (or left where it was) in this substep holds
+        // the fallback's state, and the fast path's residual at it is not a drift. Read as
+        // one, a projectile held against a wall had its velocity doubled every frame (the
+        // residual of its inertia term, its own momentum, taken out once more).
         self.momentum.skip.clear();
-        self.momentum.skip.extend(self.slots.iter().map(|s| report.rolled_back.contains(&s.handle)));
+        self.momentum.skip.extend(self.slots.iter().map(|s| {
+            report.rolled_back.contains(&s.handle)
+                || report
+                    .islands
+                    .iter()
+                    .any(|i| i.substep == substep && i.path != StepPath::Fast && i.bodies.contains(&s.handle))
+        }));
         crate::solver::momentum::remove_momentum_residual(
             &mut self.state,
             &mut self.vbd,
