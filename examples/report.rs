@@ -335,8 +335,9 @@ fn write_section(section: &str) -> Result<(), Box<dyn std::error::Error>> {
     let text = std::fs::read_to_string(path)?;
     let block = format!("{BEGIN}\n{section}{END}\n");
     let out = match (text.find(BEGIN), text.find(END)) {
+        // The section ends in an HTML block (`</details>`), which only a blank line closes.
         (Some(b), Some(e)) if b < e => {
-            format!("{}{block}{}", &text[..b], text[e + END.len()..].trim_start_matches('\n'))
+            format!("{}{block}\n{}", &text[..b], text[e + END.len()..].trim_start_matches('\n'))
         }
         _ => {
             // After the title line and the paragraph under it.

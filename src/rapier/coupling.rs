@@ -449,7 +449,10 @@ impl Accumulator {
         let st = &*ctx.state;
         let moving = &ctx.obstacles[ctx.moving_start..];
         for (b, slot) in ctx.slots.iter().enumerate() {
-            if ctx.rolled_back.contains(&slot.handle) {
+            // Neither from a body whose substep was rolled back nor from one the fallback
+            // redid: the fast path's impulses are not its state's (the fallback's own contact
+            // reactions are not handed to rapier yet).
+            if ctx.rolled_back.contains(&slot.handle) || ctx.redone.contains(&slot.handle) {
                 continue;
             }
             let b = b as u32;
@@ -547,9 +550,10 @@ impl Accumulator {
             i = end;
         }
         // Attachments: the pin's reaction goes to the body at the attachment point (not from a
-        // body whose substep was rolled back: its state is the restored start).
+        // body whose substep was rolled back, its state the restored start, nor from one the
+        // fallback redid).
         for (a, link) in frame.attachments.iter().enumerate() {
-            if ctx.rolled_back.contains(&link.soft) {
+            if ctx.rolled_back.contains(&link.soft) || ctx.redone.contains(&link.soft) {
                 continue;
             }
             ctx.impulses(&link.vertices, &mut self.impulses);

@@ -85,6 +85,8 @@ pub struct SubstepContext<'a> {
     pub(crate) slots: &'a [BodySlot],
     /// Bodies whose substep was rolled back (non-finite state) so far in this frame.
     pub(crate) rolled_back: &'a [SoftBodyHandle],
+    /// Bodies the fallback redid in this substep.
+    pub(crate) redone: &'a [SoftBodyHandle],
 }
 
 impl SubstepContext<'_> {
@@ -101,6 +103,12 @@ impl SubstepContext<'_> {
     /// Bodies whose substep was rolled back (non-finite state) so far in this frame.
     pub fn rolled_back(&self) -> &[SoftBodyHandle] {
         self.rolled_back
+    }
+
+    /// Bodies the fallback redid in this substep: their state is the augmented-Lagrangian
+    /// step's, and the fast path's contact impulses do not belong to it.
+    pub fn redone(&self) -> &[SoftBodyHandle] {
+        self.redone
     }
 
     /// The impulses \[N·s\] obstacles and pins gave `vertices` (indices into the packed

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use glam::{Vec3A, Vec4};
 
 use super::World;
+use crate::body::SoftBodyHandle;
 use crate::collision::{Obstacle, ObstacleShape, PosedShape};
 use crate::runtime::assemble::rebuild_color_lists;
 use crate::runtime::config::{Backend, FallbackPolicy};
@@ -299,19 +300,22 @@ impl World {
         report.pin_lag = pin_lag(&self.state, &self.targets);
         let Some(hooks) = hooks else { return };
         let contact = self.config.contact_model(h);
+        // A body the fallback redid (or left where it was) in this substep holds the
+        // fallback's state: the fast path's residuals and contact impulses are not its.
+        let redone: Vec<SoftBodyHandle> = report
+            .islands
+            .iter()
+            .filter(|i| i.substep == substep && i.path != StepPath::Fast)
+            .flat_map(|i| i.bodies.iter().copied())
+            .collect();
         // Momentum goes between soft and rigid bodies: the sweeps' own drift must not. Only
-        // the sweeps': a body the fallback redid (or left where it was) in this substep holds
-        // the fallback's state, and the fast path's residual at it is not a drift. Read as
-        // one, a projectile held against a wall had its velocity doubled every frame (the
-        // residual of its inertia term, its own momentum, taken out once more).
+        // the sweeps': read as drift, the fast path's residual at a redone body (its inertia
+        // term, its own momentum) was taken out once more, and a projectile held against a
+        // wall had its velocity doubled every frame.
         self.momentum.skip.clear();
-        self.momentum.skip.extend(self.slots.iter().map(|s| {
-            report.rolled_back.contains(&s.handle)
-                || report
-                    .islands
-                    .iter()
-                    .any(|i| i.substep == substep && i.path != StepPath::Fast && i.bodies.contains(&s.handle))
-        }));
+        self.momentum
+            .skip
+            .extend(self.slots.iter().map(|s| report.rolled_back.contains(&s.handle) || redone.contains(&s.handle)));
         crate::solver::momentum::remove_momentum_residual(
             &mut self.state,
             &mut self.vbd,
@@ -329,6 +333,7 @@ impl World {
             h,
             slots: &self.slots,
             rolled_back: &report.rolled_back,
+            redone: &redone,
         });
     }
 
