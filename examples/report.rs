@@ -26,7 +26,7 @@
 //! ms per step, and its cheapest setting at least as accurate (the worst error against the
 //! static solve of its own mesh over the end of the run; for the cube also no deeper into the
 //! ground). A run cut at its time cap (`--max-seconds`, per run) takes part in
-//! neither (default 120 s). It takes about twelve minutes on two cores.
+//! neither (default 120 s). It took 9.5 minutes on the 2-core dev VM (BENCHMARKS.md).
 
 #[path = "common/vs_rapier.rs"]
 mod vs_rapier;
