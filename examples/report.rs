@@ -9,7 +9,9 @@
 //! `--write` replaces the headline section of `BENCHMARKS.md` (between `<!-- report:begin -->`
 //! and `<!-- report:end -->`, inserted after the title when missing) with the tables printed,
 //! the command, the machine, the date and the commit; the older sections below stay as history.
-//! The README quotes its figures from this section only (`tests/readme_numbers.rs` checks it).
+//! The README quotes its figures from this section only (`tests/readme_numbers.rs` checks it):
+//! timings differ from run to run, so after a `--write` the README's Numbers section is updated
+//! to the new table, and the test names every figure that no longer matches.
 //!
 //! What runs (scenes and metrics: `examples/common/vs_rapier.rs`), every row on `--threads`
 //! threads (default 2), rapier in a rayon pool of that size:
