@@ -37,7 +37,7 @@ use std::fmt::Write as _;
 
 use vs_rapier::{
     CANTILEVER_FRAMES, DROP_FRAMES, Row, Setting, Solver, StaticCache, comparisons, measure_cantilever,
-    measure_drop_cube, measure_projectile,
+    measure_drop_cube, measure_projectile, pick,
 };
 
 const DROP_CELLS: u32 = 11;
@@ -74,11 +74,7 @@ fn args() -> Result<Args, String> {
 /// rapier's settings tried on a scene: the constraints solver at 1–16 iterations, at 4 and 16
 /// also with linear damping 2/s, and the FEM solver at its default.
 fn rapier_settings(threads: usize) -> Vec<Setting> {
-    let mut out: Vec<Setting> =
-        [1, 2, 4, 8, 16].iter().map(|&n| Setting::rapier(Solver::RapierConstraints, n, 0.0, threads)).collect();
-    out.extend([4, 16].iter().map(|&n| Setting::rapier(Solver::RapierConstraints, n, 2.0, threads)));
-    out.push(Setting::rapier_default(Solver::RapierFem, threads));
-    out
+    vs_rapier::rapier_settings(&[1, 2, 4, 8, 16], &[4, 16], threads)
 }
 
 /// Adds the picked rows to `table`, one row per setting: a setting picked twice keeps both roles.
@@ -89,12 +85,6 @@ fn add_picked(table: &mut Vec<Row>, picked: Vec<Row>) {
             None => table.push(p),
         }
     }
-}
-
-fn with_role(rows: &[Row], setting: &Setting, role: &str) -> Row {
-    let mut r = rows.iter().find(|r| r.setting == *setting).expect("the setting was run").clone();
-    r.role = role.to_string();
-    r
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -123,10 +113,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cube.push(r);
     }
     let mut cube_table = vec![
-        with_role(&cube, &pliant_default, "Pliant's default"),
-        with_role(&cube, &Setting::vbd(2, t), "Pliant, fewer sweeps"),
-        with_role(&cube, &rapier_default, "rapier's default"),
-        with_role(&cube, &fem_default, "rapier's FEM solver"),
+        pick(&cube, &pliant_default, "Pliant's default"),
+        pick(&cube, &Setting::vbd(2, t), "Pliant, fewer sweeps"),
+        pick(&cube, &rapier_default, "rapier's default"),
+        pick(&cube, &fem_default, "rapier's FEM solver"),
     ];
     let refs = [(&cube_table[0], "Pliant's default"), (&cube_table[2], "rapier's default")];
     let picked = comparisons(&cube, &refs, DROP_FRAMES);
@@ -145,11 +135,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         beam.push(r);
     }
     let mut beam_table = vec![
-        with_role(&beam, &pliant_default, "Pliant's default"),
-        with_role(&beam, &lg_default, "Pliant's local–global default"),
-        with_role(&beam, &Setting::vbd_tuned(20, t), "Pliant, VBD tuned for the beam"),
-        with_role(&beam, &rapier_default, "rapier's default"),
-        with_role(&beam, &fem_default, "rapier's FEM solver"),
+        pick(&beam, &pliant_default, "Pliant's default"),
+        pick(&beam, &lg_default, "Pliant's local–global default"),
+        pick(&beam, &Setting::vbd_tuned(20, t), "Pliant, VBD tuned for the beam"),
+        pick(&beam, &rapier_default, "rapier's default"),
+        pick(&beam, &fem_default, "rapier's FEM solver"),
     ];
     let refs = [
         (&beam_table[0], "Pliant's default"),

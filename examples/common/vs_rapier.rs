@@ -647,19 +647,28 @@ fn static_shortening(rest: &[Vec3], tets: &[[u32; 4]]) -> f64 {
     };
     let sol = problem.solve(None);
     assert!(sol.relative_residual < 1e-8, "static solve did not converge: {}", sol.relative_residual);
-    let y: Vec<f64> = sol.positions.iter().map(|p| p.y).collect();
-    DROP_EDGE as f64 - height(&rest, &y)
+    DROP_EDGE as f64 - Faces::of(&rest).height(|i| sol.positions[i].y)
 }
 
-/// Height between the mean y of the vertices on the rest shape's top face and bottom face.
-fn height(rest: &[DVec3], y: &[f64]) -> f64 {
-    let lo = rest.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
-    let hi = rest.iter().map(|p| p.y).fold(f64::NEG_INFINITY, f64::max);
-    let mean = |pick: &dyn Fn(f64) -> bool| {
-        let v: Vec<f64> = rest.iter().zip(y).filter(|(p, _)| pick(p.y)).map(|(_, &y)| y).collect();
-        v.iter().sum::<f64>() / v.len() as f64
-    };
-    mean(&|ry| ry > hi - 1e-6) - mean(&|ry| ry < lo + 1e-6)
+/// The vertices on the rest shape's top and bottom faces, in index order.
+struct Faces {
+    top: Vec<usize>,
+    bottom: Vec<usize>,
+}
+
+impl Faces {
+    fn of(rest: &[DVec3]) -> Self {
+        let lo = rest.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
+        let hi = rest.iter().map(|p| p.y).fold(f64::NEG_INFINITY, f64::max);
+        let pick = |keep: &dyn Fn(f64) -> bool| (0..rest.len()).filter(|&i| keep(rest[i].y)).collect();
+        Faces { top: pick(&|y| y > hi - 1e-6), bottom: pick(&|y| y < lo + 1e-6) }
+    }
+
+    /// Height between the mean y (`y(i)` of vertex `i`) of the top face and the bottom face.
+    fn height(&self, y: impl Fn(usize) -> f64) -> f64 {
+        let mean = |face: &[usize]| face.iter().map(|&i| y(i)).sum::<f64>() / face.len() as f64;
+        mean(&self.top) - mean(&self.bottom)
+    }
 }
 
 /// Runs the drop cube at `cells`³ with `s` and measures it.
@@ -673,7 +682,7 @@ pub fn measure_drop_cube(
     let (rest, tets) = sim.mesh();
     let key = format!("drop_cube {} {} {}", s.solver.is_pliant(), rest.len(), tets.len());
     let stat = statics.get(key, || static_shortening(&rest, &tets));
-    let rest_d: Vec<DVec3> = rest.iter().map(|p| p.as_dvec3()).collect();
+    let faces = Faces::of(&rest.iter().map(|p| p.as_dvec3()).collect::<Vec<_>>());
     let frames = DROP_FRAMES;
     let (mut deepest, mut below, mut shortening, mut speeds) = (f64::INFINITY, 0u32, Vec::new(), Vec::new());
     let (done, ms) = run(&mut sim, frames, max_seconds, s.threads, |_, sim| {
@@ -681,8 +690,7 @@ pub fn measure_drop_cube(
         let low = p.iter().map(|p| p.y as f64).fold(f64::INFINITY, f64::min);
         deepest = deepest.min(low);
         below += (low < 0.0) as u32;
-        let y: Vec<f64> = p.iter().map(|p| p.y as f64).collect();
-        shortening.push(DROP_EDGE as f64 - height(&rest_d, &y));
+        shortening.push(DROP_EDGE as f64 - faces.height(|i| p[i].y as f64));
         speeds.push(sim.velocities().iter().map(|v| v.length() as f64).fold(0.0, f64::max));
     });
     let last = &shortening[shortening.len().saturating_sub(30)..];
@@ -741,6 +749,23 @@ pub fn measure_projectile(s: &Setting, max_seconds: f64) -> Result<Row, Box<dyn 
         role: String::new(),
         note: cut_note(done, frames),
     })
+}
+
+/// rapier's constraints solver at each of `iterations` without damping and at each of `damped`
+/// with linear damping 2/s, then its FEM solver at its default: the rapier settings a scene tries.
+pub fn rapier_settings(iterations: &[u32], damped: &[u32], threads: usize) -> Vec<Setting> {
+    let constraints = |n: u32, damping: f32| Setting::rapier(Solver::RapierConstraints, n, damping, threads);
+    let mut out: Vec<Setting> = iterations.iter().map(|&n| constraints(n, 0.0)).collect();
+    out.extend(damped.iter().map(|&n| constraints(n, 2.0)));
+    out.push(Setting::rapier_default(Solver::RapierFem, threads));
+    out
+}
+
+/// The row of `rows` that ran `setting`, given `role`.
+pub fn pick(rows: &[Row], setting: &Setting, role: &str) -> Row {
+    let mut r = rows.iter().find(|r| r.setting == *setting).expect("the setting was run").clone();
+    r.role = role.to_string();
+    r
 }
 
 /// The accuracy a scene's comparisons read (smaller is better): the cantilever's and the drop
