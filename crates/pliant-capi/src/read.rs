@@ -1,0 +1,223 @@
+//! Reading a body back into the caller's buffers: vertex positions and velocities, surface
+//! triangles, and the render mesh embedded in a solid (positions and normals). On the GPU
+//! backend every read first takes the frames the GPU has finished, without waiting for the
+//! ones in flight.
+
+use pliant::prelude::*;
+use pliant::{EmbeddedMesh, RenderMesh};
+
+use crate::bodies::handle_in;
+use crate::input::{self, buffer, slice, write};
+use crate::registry::{self, Entry, PliantBody, PliantWorld};
+use crate::status::{Failure, PliantStatus, guard};
+
+/// Takes the frames the GPU has finished into the host copy (a no-op on the CPU).
+pub(crate) fn refresh(e: &mut Entry) {
+    #[cfg(feature = "gpu")]
+    let _ = e.world.latest_positions();
+    #[cfg(not(feature = "gpu"))]
+    let _ = e;
+}
+
+/// `body`'s positions, after [`refresh`].
+fn positions(e: &mut Entry, body: PliantBody) -> Result<&[Vec4], Failure> {
+    let h = handle_in(e, body)?;
+    refresh(e);
+    e.world.sync();
+    Ok(e.world.body_positions(h).expect("a body in the world is packed after sync"))
+}
+
+/// Copies `vectors` as `x, y, z` floats into the caller's buffer of `capacity` vectors.
+unsafe fn copy_xyz(
+    vectors: impl ExactSizeIterator<Item = Vec3>,
+    out: *mut f32,
+    capacity: usize,
+    out_count: *mut usize,
+) -> Result<(), Failure> {
+    let n = vectors.len();
+    unsafe { input::write_optional(out_count, n) };
+    let dst =
+        unsafe { buffer(out, capacity.saturating_mul(3), n * 3, std::ptr::null_mut(), "out") }.map_err(|f| match f
+            .status
+        {
+            PliantStatus::BufferTooSmall => {
+                Failure::new(f.status, format!("`out` holds {capacity} points but {n} are needed"))
+            }
+            _ => f,
+        })?;
+    for (d, v) in dst.chunks_exact_mut(3).zip(vectors) {
+        d.copy_from_slice(&v.to_array());
+    }
+    Ok(())
+}
+
+/// Writes `body`'s vertex count to `out_count`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pliant_body_vertex_count(
+    world: PliantWorld,
+    body: PliantBody,
+    out_count: *mut usize,
+) -> PliantStatus {
+    guard("pliant_body_vertex_count", || {
+        registry::with(world, |e| {
+            let n = positions(e, body)?.len();
+            unsafe { write(out_count, "out_count", n) }
+        })
+    })
+}
+
+/// Copies `body`'s vertex positions (m) into `out` (`capacity` points of 3 floats). The
+/// vertex count goes to `out_count` (may be null), also when the buffer is too small.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pliant_body_read_positions(
+    world: PliantWorld,
+    body: PliantBody,
+    out: *mut f32,
+    capacity: usize,
+    out_count: *mut usize,
+) -> PliantStatus {
+    guard("pliant_body_read_positions", || {
+        registry::with(world, |e| {
+            let x = positions(e, body)?;
+            unsafe { copy_xyz(x.iter().map(|p| p.truncate()), out, capacity, out_count) }
+        })
+    })
+}
+
+/// Copies `body`'s vertex velocities (m/s) into `out`, as `pliant_body_read_positions`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pliant_body_read_velocities(
+    world: PliantWorld,
+    body: PliantBody,
+    out: *mut f32,
+    capacity: usize,
+    out_count: *mut usize,
+) -> PliantStatus {
+    guard("pliant_body_read_velocities", || {
+        registry::with(world, |e| {
+            positions(e, body)?;
+            let h = body.handle();
+            let v = e.world.body_velocities(h).expect("packed by `positions`");
+            unsafe { copy_xyz(v.iter().map(|p| p.truncate()), out, capacity, out_count) }
+        })
+    })
+}
+
+/// Copies `body`'s surface triangles (3 vertex indices each, counter-clockwise seen from
+/// outside; both sides of a cloth) into `out` (`capacity` triangles); the count goes to
+/// `out_count` (may be null), also when the buffer is too small.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pliant_body_read_surface(
+    world: PliantWorld,
+    body: PliantBody,
+    out: *mut u32,
+    capacity: usize,
+    out_count: *mut usize,
+) -> PliantStatus {
+    guard("pliant_body_read_surface", || {
+        registry::with(world, |e| {
+            let h = handle_in(e, body)?;
+            let surface = &e.world.bodies.get(h).expect("checked").shared().surface;
+            unsafe { input::write_optional(out_count, surface.len()) };
+            let dst =
+                unsafe { buffer(out, capacity.saturating_mul(3), surface.len() * 3, std::ptr::null_mut(), "out") }?;
+            for (d, t) in dst.chunks_exact_mut(3).zip(surface) {
+                d.copy_from_slice(t);
+            }
+            Ok(())
+        })
+    })
+}
+
+/// Embeds a render mesh in solid `body`: `vertex_count` points (3 floats each) and
+/// `triangle_count` triangles, in the coordinates of the mesh the body was made from (before
+/// the description's rotation and translation). Its vertices then follow the tets they lie in;
+/// read them with `pliant_body_read_render_positions` and `..._normals`. Replaces an earlier one.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pliant_body_set_render_mesh(
+    world: PliantWorld,
+    body: PliantBody,
+    positions: *const f32,
+    vertex_count: usize,
+    triangles: *const u32,
+    triangle_count: usize,
+) -> PliantStatus {
+    guard("pliant_body_set_render_mesh", || {
+        let points =
+            input::points(unsafe { slice(positions, vertex_count.saturating_mul(3), "positions") }?, "positions")?;
+        let flat = unsafe { slice(triangles, triangle_count.saturating_mul(3), "triangles") }?;
+        if let Some((i, &v)) = flat.iter().enumerate().find(|&(_, &v)| v as usize >= points.len()) {
+            return Err(Failure::invalid(format!(
+                "`triangles[{}]` uses vertex {v} but the render mesh has {} vertices",
+                i / 3,
+                points.len()
+            )));
+        }
+        let triangles = flat.chunks_exact(3).map(|t| [t[0], t[1], t[2]]).collect();
+        registry::with(world, |e| {
+            let h = handle_in(e, body)?;
+            let name = e.world.bodies.get(h).expect("checked").name().to_string();
+            let extra = e.bodies.entry(h).or_default();
+            let tets = extra.tets.as_ref().ok_or_else(|| {
+                Failure::invalid(format!(
+                    "body `{name}` is a cloth: draw its own vertices (pliant_body_read_positions, \
+                     pliant_body_read_surface)"
+                ))
+            })?;
+            let mesh = RenderMesh { name, positions: points, normals: None, triangles };
+            extra.render = Some(EmbeddedMesh::new(mesh, tets)?);
+            Ok(())
+        })
+    })
+}
+
+/// The render mesh of `body` and the body's positions.
+fn render(e: &mut Entry, body: PliantBody) -> Result<(&EmbeddedMesh, &[Vec4]), Failure> {
+    positions(e, body)?;
+    let h = body.handle();
+    let mesh = e.bodies.get(&h).and_then(|b| b.render.as_ref()).ok_or_else(|| {
+        Failure::invalid(format!("body {:#x} has no render mesh: set one with pliant_body_set_render_mesh", body.id))
+    })?;
+    Ok((mesh, e.world.body_positions(h).expect("packed by `positions`")))
+}
+
+/// Copies the render mesh's current vertex positions (m) into `out` (`capacity` points); the
+/// count goes to `out_count` (may be null), also when the buffer is too small.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pliant_body_read_render_positions(
+    world: PliantWorld,
+    body: PliantBody,
+    out: *mut f32,
+    capacity: usize,
+    out_count: *mut usize,
+) -> PliantStatus {
+    guard("pliant_body_read_render_positions", || {
+        registry::with(world, |e| {
+            let (mesh, x) = render(e, body)?;
+            let mut p = Vec::new();
+            mesh.positions(x, &mut p);
+            unsafe { copy_xyz(p.into_iter(), out, capacity, out_count) }
+        })
+    })
+}
+
+/// Copies the render mesh's current unit vertex normals into `out`, as
+/// `pliant_body_read_render_positions`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pliant_body_read_render_normals(
+    world: PliantWorld,
+    body: PliantBody,
+    out: *mut f32,
+    capacity: usize,
+    out_count: *mut usize,
+) -> PliantStatus {
+    guard("pliant_body_read_render_normals", || {
+        registry::with(world, |e| {
+            let (mesh, x) = render(e, body)?;
+            let mut p = Vec::new();
+            mesh.positions(x, &mut p);
+            let n = mesh.normals(x, &p);
+            unsafe { copy_xyz(n.into_iter(), out, capacity, out_count) }
+        })
+    })
+}
