@@ -5,19 +5,19 @@
 use pliant::prelude::*;
 use pliant::{SoftBody, SoftBodyHandle};
 
-use crate::input::{self, grid_vertices, reference, slice, write};
+use crate::input::{self, body_size, grid_size, reference, slice, write};
 use crate::registry::{self, BodyExtra, Entry, PliantBody, PliantWorld};
 use crate::status::{Failure, PliantStatus, guard};
 use crate::types::{PliantClothDesc, PliantSolidDesc};
 
-/// Fills `out` with a solid's defaults (stable neo-Hookean, E = 1e5 Pa, ν = 0.3,
-/// ρ = 1000 kg/m³, μ = 0.5, at the origin, at rest, VBD).
+/// Fills `out` with a solid's defaults (stable neo-Hookean, E = 1e5 Pa, nu = 0.3,
+/// rho = 1000 kg/m^3, mu = 0.5, at the origin, at rest, VBD).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pliant_solid_desc_default(out: *mut PliantSolidDesc) -> PliantStatus {
     guard("pliant_solid_desc_default", || unsafe { write(out, "out", PliantSolidDesc::default()) })
 }
 
-/// Fills `out` with a cloth's defaults (E = 2e6 Pa, ν = 0.3, 0.5 mm, ρ = 400 kg/m³, μ = 0.5).
+/// Fills `out` with a cloth's defaults (E = 2e6 Pa, nu = 0.3, 0.5 mm, rho = 400 kg/m^3, mu = 0.5).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pliant_cloth_desc_default(out: *mut PliantClothDesc) -> PliantStatus {
     guard("pliant_cloth_desc_default", || unsafe { write(out, "out", PliantClothDesc::default()) })
@@ -25,7 +25,7 @@ pub unsafe extern "C" fn pliant_cloth_desc_default(out: *mut PliantClothDesc) ->
 
 /// The handle `body` stands for, if it is in `e`'s world.
 pub(crate) fn handle_in(e: &Entry, body: PliantBody) -> Result<SoftBodyHandle, Failure> {
-    let h = body.handle();
+    let h = body.handle(e.id);
     match e.world.bodies.get(h) {
         Some(_) => Ok(h),
         None => Err(Failure::new(
@@ -40,7 +40,7 @@ fn insert(e: &mut Entry, body: SoftBody, tets: Option<TetMesh>) -> PliantBody {
     let h = e.world.bodies.insert(body);
     e.world.sync();
     e.bodies.insert(h, BodyExtra { tets, render: None });
-    PliantBody::from_handle(h)
+    PliantBody::from_handle(e.id, h)
 }
 
 /// Builds a solid from `mesh` and `desc` in `world`, writing its id to `out_body`.
@@ -50,7 +50,7 @@ unsafe fn add_solid(
     mesh: impl FnOnce() -> Result<TetMesh, Failure>,
     out_body: *mut PliantBody,
 ) -> Result<(), Failure> {
-    unsafe { write(out_body, "out_body", PliantBody { id: 0 }) }?;
+    unsafe { write(out_body, "out_body", PliantBody::NONE) }?;
     let desc = unsafe { reference(desc, "desc") }?;
     let name = unsafe { input::name(desc.name, "soft_body", "desc.name") }?;
     let mesh = mesh()?;
@@ -68,7 +68,7 @@ unsafe fn add_cloth(
     mesh: impl FnOnce() -> Result<TriMesh, Failure>,
     out_body: *mut PliantBody,
 ) -> Result<(), Failure> {
-    unsafe { write(out_body, "out_body", PliantBody { id: 0 }) }?;
+    unsafe { write(out_body, "out_body", PliantBody::NONE) }?;
     let desc = unsafe { reference(desc, "desc") }?;
     let name = unsafe { input::name(desc.name, "cloth", "desc.name") }?;
     let body = desc.builder(mesh()?, name)?.build()?;
@@ -89,9 +89,10 @@ pub unsafe extern "C" fn pliant_world_add_box(
     out_body: *mut PliantBody,
 ) -> PliantStatus {
     guard("pliant_world_add_box", || unsafe {
+        write(out_body, "out_body", PliantBody::NONE)?;
         let size = input::vec3(size, "size")?;
         let cells: [u32; 3] = slice(cells, 3, "cells")?.try_into().expect("three cells");
-        grid_vertices(&cells, "cells")?;
+        grid_size(&cells, 6, "cells")?;
         add_solid(world, desc, || Ok(TetMesh::box_mesh(size, cells, TetSplit::Six)?), out_body)
     })
 }
@@ -106,7 +107,8 @@ pub unsafe extern "C" fn pliant_world_add_sphere(
     out_body: *mut PliantBody,
 ) -> PliantStatus {
     guard("pliant_world_add_sphere", || unsafe {
-        grid_vertices(&[cells; 3], "cells")?;
+        write(out_body, "out_body", PliantBody::NONE)?;
+        grid_size(&[cells; 3], 6, "cells")?;
         add_solid(world, desc, || Ok(TetMesh::sphere(radius, cells, TetSplit::Six)?), out_body)
     })
 }
@@ -124,6 +126,8 @@ pub unsafe extern "C" fn pliant_world_add_tet_mesh(
     out_body: *mut PliantBody,
 ) -> PliantStatus {
     guard("pliant_world_add_tet_mesh", || unsafe {
+        write(out_body, "out_body", PliantBody::NONE)?;
+        body_size(vertex_count as u64, tet_count as u64, "vertex_count, tet_count")?;
         let points = input::points(slice(positions, vertex_count.saturating_mul(3), "positions")?, "positions")?;
         let tets: Vec<[u32; 4]> = slice(tets, tet_count.saturating_mul(4), "tets")?
             .chunks_exact(4)
@@ -144,10 +148,11 @@ pub unsafe extern "C" fn pliant_world_add_cloth_grid(
     out_body: *mut PliantBody,
 ) -> PliantStatus {
     guard("pliant_world_add_cloth_grid", || unsafe {
+        write(out_body, "out_body", PliantBody::NONE)?;
         let size = slice(size, 2, "size")?;
         let size = Vec2::new(input::finite(size[0], "size.x")?, input::finite(size[1], "size.z")?);
         let cells: [u32; 2] = slice(cells, 2, "cells")?.try_into().expect("two cells");
-        grid_vertices(&cells, "cells")?;
+        grid_size(&cells, 2, "cells")?;
         add_cloth(world, desc, || Ok(TriMesh::cloth_grid(size, cells)?), out_body)
     })
 }
@@ -165,6 +170,8 @@ pub unsafe extern "C" fn pliant_world_add_cloth_mesh(
     out_body: *mut PliantBody,
 ) -> PliantStatus {
     guard("pliant_world_add_cloth_mesh", || unsafe {
+        write(out_body, "out_body", PliantBody::NONE)?;
+        body_size(vertex_count as u64, triangle_count as u64, "vertex_count, triangle_count")?;
         let points = input::points(slice(positions, vertex_count.saturating_mul(3), "positions")?, "positions")?;
         let triangles: Vec<[u32; 3]> = slice(triangles, triangle_count.saturating_mul(3), "triangles")?
             .chunks_exact(3)
@@ -214,7 +221,8 @@ pub unsafe extern "C" fn pliant_body_set_velocity(
 /// Pins `vertex_count` vertices of `body` (indices into its vertices). With `scripted` 0 they
 /// stay where they are; with `scripted` 1 they follow the targets set each frame by
 /// `pliant_body_set_pin_targets` (they start at their current positions). The pin's index goes
-/// to `out_pin` (may be null).
+/// to `out_pin` (may be null; `UINT32_MAX` on failure). Removing a pin moves the pins after it
+/// down one index.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pliant_body_add_pin(
     world: PliantWorld,
@@ -225,6 +233,7 @@ pub unsafe extern "C" fn pliant_body_add_pin(
     out_pin: *mut u32,
 ) -> PliantStatus {
     guard("pliant_body_add_pin", || {
+        unsafe { input::write_optional(out_pin, u32::MAX) };
         let vertices = unsafe { slice(vertices, vertex_count, "vertices") }?.to_vec();
         let scripted = input::flag(scripted, "scripted")?;
         registry::with(world, |e| {

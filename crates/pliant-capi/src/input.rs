@@ -7,9 +7,13 @@ use pliant::prelude::{Quat, Vec3};
 
 use crate::status::{Failure, PliantStatus};
 
-/// The most vertices a generator may make through the C ABI: a typo'd resolution becomes an
-/// error instead of an allocation that aborts the process.
-pub(crate) const MAX_VERTICES: u64 = 1 << 22;
+/// The most vertices a body may have through the C ABI (generated or the caller's): a typo'd
+/// resolution becomes an error instead of an allocation that aborts the process. A million
+/// vertices is far beyond a real-time body.
+pub(crate) const MAX_VERTICES: u64 = 1 << 20;
+
+/// The most elements (tets or triangles) a body may have through the C ABI.
+pub(crate) const MAX_ELEMENTS: u64 = 1 << 23;
 
 /// The most entries an array argument may have (so that byte sizes never overflow).
 const MAX_LEN: usize = 1 << 28;
@@ -118,16 +122,20 @@ pub(crate) fn vec3_of(v: &[f32], what: &str) -> Result<Vec3, Failure> {
     Ok(Vec3::new(v[0], v[1], v[2]))
 }
 
-/// A `float[4]` quaternion `(x, y, z, w)`, finite and not zero; normalised.
+/// A `float[4]` quaternion `(x, y, z, w)`, finite and not zero; normalised (in f64, so that
+/// neither a tiny nor a huge one over- or underflows to a zero rotation).
 pub(crate) fn quat_of(q: [f32; 4], what: &str) -> Result<Quat, Failure> {
     for (axis, &c) in ["x", "y", "z", "w"].iter().zip(&q) {
         finite(c, &format!("{what}.{axis}"))?;
     }
-    let q = Quat::from_array(q);
-    if !(q.length() > 1e-6) {
-        return Err(Failure::invalid(format!("`{what}` = {q:?} has zero length: not a rotation")));
+    let d = q.map(f64::from);
+    let length = d.iter().map(|c| c * c).sum::<f64>().sqrt();
+    if !(length > 1e-6) {
+        return Err(Failure::invalid(format!("`{what}` = {q:?} has (near) zero length: not a rotation")));
     }
-    Ok(q.normalize())
+    let unit = Quat::from_array(d.map(|c| (c / length) as f32));
+    debug_assert!(unit.is_normalized());
+    Ok(unit)
 }
 
 /// `n` points `[x, y, z]` from a flat array of `3 n` floats, each finite.
@@ -157,14 +165,21 @@ pub(crate) fn flag(value: u32, what: &str) -> Result<bool, Failure> {
     }
 }
 
-/// Vertex count of a grid of `cells`, or an error naming `what` when it is over
-/// [`MAX_VERTICES`].
-pub(crate) fn grid_vertices(cells: &[u32], what: &str) -> Result<u64, Failure> {
-    let n = cells.iter().fold(1u64, |n, &c| n.saturating_mul(u64::from(c) + 1));
-    if n > MAX_VERTICES {
+/// Checks a grid of `cells` against [`MAX_VERTICES`] and [`MAX_ELEMENTS`]
+/// (`per_cell` elements per cell), naming `what`.
+pub(crate) fn grid_size(cells: &[u32], per_cell: u64, what: &str) -> Result<(), Failure> {
+    let vertices = cells.iter().fold(1u64, |n, &c| n.saturating_mul(u64::from(c) + 1));
+    let elements = cells.iter().fold(per_cell, |n, &c| n.saturating_mul(u64::from(c)));
+    body_size(vertices, elements, what)
+}
+
+/// Checks a body's vertex and element counts against [`MAX_VERTICES`] and [`MAX_ELEMENTS`].
+pub(crate) fn body_size(vertices: u64, elements: u64, what: &str) -> Result<(), Failure> {
+    if vertices > MAX_VERTICES || elements > MAX_ELEMENTS {
         return Err(Failure::invalid(format!(
-            "`{what}` = {cells:?} makes {n} vertices, more than the {MAX_VERTICES} a generator may make here"
+            "`{what}` makes {vertices} vertices and {elements} elements; a body here has at most \
+             {MAX_VERTICES} and {MAX_ELEMENTS}"
         )));
     }
-    Ok(n)
+    Ok(())
 }

@@ -29,11 +29,12 @@
 //! - Pointers must be null or point to what the function documents (an array pointer to as
 //!   many elements as its length says). Null where something is required is
 //!   `PLIANT_STATUS_NULL_POINTER`. NaN, infinities, negative stiffness or density, unknown enum
-//!   constants and resolutions over `2^22` vertices are `PLIANT_STATUS_INVALID_ARGUMENT` or the
+//!   constants and bodies over `2^20` vertices or `2^23` elements are `PLIANT_STATUS_INVALID_ARGUMENT` or the
 //!   status of the part that rejected them (mesh, material, body, obstacle, config).
 //! - No panic crosses into C: a panic inside Pliant is caught, reported as
-//!   `PLIANT_STATUS_PANIC`, and the world it happened in is poisoned. This needs the library
-//!   built with `panic = "unwind"` (the default).
+//!   `PLIANT_STATUS_PANIC`; a world the call held is poisoned (`PLIANT_STATUS_POISONED`
+//!   from then on; destroy it). This needs the library built with `panic = "unwind"` (the
+//!   default).
 //! - Calls on one world from several threads take turns; different worlds step in parallel.
 //! - A running world never hands back NaN: a non-finite state is rolled back and reported
 //!   (`nan_detected`, a `PLIANT_EVENT_NON_FINITE_STATE` event).

@@ -96,7 +96,7 @@ pub unsafe extern "C" fn pliant_body_read_velocities(
     guard("pliant_body_read_velocities", || {
         registry::with(world, |e| {
             positions(e, body)?;
-            let h = body.handle();
+            let h = body.handle(e.id);
             let v = e.world.body_velocities(h).expect("packed by `positions`");
             unsafe { copy_xyz(v.iter().map(|p| p.truncate()), out, capacity, out_count) }
         })
@@ -104,7 +104,7 @@ pub unsafe extern "C" fn pliant_body_read_velocities(
 }
 
 /// Copies `body`'s surface triangles (3 vertex indices each, counter-clockwise seen from
-/// outside; both sides of a cloth) into `out` (`capacity` triangles); the count goes to
+/// outside; a cloth's triangles once, so draw them double-sided) into `out` (`capacity` triangles); the count goes to
 /// `out_count` (may be null), also when the buffer is too small.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pliant_body_read_surface(
@@ -143,6 +143,7 @@ pub unsafe extern "C" fn pliant_body_set_render_mesh(
     triangle_count: usize,
 ) -> PliantStatus {
     guard("pliant_body_set_render_mesh", || {
+        input::body_size(vertex_count as u64, triangle_count as u64, "vertex_count, triangle_count")?;
         let points =
             input::points(unsafe { slice(positions, vertex_count.saturating_mul(3), "positions") }?, "positions")?;
         let flat = unsafe { slice(triangles, triangle_count.saturating_mul(3), "triangles") }?;
@@ -164,6 +165,17 @@ pub unsafe extern "C" fn pliant_body_set_render_mesh(
                      pliant_body_read_surface)"
                 ))
             })?;
+            // A render mesh far outside the tets (world coordinates, or centimetres against
+            // metres) would embed slowly and draw wrongly: say so instead.
+            let (lo, hi) = tets.bounds();
+            let slack = 0.1 * (hi - lo).length();
+            let outside = |p: &Vec3| p.cmplt(lo - slack).any() || p.cmpgt(hi + slack).any();
+            if let Some((i, p)) = points.iter().enumerate().find(|(_, p)| outside(p)) {
+                return Err(Failure::invalid(format!(
+                    "render vertex {i} at {p} is outside the body's mesh ({lo} to {hi}): give the render mesh \
+                     in the coordinates of the mesh the body was made from"
+                )));
+            }
             let mesh = RenderMesh { name, positions: points, normals: None, triangles };
             extra.render = Some(EmbeddedMesh::new(mesh, tets)?);
             Ok(())
@@ -174,7 +186,7 @@ pub unsafe extern "C" fn pliant_body_set_render_mesh(
 /// The render mesh of `body` and the body's positions.
 fn render(e: &mut Entry, body: PliantBody) -> Result<(&EmbeddedMesh, &[Vec4]), Failure> {
     positions(e, body)?;
-    let h = body.handle();
+    let h = body.handle(e.id);
     let mesh = e.bodies.get(&h).and_then(|b| b.render.as_ref()).ok_or_else(|| {
         Failure::invalid(format!("body {:#x} has no render mesh: set one with pliant_body_set_render_mesh", body.id))
     })?;

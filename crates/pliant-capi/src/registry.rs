@@ -18,11 +18,14 @@ pub struct PliantWorld {
     pub id: u64,
 }
 
-/// A body of a world, by id (the world's generational body handle). `{0}` names no body.
+/// A body of a world, by id: the world it belongs to and its generational handle there, so a
+/// body passed with another world is recognised as not being in it. `{0, 0}` names no body.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PliantBody {
-    /// Slot and generation; opaque to the caller.
+    /// The world's id.
+    pub world: u64,
+    /// Slot and generation in the world; opaque to the caller.
     pub id: u64,
 }
 
@@ -37,14 +40,20 @@ fn unpack(id: u64) -> Option<(u32, u32)> {
 }
 
 impl PliantBody {
-    pub(crate) fn from_handle(h: SoftBodyHandle) -> Self {
+    pub(crate) const NONE: Self = Self { world: 0, id: 0 };
+
+    pub(crate) fn from_handle(world: PliantWorld, h: SoftBodyHandle) -> Self {
         let (index, generation) = h.into_raw_parts();
-        Self { id: pack(index, generation) }
+        Self { world: world.id, id: pack(index, generation) }
     }
 
-    /// The handle this id stands for; a zero or malformed id gives a handle that names nothing.
-    pub(crate) fn handle(self) -> SoftBodyHandle {
-        unpack(self.id).map_or(SoftBodyHandle::invalid(), |(i, g)| SoftBodyHandle::from_raw_parts(i, g))
+    /// The handle this id stands for in `world`, or one that names nothing (a zero or
+    /// malformed id, or a body of another world).
+    pub(crate) fn handle(self, world: PliantWorld) -> SoftBodyHandle {
+        match unpack(self.id) {
+            Some((i, g)) if self.world == world.id => SoftBodyHandle::from_raw_parts(i, g),
+            _ => SoftBodyHandle::invalid(),
+        }
     }
 }
 
@@ -56,24 +65,42 @@ pub(crate) struct BodyExtra {
     pub render: Option<EmbeddedMesh>,
 }
 
+/// Events kept for the caller to poll; beyond this the oldest are dropped (and counted), so
+/// a caller that never polls does not grow the queue without bound.
+pub(crate) const MAX_EVENTS: usize = 4096;
+
 /// One world and what the C side keeps with it.
 pub(crate) struct Entry {
+    /// This world's own id (set when it is registered).
+    pub id: PliantWorld,
     pub world: World,
     pub bodies: HashMap<SoftBodyHandle, BodyExtra>,
     /// Events drained from the world, handed out one per `pliant_world_poll_event`.
     pub events: VecDeque<PliantEvent>,
+    /// Events dropped because the queue was full.
+    pub events_dropped: u64,
     /// The last step's report (its islands are read one by one).
     pub last: StepReport,
 }
 
 impl Entry {
     pub fn new(world: World) -> Self {
-        Self { world, bodies: HashMap::new(), events: VecDeque::new(), last: StepReport::default() }
+        Self {
+            id: PliantWorld { id: 0 },
+            world,
+            bodies: HashMap::new(),
+            events: VecDeque::new(),
+            events_dropped: 0,
+            last: StepReport::default(),
+        }
     }
 
     /// Moves the world's new events into the queue the caller polls.
     pub fn collect_events(&mut self) {
         self.events.extend(self.world.drain_events());
+        let over = self.events.len().saturating_sub(MAX_EVENTS);
+        self.events.drain(..over);
+        self.events_dropped += over as u64;
     }
 }
 
@@ -89,20 +116,18 @@ fn worlds() -> MutexGuard<'static, Vec<Slot>> {
     WORLDS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-pub(crate) fn insert(entry: Entry) -> PliantWorld {
+pub(crate) fn insert(mut entry: Entry) -> PliantWorld {
     let mut slots = worlds();
+    let index = slots.iter().position(|s| s.entry.is_none()).unwrap_or(slots.len());
+    let generation = slots.get(index).map_or(0, |s| s.generation);
+    entry.id = PliantWorld { id: pack(index as u32, generation) };
+    let id = entry.id;
     let entry = Some(Arc::new(Mutex::new(entry)));
-    let index = match slots.iter().position(|s| s.entry.is_none()) {
-        Some(i) => {
-            slots[i].entry = entry;
-            i
-        }
-        None => {
-            slots.push(Slot { generation: 0, entry });
-            slots.len() - 1
-        }
-    };
-    PliantWorld { id: pack(index as u32, slots[index].generation) }
+    match slots.get_mut(index) {
+        Some(slot) => slot.entry = entry,
+        None => slots.push(Slot { generation, entry }),
+    }
+    id
 }
 
 fn stale(world: PliantWorld) -> Failure {
@@ -126,14 +151,16 @@ fn find(world: PliantWorld) -> Result<Arc<Mutex<Entry>>, Failure> {
     Ok(slot_of(&mut slots, world)?.entry.clone().expect("a live slot holds its entry"))
 }
 
-/// Removes `world`; a call running on it in another thread finishes first (it holds the world).
+/// Removes `world`. A call running on it in another thread finishes before this returns
+/// (its lock is taken once more), so no work on the world outlives its destruction.
 pub(crate) fn remove(world: PliantWorld) -> Result<(), Failure> {
     let mut slots = worlds();
     let slot = slot_of(&mut slots, world)?;
-    let entry = slot.entry.take();
+    let entry = slot.entry.take().expect("a live slot holds its entry");
     slot.generation = slot.generation.wrapping_add(1);
     drop(slots);
-    // The world is dropped outside the registry's lock (a GPU world waits for its device).
+    // Outside the registry's lock: waiting here must not stop calls on other worlds.
+    drop(entry.lock().unwrap_or_else(PoisonError::into_inner));
     drop(entry);
     Ok(())
 }
@@ -161,6 +188,12 @@ mod tests {
             assert_ne!(pack(i, g), 0);
         }
         assert_eq!(unpack(0), None);
-        assert_eq!(PliantBody { id: 0 }.handle(), SoftBodyHandle::invalid());
+        let w = PliantWorld { id: pack(0, 0) };
+        assert_eq!(PliantBody::NONE.handle(w), SoftBodyHandle::invalid());
+        let h = SoftBodyHandle::from_raw_parts(3, 1);
+        assert_eq!(PliantBody::from_handle(w, h).handle(w), h);
+        // The same handle from another world names nothing here.
+        let other = PliantWorld { id: pack(1, 0) };
+        assert_eq!(PliantBody::from_handle(other, h).handle(w), SoftBodyHandle::invalid());
     }
 }

@@ -24,11 +24,11 @@ pub enum PliantStatus {
     /// The caller's buffer is smaller than the data; the count out-parameter holds the size
     /// needed.
     BufferTooSmall = 4,
-    /// A mesh was rejected (degenerate or inverted element, bad index, unused vertex, …).
+    /// A mesh was rejected (degenerate or inverted element, bad index, unused vertex, ...).
     Mesh = 5,
     /// A material was rejected (stiffness not positive and finite, Poisson ratio out of range).
     Material = 6,
-    /// A body parameter or pin was rejected (density, friction, damping, pin vertex, …).
+    /// A body parameter or pin was rejected (density, friction, damping, pin vertex, ...).
     Body = 7,
     /// An obstacle was rejected (non-finite or non-positive size, bad normal, negative friction).
     Obstacle = 8,
@@ -36,8 +36,9 @@ pub enum PliantStatus {
     Config = 9,
     /// No pin with that index, or one that is not scripted where a scripted pin is needed.
     NoSuchPin = 10,
-    /// Pliant panicked inside the call (a bug: please report the message). The world it ran
-    /// in is poisoned: every later call on it returns `PLIANT_STATUS_POISONED`.
+    /// Pliant panicked inside the call (a bug: please report the message). A panic while the
+    /// call held a world poisons that world: every later call on it returns
+    /// `PLIANT_STATUS_POISONED`.
     Panic = 11,
     /// An earlier call panicked inside this world; destroy it.
     Poisoned = 12,
@@ -75,6 +76,7 @@ impl From<PliantError> for Failure {
             PliantError::Config(_) => PliantStatus::Config,
             PliantError::InvalidHandle(_) => PliantStatus::InvalidHandle,
             PliantError::NoSuchPin { .. } => PliantStatus::NoSuchPin,
+            PliantError::LengthMismatch { .. } | PliantError::NonFiniteInput { .. } => PliantStatus::InvalidArgument,
             _ => PliantStatus::InvalidArgument,
         };
         Self::new(status, e.to_string())
@@ -99,7 +101,9 @@ thread_local! {
 fn set_last_error(message: &str) {
     // A message never holds a NUL of its own, but a name the caller passed in could.
     let text = CString::new(message.replace('\0', "\u{FFFD}")).unwrap_or_default();
-    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    // `try_with`: a call from a thread-exit destructor, after this thread's storage is gone,
+    // loses its message instead of panicking across the boundary.
+    let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = text);
 }
 
 /// Runs `body` as entry point `name`: its error, or a panic caught on the way out, becomes a
@@ -126,10 +130,10 @@ pub(crate) fn guard(name: &str, body: impl FnOnce() -> Result<(), Failure>) -> P
 /// library and valid until the next failing call on this thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pliant_last_error_message() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    LAST_ERROR.try_with(|e| e.borrow().as_ptr()).unwrap_or(c"".as_ptr())
 }
 
-/// A short name of a status code (`"PLIANT_STATUS_INVALID_HANDLE"`, …; `"unknown status"` for
+/// A short name of a status code (`"PLIANT_STATUS_INVALID_HANDLE"`, ...; `"unknown status"` for
 /// a value that is none), static and NUL-terminated. Takes an `int` rather than the enum so
 /// that any value a caller holds is safe to pass.
 #[unsafe(no_mangle)]

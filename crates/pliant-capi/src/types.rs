@@ -8,14 +8,14 @@ use pliant::prelude::*;
 use pliant::{Backend, FallbackReason, IslandReport, StepPath};
 
 use crate::input::{flag, quat_of};
-use crate::registry::PliantBody;
+use crate::registry::{PliantBody, PliantWorld};
 use crate::status::Failure;
 
 /// Step on the CPU (crossbeam threads).
 pub const PLIANT_BACKEND_CPU: u32 = 0;
 /// Step on the GPU (wgpu); creating the world fails without an adapter.
 pub const PLIANT_BACKEND_GPU: u32 = 1;
-/// The GPU where a hardware adapter exists, else the CPU (with a `BACKEND_FALLBACK` event).
+/// The GPU where a hardware adapter exists, else the CPU (with a `PLIANT_EVENT_BACKEND_FALLBACK` event).
 pub const PLIANT_BACKEND_AUTO: u32 = 2;
 
 /// Unsafe fast steps are redone by the penetration-free fallback (the default).
@@ -27,12 +27,12 @@ pub const PLIANT_FALLBACK_NEVER: u32 = 2;
 
 /// Stable neo-Hookean (the default solid material).
 pub const PLIANT_MATERIAL_STABLE_NEO_HOOKEAN: u32 = 0;
-/// St. Venant–Kirchhoff.
+/// St. Venant-Kirchhoff.
 pub const PLIANT_MATERIAL_STVK: u32 = 1;
 
 /// Vertex Block Descent (the default fast path).
 pub const PLIANT_SOLVER_VBD: u32 = 0;
-/// Sparse-inverse local–global (stiff and slender bodies away from contact).
+/// Sparse-inverse local-global (stiff and slender bodies away from contact).
 pub const PLIANT_SOLVER_LOCAL_GLOBAL: u32 = 1;
 /// The planner picks per island.
 pub const PLIANT_SOLVER_AUTO: u32 = 2;
@@ -47,7 +47,7 @@ pub struct PliantStepConfig {
     pub substeps: u32,
     /// Fast-path sweeps per substep (default 20); the planner's cap under a budget.
     pub iterations: u32,
-    /// Gravity (m/s²) (default (0, −9.81, 0)).
+    /// Gravity (m/s^2) (default (0, -9.81, 0)).
     pub gravity: [f32; 3],
     /// Worker threads on the CPU; 0 picks from the machine and the scene.
     pub threads: u32,
@@ -60,7 +60,7 @@ pub struct PliantStepConfig {
     pub backend: u32,
     /// `PLIANT_FALLBACK_*`.
     pub fallback: u32,
-    /// Iterations of the local–global fast path per substep (default 10).
+    /// Iterations of the local-global fast path per substep (default 10).
     pub local_global_iterations: u32,
 }
 
@@ -124,7 +124,7 @@ impl PliantStepConfig {
 }
 
 /// A solid body's material and placement: `pliant_solid_desc_default` gives the builder's
-/// defaults (stable neo-Hookean, E = 1e5 Pa, ν = 0.3, ρ = 1000 kg/m³, μ = 0.5).
+/// defaults (stable neo-Hookean, E = 1e5 Pa, nu = 0.3, rho = 1000 kg/m^3, mu = 0.5).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PliantSolidDesc {
@@ -136,11 +136,11 @@ pub struct PliantSolidDesc {
     pub young_modulus: f64,
     /// Poisson ratio, in [0, 0.5).
     pub poisson_ratio: f64,
-    /// Density (kg/m³), positive.
+    /// Density (kg/m^3), positive.
     pub density: f64,
-    /// Rayleigh stiffness damping (s), ≥ 0.
+    /// Rayleigh stiffness damping (s), >= 0.
     pub damping: f32,
-    /// Friction coefficient against obstacles and other bodies, ≥ 0.
+    /// Friction coefficient against obstacles and other bodies, >= 0.
     pub friction: f32,
     /// Where the mesh's origin goes (m).
     pub translation: [f32; 3],
@@ -157,7 +157,7 @@ pub struct PliantSolidDesc {
 }
 
 /// A cloth's material and placement: `pliant_cloth_desc_default` gives the builder's defaults
-/// (E = 2e6 Pa, ν = 0.3, 0.5 mm thick, ρ = 400 kg/m³).
+/// (E = 2e6 Pa, nu = 0.3, 0.5 mm thick, rho = 400 kg/m^3).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PliantClothDesc {
@@ -169,13 +169,13 @@ pub struct PliantClothDesc {
     pub poisson_ratio: f64,
     /// Thickness (m), positive.
     pub thickness: f64,
-    /// Bending stiffness (N m), ≥ 0; negative means "from E, ν and the thickness".
+    /// Bending stiffness (N m), >= 0; negative means "from E, nu and the thickness".
     pub bending_stiffness: f64,
-    /// Density (kg/m³), positive.
+    /// Density (kg/m^3), positive.
     pub density: f64,
-    /// Rayleigh stiffness damping (s), ≥ 0.
+    /// Rayleigh stiffness damping (s), >= 0.
     pub damping: f32,
-    /// Friction coefficient, ≥ 0.
+    /// Friction coefficient, >= 0.
     pub friction: f32,
     /// Where the mesh's origin goes (m).
     pub translation: [f32; 3],
@@ -310,6 +310,8 @@ pub const PLIANT_PATH_FALLBACK: u32 = 1;
 pub const PLIANT_PATH_FALLBACK_TRUNCATED: u32 = 2;
 /// The step went non-finite and was rolled back.
 pub const PLIANT_PATH_RESTORED: u32 = 3;
+/// A path this version of the C ABI does not name.
+pub const PLIANT_PATH_OTHER: u32 = 255;
 
 /// No fallback reason (the fast path was safe).
 pub const PLIANT_REASON_NONE: u32 = 0;
@@ -375,7 +377,7 @@ pub struct PliantStepReport {
     pub backend: u32,
     /// 1 when the GPU was three frames behind and this call took no frame.
     pub gpu_busy: u32,
-    /// Substeps and sweeps per substep the step used.
+    /// Substeps the step used.
     pub substeps: u32,
     /// Sweeps per substep (the planner's pick under a budget).
     pub iterations: u32,
@@ -389,7 +391,7 @@ pub struct PliantStepReport {
     pub rolled_back: u32,
     /// 1 when a non-finite state was detected (and rolled back).
     pub nan_detected: u32,
-    /// Vertices touching an obstacle, surface pairs in contact.
+    /// Vertices touching an obstacle.
     pub contact_vertices: u32,
     /// Surface pairs in contact.
     pub contact_pairs: u32,
@@ -494,7 +496,9 @@ impl PliantIslandReport {
                 StepPath::Fast => PLIANT_PATH_FAST,
                 StepPath::Fallback => PLIANT_PATH_FALLBACK,
                 StepPath::FallbackTruncated => PLIANT_PATH_FALLBACK_TRUNCATED,
-                _ => PLIANT_PATH_RESTORED,
+                StepPath::Restored => PLIANT_PATH_RESTORED,
+                #[allow(unreachable_patterns)]
+                _ => PLIANT_PATH_OTHER,
             },
             reason: reason_code(r.reason),
             iterations: r.iterations,
@@ -543,16 +547,16 @@ pub struct PliantEvent {
     pub travelled: f64,
     /// Lag (s), for `ISLAND_LAGGING`.
     pub lag: f64,
-    /// The event in words, NUL-terminated UTF-8 (cut at `PLIANT_EVENT_MESSAGE_LEN − 1` bytes).
+    /// The event in words, NUL-terminated UTF-8 (cut at `PLIANT_EVENT_MESSAGE_LEN - 1` bytes).
     pub message: [c_char; PLIANT_EVENT_MESSAGE_LEN],
 }
 
 impl PliantEvent {
-    pub(crate) fn from_event(e: &PliantEvent_) -> Self {
+    pub(crate) fn from_event(world: PliantWorld, e: &PliantEvent_) -> Self {
         let mut out = Self {
             kind: PLIANT_EVENT_OTHER,
             reason: PLIANT_REASON_NONE,
-            body: PliantBody { id: 0 },
+            body: PliantBody::NONE,
             time: 0.0,
             frame: 0,
             vertex: 0,
@@ -564,7 +568,7 @@ impl PliantEvent {
         match e {
             PliantEvent_::NonFiniteState { body, time, vertex, .. } => {
                 (out.kind, out.body, out.time, out.vertex) =
-                    (PLIANT_EVENT_NON_FINITE_STATE, PliantBody::from_handle(*body), *time, *vertex);
+                    (PLIANT_EVENT_NON_FINITE_STATE, PliantBody::from_handle(world, *body), *time, *vertex);
             }
             PliantEvent_::ContactOverflow { frame, redone, .. } => {
                 (out.kind, out.frame, out.redone) = (PLIANT_EVENT_CONTACT_OVERFLOW, *frame, u32::from(*redone));
@@ -572,7 +576,7 @@ impl PliantEvent {
             PliantEvent_::UnsafeStep { body, time, reason, redone, .. } => {
                 (out.kind, out.body, out.time, out.reason, out.redone) = (
                     PLIANT_EVENT_UNSAFE_STEP,
-                    PliantBody::from_handle(*body),
+                    PliantBody::from_handle(world, *body),
                     *time,
                     reason_code(Some(*reason)),
                     u32::from(*redone),
@@ -580,7 +584,7 @@ impl PliantEvent {
             }
             PliantEvent_::IslandLagging { bodies, time, travelled, lag, .. } => {
                 out.kind = PLIANT_EVENT_ISLAND_LAGGING;
-                out.body = bodies.first().map_or(PliantBody { id: 0 }, |h| PliantBody::from_handle(*h));
+                out.body = bodies.first().map_or(PliantBody::NONE, |h| PliantBody::from_handle(world, *h));
                 (out.time, out.travelled, out.lag) = (*time, *travelled, *lag);
             }
             PliantEvent_::BackendFallback { .. } => out.kind = PLIANT_EVENT_BACKEND_FALLBACK,

@@ -136,7 +136,7 @@ fn island(e: &Entry, index: u32) -> Result<&pliant::IslandReport, Failure> {
         .ok_or_else(|| Failure::invalid(format!("island {index} does not exist: the last step had {n} island(s)")))
 }
 
-/// Writes island `index` of the last step (0 ≤ index < the report's `islands`) to `out`.
+/// Writes island `index` of the last step (0 <= index < the report's `islands`) to `out`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pliant_world_island(
     world: PliantWorld,
@@ -163,7 +163,7 @@ pub unsafe extern "C" fn pliant_world_island_bodies(
             let bodies = &island(e, index)?.bodies;
             let dst = unsafe { crate::input::buffer(out, capacity, bodies.len(), out_count, "out") }?;
             for (d, &h) in dst.iter_mut().zip(bodies) {
-                *d = PliantBody::from_handle(h);
+                *d = PliantBody::from_handle(e.id, h);
             }
             Ok(())
         })
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn pliant_world_poll_event(
         registry::with(world, |e| {
             if let Some(event) = e.events.pop_front() {
                 unsafe {
-                    write(out, "out", PliantEvent::from_event(&event))?;
+                    write(out, "out", PliantEvent::from_event(e.id, &event))?;
                     write(has_event, "has_event", 1)
                 }
             } else {

@@ -49,9 +49,17 @@ fn compile(source: &Path, name: &str) -> PathBuf {
     out
 }
 
-/// Runs a compiled C program; returns its standard output, failing on a non-zero exit.
+/// Runs a compiled C program; returns its standard output, failing on a non-zero exit. The
+/// loader is pointed at the library this test was built with: cargo's own library path can
+/// name a stale copy (`target/release/libpliant_capi.so` from an earlier `cargo build`) ahead
+/// of the program's rpath.
 fn run(program: &Path) -> String {
-    let out = Command::new(program).output().expect("run the C program");
+    let lib = library_dir();
+    let out = Command::new(program)
+        .env("LD_LIBRARY_PATH", &lib)
+        .env("DYLD_LIBRARY_PATH", &lib)
+        .output()
+        .expect("run the C program");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{} exited with {}", program.display(), out.status);
@@ -106,8 +114,10 @@ fn the_c_drop_cube_rests_where_the_rust_scene_does() {
     let last = |probe: &str| result.summary.final_probes[probe][1];
     let (rust_top, rust_bottom) = (last("top"), last("bottom"));
     eprintln!("C: top {top:.6} bottom {bottom:.6}; Rust: top {rust_top:.6} bottom {rust_bottom:.6}");
-    assert!((top - rust_top).abs() < 1e-3, "top face at {top} m from C, {rust_top} m from Rust");
-    assert!((bottom - rust_bottom).abs() < 1e-3, "bottom face at {bottom} m from C, {rust_bottom} m from Rust");
+    // The same code with the same configuration: equal to the printed digits (the issue asks
+    // for 1 mm; a wrapper that changed a default would show up here long before that).
+    assert!((top - rust_top).abs() < 1e-5, "top face at {top} m from C, {rust_top} m from Rust");
+    assert!((bottom - rust_bottom).abs() < 1e-5, "bottom face at {bottom} m from C, {rust_bottom} m from Rust");
     // And it is a resting cube: on the ground, shortened by its weight (ρ g L² / 2E ≈ 2 mm).
     let shortening = 0.2 - (top - bottom);
     assert!(bottom.abs() < 2e-3 && (1.0e-3..3.0e-3).contains(&shortening), "top {top}, bottom {bottom}");

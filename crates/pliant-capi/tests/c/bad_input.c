@@ -18,9 +18,13 @@ static void expect(PliantStatus got, PliantStatus want, const char *call, int li
         failures++;
         printf("line %d: %s returned %s, expected %s (%s)\n", line, call, pliant_status_name(got),
                pliant_status_name(want), message);
-    } else if (want != PLIANT_STATUS_OK && (message == NULL || message[0] == '\0')) {
-        failures++;
-        printf("line %d: %s failed without a message\n", line, call);
+    } else if (want != PLIANT_STATUS_OK) {
+        /* The message is this call's own: it starts with the function's name. */
+        size_t name = strcspn(call, "(");
+        if (message == NULL || strncmp(message, call, name) != 0 || message[name] != ':') {
+            failures++;
+            printf("line %d: %s failed without a message of its own (%s)\n", line, call, message);
+        }
     }
 }
 
@@ -230,6 +234,26 @@ int main(void) {
     checks++;
     if (u != 1) failures++, printf("%u bodies, expected 1\n", u);
 
+    /* A body of another world is not in this one. */
+    PliantWorld other;
+    PliantBody stranger;
+    EXPECT(pliant_world_create(NULL, &other), OK);
+    /* Made so that its id within its world equals the cube's (slot 0, reused once). */
+    EXPECT(pliant_world_add_box(other, &solid, size, cells, &stranger), OK);
+    EXPECT(pliant_world_remove_body(other, stranger), OK);
+    EXPECT(pliant_world_add_box(other, &solid, size, cells, &stranger), OK);
+    checks++;
+    if (stranger.id != cube.id) failures++, printf("the stranger's id %llu differs from the cube's %llu\n", (unsigned long long)stranger.id, (unsigned long long)cube.id);
+    EXPECT(pliant_body_set_velocity(world, stranger, v), STALE);
+    EXPECT(pliant_body_read_positions(world, stranger, buf, 4096, NULL), STALE);
+    EXPECT(pliant_world_remove_body(world, stranger), STALE);
+    EXPECT(pliant_world_destroy(other), OK);
+    /* An early failure still clears the out-parameter. */
+    PliantBody kept = cube;
+    EXPECT(pliant_world_add_box(world, &solid, NULL, cells, &kept), NUL);
+    checks++;
+    if (kept.id != 0 || kept.world != 0) failures++, printf("a failed add kept an old body id\n");
+
     EXPECT(pliant_body_set_velocity(world, cube, NULL), NUL);
     EXPECT(pliant_body_set_velocity(world, cube, nanv), BAD);
     EXPECT(pliant_body_set_velocity(world, removed, v), STALE);
@@ -286,6 +310,11 @@ int main(void) {
     render_x[0] = -0.05f;
     EXPECT(pliant_body_set_render_mesh(world, removed, render_x, 3, tri_ok, 1), STALE);
     EXPECT(pliant_body_set_render_mesh(gone, cube, render_x, 3, tri_ok, 1), STALE);
+    float far_x[9] = {10.0f, 0, 0, 10.05f, 0, 0, 10.0f, 0.05f, 0};
+    EXPECT(pliant_body_set_render_mesh(world, cube, far_x, 3, tri_ok, 1), BAD); /* world coordinates */
+    EXPECT(pliant_world_add_cloth_grid(world, &fabric, size2, cells2, &cloth), OK);
+    EXPECT(pliant_body_set_render_mesh(world, cloth, render_x, 3, tri_ok, 1), BAD); /* a cloth */
+    EXPECT(pliant_world_remove_body(world, cloth), OK);
     EXPECT(pliant_body_set_render_mesh(world, cube, render_x, 3, tri_ok, 1), OK);
     EXPECT(pliant_body_read_render_positions(world, cube, buf, 2, &count), PLIANT_STATUS_BUFFER_TOO_SMALL);
     EXPECT(pliant_body_read_render_positions(world, removed, buf, 3, NULL), STALE);
