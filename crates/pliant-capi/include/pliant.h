@@ -439,6 +439,14 @@ enum PliantStatus pliant_body_set_velocity(struct PliantWorld world,
                                            struct PliantBody body,
                                            const float *velocity);
 
+// Teleports `body`'s vertices to `positions` (`vertex_count` points of 3 floats, one per
+// vertex, in the body's vertex order), keeping their velocities: a respawn or a reset. Pins
+// are anchored again where their vertices now are.
+enum PliantStatus pliant_body_set_positions(struct PliantWorld world,
+                                            struct PliantBody body,
+                                            const float *positions,
+                                            size_t vertex_count);
+
 // Pins `vertex_count` vertices of `body` (indices into its vertices). With `scripted` 0 they
 // stay where they are; with `scripted` 1 they follow the targets set each frame by
 // `pliant_body_set_pin_targets` (they start at their current positions). The pin's index goes

@@ -218,6 +218,26 @@ pub unsafe extern "C" fn pliant_body_set_velocity(
     })
 }
 
+/// Teleports `body`'s vertices to `positions` (`vertex_count` points of 3 floats, one per
+/// vertex, in the body's vertex order), keeping their velocities: a respawn or a reset. Pins
+/// are anchored again where their vertices now are.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pliant_body_set_positions(
+    world: PliantWorld,
+    body: PliantBody,
+    positions: *const f32,
+    vertex_count: usize,
+) -> PliantStatus {
+    guard("pliant_body_set_positions", || {
+        let flat = unsafe { slice(positions, vertex_count.saturating_mul(3), "positions") }?;
+        let points = input::points(flat, "positions")?;
+        registry::with(world, |e| {
+            let h = handle_in(e, body)?;
+            Ok(e.world.set_body_positions(h, &points)?)
+        })
+    })
+}
+
 /// Pins `vertex_count` vertices of `body` (indices into its vertices). With `scripted` 0 they
 /// stay where they are; with `scripted` 1 they follow the targets set each frame by
 /// `pliant_body_set_pin_targets` (they start at their current positions). The pin's index goes

@@ -259,6 +259,18 @@ int main(void) {
     EXPECT(pliant_body_set_velocity(world, removed, v), STALE);
     EXPECT(pliant_body_set_velocity(gone, cube, v), STALE);
 
+    float moved[3 * 27];
+    EXPECT(pliant_body_read_positions(world, cube, moved, 27, NULL), OK);
+    EXPECT(pliant_body_set_positions(world, cube, NULL, 27), NUL);
+    EXPECT(pliant_body_set_positions(world, cube, moved, 26), BAD); /* one per vertex */
+    moved[40] = nan;
+    EXPECT(pliant_body_set_positions(world, cube, moved, 27), BAD);
+    moved[40] = 0.1f;
+    EXPECT(pliant_body_set_positions(world, removed, moved, 27), STALE);
+    EXPECT(pliant_body_set_positions(gone, cube, moved, 27), STALE);
+    EXPECT(pliant_body_read_positions(world, cube, moved, 27, NULL), OK);
+    EXPECT(pliant_body_set_positions(world, cube, moved, 27), OK);
+
     /* Pins. */
     uint32_t pin_bad[1] = {1000}, pin_ok[2] = {0, 1};
     EXPECT(pliant_body_add_pin(world, cube, pin_bad, 1, 0, &u), PLIANT_STATUS_BODY);
