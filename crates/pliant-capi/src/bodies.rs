@@ -23,16 +23,30 @@ pub unsafe extern "C" fn pliant_cloth_desc_default(out: *mut PliantClothDesc) ->
     guard("pliant_cloth_desc_default", || unsafe { write(out, "out", PliantClothDesc::default()) })
 }
 
+fn not_in_world(body: PliantBody) -> Failure {
+    Failure::new(
+        PliantStatus::InvalidHandle,
+        format!("body {:#x} is not in this world (removed, from another world, or never made)", body.id),
+    )
+}
+
 /// The handle `body` stands for, if it is in `e`'s world.
 pub(crate) fn handle_in(e: &Entry, body: PliantBody) -> Result<SoftBodyHandle, Failure> {
-    let h = body.handle(e.id);
-    match e.world.bodies.get(h) {
-        Some(_) => Ok(h),
-        None => Err(Failure::new(
-            PliantStatus::InvalidHandle,
-            format!("body {:#x} is not in this world (removed, from another world, or never made)", body.id),
-        )),
-    }
+    body_in(e, body).map(|_| body.handle(e.id))
+}
+
+/// `body`, if it is in `e`'s world.
+pub(crate) fn body_in(e: &Entry, body: PliantBody) -> Result<&SoftBody, Failure> {
+    e.world.bodies.get(body.handle(e.id)).ok_or_else(|| not_in_world(body))
+}
+
+fn body_in_mut(e: &mut Entry, body: PliantBody) -> Result<&mut SoftBody, Failure> {
+    e.world.bodies.get_mut(body.handle(e.id)).ok_or_else(|| not_in_world(body))
+}
+
+/// `body`'s vertex positions, packed (it is, once in the world and synced).
+pub(crate) fn packed_positions(e: &Entry, body: PliantBody) -> Result<&[Vec4], Failure> {
+    e.world.body_positions(body.handle(e.id)).ok_or_else(|| not_in_world(body))
 }
 
 /// Inserts a built body (packed at once, so its positions can be read before the first step).
@@ -91,7 +105,7 @@ pub unsafe extern "C" fn pliant_world_add_box(
     guard("pliant_world_add_box", || unsafe {
         write(out_body, "out_body", PliantBody::NONE)?;
         let size = input::vec3(size, "size")?;
-        let cells: [u32; 3] = slice(cells, 3, "cells")?.try_into().expect("three cells");
+        let cells = input::elements::<3>(slice(cells, 3, "cells")?)[0];
         grid_size(&cells, 6, "cells")?;
         add_solid(world, desc, || Ok(TetMesh::box_mesh(size, cells, TetSplit::Six)?), out_body)
     })
@@ -129,10 +143,7 @@ pub unsafe extern "C" fn pliant_world_add_tet_mesh(
         write(out_body, "out_body", PliantBody::NONE)?;
         body_size(vertex_count as u64, tet_count as u64, "vertex_count, tet_count")?;
         let points = input::points(slice(positions, vertex_count.saturating_mul(3), "positions")?, "positions")?;
-        let tets: Vec<[u32; 4]> = slice(tets, tet_count.saturating_mul(4), "tets")?
-            .chunks_exact(4)
-            .map(|t| [t[0], t[1], t[2], t[3]])
-            .collect();
+        let tets = input::elements::<4>(slice(tets, tet_count.saturating_mul(4), "tets")?);
         add_solid(world, desc, || Ok(TetMesh::new(points, tets)?), out_body)
     })
 }
@@ -151,7 +162,7 @@ pub unsafe extern "C" fn pliant_world_add_cloth_grid(
         write(out_body, "out_body", PliantBody::NONE)?;
         let size = slice(size, 2, "size")?;
         let size = Vec2::new(input::finite(size[0], "size.x")?, input::finite(size[1], "size.z")?);
-        let cells: [u32; 2] = slice(cells, 2, "cells")?.try_into().expect("two cells");
+        let cells = input::elements::<2>(slice(cells, 2, "cells")?)[0];
         grid_size(&cells, 2, "cells")?;
         add_cloth(world, desc, || Ok(TriMesh::cloth_grid(size, cells)?), out_body)
     })
@@ -173,10 +184,7 @@ pub unsafe extern "C" fn pliant_world_add_cloth_mesh(
         write(out_body, "out_body", PliantBody::NONE)?;
         body_size(vertex_count as u64, triangle_count as u64, "vertex_count, triangle_count")?;
         let points = input::points(slice(positions, vertex_count.saturating_mul(3), "positions")?, "positions")?;
-        let triangles: Vec<[u32; 3]> = slice(triangles, triangle_count.saturating_mul(3), "triangles")?
-            .chunks_exact(3)
-            .map(|t| [t[0], t[1], t[2]])
-            .collect();
+        let triangles = input::elements::<3>(slice(triangles, triangle_count.saturating_mul(3), "triangles")?);
         add_cloth(world, desc, || Ok(TriMesh::new(points, triangles)?), out_body)
     })
 }
@@ -257,10 +265,9 @@ pub unsafe extern "C" fn pliant_body_add_pin(
         let vertices = unsafe { slice(vertices, vertex_count, "vertices") }?.to_vec();
         let scripted = input::flag(scripted, "scripted")?;
         registry::with(world, |e| {
-            let h = handle_in(e, body)?;
             let pin = if scripted {
                 crate::read::refresh(e);
-                let x = e.world.body_positions(h).unwrap_or_default();
+                let x = packed_positions(e, body)?;
                 let targets = vertices
                     .iter()
                     .map(|&v| {
@@ -276,8 +283,7 @@ pub unsafe extern "C" fn pliant_body_add_pin(
             } else {
                 Pin::fixed(vertices)
             };
-            let body = e.world.bodies.get_mut(h).expect("checked above");
-            let index = body.add_pin(pin)?;
+            let index = body_in_mut(e, body)?.add_pin(pin)?;
             unsafe { input::write_optional(out_pin, index as u32) };
             Ok(())
         })
@@ -309,8 +315,7 @@ pub unsafe extern "C" fn pliant_body_set_pin_targets(
 pub extern "C" fn pliant_body_remove_pin(world: PliantWorld, body: PliantBody, pin: u32) -> PliantStatus {
     guard("pliant_body_remove_pin", || {
         registry::with(world, |e| {
-            let h = handle_in(e, body)?;
-            let b = e.world.bodies.get_mut(h).expect("checked above");
+            let b = body_in_mut(e, body)?;
             let name = b.name().to_string();
             b.remove_pin(pin as usize)
                 .map(|_| ())

@@ -99,6 +99,11 @@ pub(crate) unsafe fn buffer<'a, T>(
     Ok(unsafe { std::slice::from_raw_parts_mut(p, needed) })
 }
 
+/// Elements of `N` indices (tets, triangles, a grid's cells) from a flat array of `N n`.
+pub(crate) fn elements<const N: usize>(flat: &[u32]) -> Vec<[u32; N]> {
+    flat.chunks_exact(N).map(|c| std::array::from_fn(|i| c[i])).collect()
+}
+
 /// A finite number, or `PLIANT_STATUS_INVALID_ARGUMENT` naming `what` and the value.
 pub(crate) fn finite(value: f32, what: &str) -> Result<f32, Failure> {
     if value.is_finite() { Ok(value) } else { Err(Failure::invalid(format!("`{what}` is {value}, not finite"))) }

@@ -6,7 +6,7 @@
 use pliant::prelude::*;
 use pliant::{EmbeddedMesh, RenderMesh};
 
-use crate::bodies::handle_in;
+use crate::bodies::{body_in, handle_in, packed_positions};
 use crate::input::{self, buffer, slice, write};
 use crate::registry::{self, Entry, PliantBody, PliantWorld};
 use crate::status::{Failure, PliantStatus, guard};
@@ -21,32 +21,24 @@ pub(crate) fn refresh(e: &mut Entry) {
 
 /// `body`'s positions, after [`refresh`].
 fn positions(e: &mut Entry, body: PliantBody) -> Result<&[Vec4], Failure> {
-    let h = handle_in(e, body)?;
+    handle_in(e, body)?;
     refresh(e);
     e.world.sync();
-    Ok(e.world.body_positions(h).expect("a body in the world is packed after sync"))
+    packed_positions(e, body)
 }
 
-/// Copies `vectors` as `x, y, z` floats into the caller's buffer of `capacity` vectors.
+/// Copies `vectors` into the caller's buffer of `capacity` points (3 floats each); the count
+/// goes to `out_count` (may be null), also when the buffer is too small.
 unsafe fn copy_xyz(
     vectors: impl ExactSizeIterator<Item = Vec3>,
     out: *mut f32,
     capacity: usize,
     out_count: *mut usize,
 ) -> Result<(), Failure> {
-    let n = vectors.len();
-    unsafe { input::write_optional(out_count, n) };
-    let dst =
-        unsafe { buffer(out, capacity.saturating_mul(3), n * 3, std::ptr::null_mut(), "out") }.map_err(|f| match f
-            .status
-        {
-            PliantStatus::BufferTooSmall => {
-                Failure::new(f.status, format!("`out` holds {capacity} points but {n} are needed"))
-            }
-            _ => f,
-        })?;
-    for (d, v) in dst.chunks_exact_mut(3).zip(vectors) {
-        d.copy_from_slice(&v.to_array());
+    // `[f32; 3]` has `float`'s alignment: the caller's floats, three at a time.
+    let dst = unsafe { buffer(out.cast::<[f32; 3]>(), capacity, vectors.len(), out_count, "out (points)") }?;
+    for (d, v) in dst.iter_mut().zip(vectors) {
+        *d = v.to_array();
     }
     Ok(())
 }
@@ -95,9 +87,9 @@ pub unsafe extern "C" fn pliant_body_read_velocities(
 ) -> PliantStatus {
     guard("pliant_body_read_velocities", || {
         registry::with(world, |e| {
+            let h = handle_in(e, body)?;
             positions(e, body)?;
-            let h = body.handle(e.id);
-            let v = e.world.body_velocities(h).expect("packed by `positions`");
+            let v = e.world.body_velocities(h).unwrap_or_default();
             unsafe { copy_xyz(v.iter().map(|p| p.truncate()), out, capacity, out_count) }
         })
     })
@@ -116,14 +108,9 @@ pub unsafe extern "C" fn pliant_body_read_surface(
 ) -> PliantStatus {
     guard("pliant_body_read_surface", || {
         registry::with(world, |e| {
-            let h = handle_in(e, body)?;
-            let surface = &e.world.bodies.get(h).expect("checked").shared().surface;
-            unsafe { input::write_optional(out_count, surface.len()) };
-            let dst =
-                unsafe { buffer(out, capacity.saturating_mul(3), surface.len() * 3, std::ptr::null_mut(), "out") }?;
-            for (d, t) in dst.chunks_exact_mut(3).zip(surface) {
-                d.copy_from_slice(t);
-            }
+            let surface = &body_in(e, body)?.shared().surface;
+            let dst = unsafe { buffer(out.cast::<[u32; 3]>(), capacity, surface.len(), out_count, "out (triangles)") }?;
+            dst.copy_from_slice(surface);
             Ok(())
         })
     })
@@ -154,11 +141,10 @@ pub unsafe extern "C" fn pliant_body_set_render_mesh(
                 points.len()
             )));
         }
-        let triangles = flat.chunks_exact(3).map(|t| [t[0], t[1], t[2]]).collect();
+        let triangles = input::elements::<3>(flat);
         registry::with(world, |e| {
-            let h = handle_in(e, body)?;
-            let name = e.world.bodies.get(h).expect("checked").name().to_string();
-            let extra = e.bodies.entry(h).or_default();
+            let name = body_in(e, body)?.name().to_string();
+            let extra = e.bodies.entry(body.handle(e.id)).or_default();
             let tets = extra.tets.as_ref().ok_or_else(|| {
                 Failure::invalid(format!(
                     "body `{name}` is a cloth: draw its own vertices (pliant_body_read_positions, \
@@ -183,14 +169,17 @@ pub unsafe extern "C" fn pliant_body_set_render_mesh(
     })
 }
 
-/// The render mesh of `body` and the body's positions.
-fn render(e: &mut Entry, body: PliantBody) -> Result<(&EmbeddedMesh, &[Vec4]), Failure> {
+/// The render mesh of `body`, where the body is now: its vertex positions and, if asked for,
+/// its unit normals.
+fn render(e: &mut Entry, body: PliantBody, normals: bool) -> Result<Vec<Vec3>, Failure> {
     positions(e, body)?;
-    let h = body.handle(e.id);
-    let mesh = e.bodies.get(&h).and_then(|b| b.render.as_ref()).ok_or_else(|| {
+    let mesh = e.bodies.get(&body.handle(e.id)).and_then(|b| b.render.as_ref()).ok_or_else(|| {
         Failure::invalid(format!("body {:#x} has no render mesh: set one with pliant_body_set_render_mesh", body.id))
     })?;
-    Ok((mesh, e.world.body_positions(h).expect("packed by `positions`")))
+    let x = packed_positions(e, body)?;
+    let mut p = Vec::new();
+    mesh.positions(x, &mut p);
+    Ok(if normals { mesh.normals(x, &p) } else { p })
 }
 
 /// Copies the render mesh's current vertex positions (m) into `out` (`capacity` points); the
@@ -205,9 +194,7 @@ pub unsafe extern "C" fn pliant_body_read_render_positions(
 ) -> PliantStatus {
     guard("pliant_body_read_render_positions", || {
         registry::with(world, |e| {
-            let (mesh, x) = render(e, body)?;
-            let mut p = Vec::new();
-            mesh.positions(x, &mut p);
+            let p = render(e, body, false)?;
             unsafe { copy_xyz(p.into_iter(), out, capacity, out_count) }
         })
     })
@@ -225,10 +212,7 @@ pub unsafe extern "C" fn pliant_body_read_render_normals(
 ) -> PliantStatus {
     guard("pliant_body_read_render_normals", || {
         registry::with(world, |e| {
-            let (mesh, x) = render(e, body)?;
-            let mut p = Vec::new();
-            mesh.positions(x, &mut p);
-            let n = mesh.normals(x, &p);
+            let n = render(e, body, true)?;
             unsafe { copy_xyz(n.into_iter(), out, capacity, out_count) }
         })
     })

@@ -137,18 +137,15 @@ fn stale(world: PliantWorld) -> Failure {
     )
 }
 
-/// The live slot `world` names, under the registry's lock.
+/// The slot `world` names, if its generation is current, under the registry's lock.
 fn slot_of(slots: &mut [Slot], world: PliantWorld) -> Result<&mut Slot, Failure> {
     let (index, generation) = unpack(world.id).ok_or_else(|| stale(world))?;
-    slots
-        .get_mut(index as usize)
-        .filter(|s| s.generation == generation && s.entry.is_some())
-        .ok_or_else(|| stale(world))
+    slots.get_mut(index as usize).filter(|s| s.generation == generation).ok_or_else(|| stale(world))
 }
 
 fn find(world: PliantWorld) -> Result<Arc<Mutex<Entry>>, Failure> {
     let mut slots = worlds();
-    Ok(slot_of(&mut slots, world)?.entry.clone().expect("a live slot holds its entry"))
+    slot_of(&mut slots, world)?.entry.clone().ok_or_else(|| stale(world))
 }
 
 /// Removes `world`. A call running on it in another thread finishes before this returns
@@ -156,7 +153,7 @@ fn find(world: PliantWorld) -> Result<Arc<Mutex<Entry>>, Failure> {
 pub(crate) fn remove(world: PliantWorld) -> Result<(), Failure> {
     let mut slots = worlds();
     let slot = slot_of(&mut slots, world)?;
-    let entry = slot.entry.take().expect("a live slot holds its entry");
+    let entry = slot.entry.take().ok_or_else(|| stale(world))?;
     slot.generation = slot.generation.wrapping_add(1);
     drop(slots);
     // Outside the registry's lock: waiting here must not stop calls on other worlds.

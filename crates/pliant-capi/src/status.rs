@@ -76,7 +76,7 @@ impl From<PliantError> for Failure {
             PliantError::Config(_) => PliantStatus::Config,
             PliantError::InvalidHandle(_) => PliantStatus::InvalidHandle,
             PliantError::NoSuchPin { .. } => PliantStatus::NoSuchPin,
-            PliantError::LengthMismatch { .. } | PliantError::NonFiniteInput { .. } => PliantStatus::InvalidArgument,
+            // A length mismatch, a non-finite input, a vertex out of range, ...
             _ => PliantStatus::InvalidArgument,
         };
         Self::new(status, e.to_string())

@@ -74,11 +74,7 @@ impl PliantStepConfig {
             threads: c.threads.min(u32::MAX as usize) as u32,
             contact_offset: c.contact_offset,
             budget_ms: c.budget_ms.unwrap_or(0.0),
-            backend: match c.backend {
-                Backend::Gpu => PLIANT_BACKEND_GPU,
-                Backend::Auto => PLIANT_BACKEND_AUTO,
-                _ => PLIANT_BACKEND_CPU,
-            },
+            backend: backend_code(c.backend),
             fallback: match c.fallback {
                 FallbackPolicy::Always => PLIANT_FALLBACK_ALWAYS,
                 FallbackPolicy::Never => PLIANT_FALLBACK_NEVER,
@@ -88,9 +84,8 @@ impl PliantStepConfig {
         }
     }
 
-    /// Pliant's configuration for these fields, the others at their defaults (validated when
-    /// the world takes it).
-    pub(crate) fn to_config(self) -> Result<StepConfig, Failure> {
+    /// `base` with the fields this struct carries replaced (validated when the world takes it).
+    pub(crate) fn applied_to(self, base: StepConfig) -> Result<StepConfig, Failure> {
         let mut c = StepConfig {
             dt: self.dt,
             substeps: self.substeps,
@@ -116,7 +111,7 @@ impl PliantStepConfig {
                     )));
                 }
             },
-            ..StepConfig::default()
+            ..base
         };
         c.local_global.iterations = self.local_global_iterations;
         Ok(c)

@@ -28,7 +28,7 @@ pub unsafe extern "C" fn pliant_world_create(
         // SAFETY: null or a valid config, by contract.
         let config = match unsafe { config.as_ref() } {
             None => StepConfig::default(),
-            Some(c) => c.to_config()?,
+            Some(c) => c.applied_to(StepConfig::default())?,
         };
         let mut entry = Entry::new(World::new(config)?);
         entry.collect_events();
@@ -55,25 +55,9 @@ pub unsafe extern "C" fn pliant_world_get_config(world: PliantWorld, out: *mut P
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pliant_world_set_config(world: PliantWorld, config: *const PliantStepConfig) -> PliantStatus {
     guard("pliant_world_set_config", || {
-        let c = unsafe { reference(config, "config") }?.to_config()?;
+        let c = *unsafe { reference(config, "config") }?;
         registry::with(world, |e| {
-            let kept = e.world.config().clone();
-            let next = StepConfig {
-                dt: c.dt,
-                substeps: c.substeps,
-                iterations: c.iterations,
-                gravity: c.gravity,
-                threads: c.threads,
-                contact_offset: c.contact_offset,
-                budget_ms: c.budget_ms,
-                backend: c.backend,
-                fallback: c.fallback,
-                local_global: pliant::LocalGlobalSettings {
-                    iterations: c.local_global.iterations,
-                    ..kept.local_global
-                },
-                ..kept
-            };
+            let next = c.applied_to(e.world.config().clone())?;
             let result = e.world.set_config(next);
             e.collect_events();
             Ok(result?)
