@@ -1,6 +1,8 @@
 //! Primitive pairs swept by a linear motion `x → y` of every vertex: the candidates that the
 //! augmented-Lagrangian step-size search and the fast path's safety check both run continuous
-//! collision detection on (docs/algorithms.md §4.4 and §8). One broadphase walk, two narrow phases.
+//! collision detection on (docs/algorithms.md §4.4 and §8): vertex–triangle and edge–edge pairs
+//! of the surfaces, and vertices and surface edges against obstacles. One broadphase walk, two
+//! narrow phases.
 
 use glam::{DVec3, Vec3A, Vec4};
 
@@ -11,6 +13,10 @@ use crate::state::SimState;
 
 /// [`PairKey::kind`] of a vertex–obstacle pair: `vertices = [vertex, obstacle index, MAX, MAX]`.
 pub(crate) const PAIR_OBSTACLE: u32 = 2;
+/// [`PairKey::kind`] of a surface edge–obstacle pair: `vertices = [a, b, obstacle index, MAX]`,
+/// for obstacles whose edges, corners or curved faces can come between an edge's vertices
+/// ([`Obstacle::tests_edges`]).
+pub(crate) const PAIR_OBSTACLE_EDGE: u32 = 3;
 
 /// A contact primitive pair: `PAIR_POINT_TRIANGLE` and `PAIR_EDGE_EDGE` with their four global
 /// vertices in the order of [`super::surface_pairs::ContactPair`], or [`PAIR_OBSTACLE`].
@@ -21,9 +27,22 @@ pub(crate) struct PairKey {
 }
 
 impl PairKey {
-    /// The vertices the pair moves (one for an obstacle pair).
+    /// The vertices the pair moves (one for a vertex–obstacle pair, two for an edge's).
     pub fn moving_vertices(&self) -> &[u32] {
-        if self.kind == PAIR_OBSTACLE { &self.vertices[..1] } else { &self.vertices }
+        match self.kind {
+            PAIR_OBSTACLE => &self.vertices[..1],
+            PAIR_OBSTACLE_EDGE => &self.vertices[..2],
+            _ => &self.vertices,
+        }
+    }
+
+    /// The obstacle of a vertex– or edge–obstacle pair.
+    pub fn obstacle(&self) -> Option<u32> {
+        match self.kind {
+            PAIR_OBSTACLE => Some(self.vertices[1]),
+            PAIR_OBSTACLE_EDGE => Some(self.vertices[2]),
+            _ => None,
+        }
     }
 }
 
@@ -89,7 +108,9 @@ impl SweptPairs {
     /// in `moves` whose boxes, swept over `x → y` and grown by `radius` \[m\], overlap (when
     /// `pairs` is set); and
     /// `obstacle(vertex, index)` for every moving vertex whose swept box reaches an obstacle
-    /// that acts on it. Boxes are built in f32 and grown by a further 1e-5 m, far above the
+    /// that acts on it, and `edge(edge, index)` for every surface edge with a moving vertex
+    /// whose swept box reaches an obstacle that acts on it and has edges or curved faces to come
+    /// between its vertices ([`Obstacle::tests_edges`]; `edge` indexes `st.surface_edges`). Boxes are built in f32 and grown by a further 1e-5 m, far above the
     /// rounding of positions within kilometres of the origin, so the walk misses no pair the
     /// f64 narrow phase could find.
     #[allow(clippy::too_many_arguments)]
@@ -102,14 +123,32 @@ impl SweptPairs {
         radius: f64,
         mut surface: impl FnMut(PairKey),
         mut obstacle: impl FnMut(u32, u32),
+        mut edge: impl FnMut(u32, u32),
     ) {
         let r = radius as f32 + 1e-5;
-        for (v, _) in moves.iter().enumerate().filter(|(_, m)| **m) {
+        let swept_box = |v: usize| {
             let (a, b) = (Vec3A::from(x[v].as_vec3()), Vec3A::from(y[v].as_vec3()));
-            let (lo, hi) = (a.min(b) - Vec3A::splat(r), a.max(b) + Vec3A::splat(r));
+            (a.min(b) - Vec3A::splat(r), a.max(b) + Vec3A::splat(r))
+        };
+        for (v, _) in moves.iter().enumerate().filter(|(_, m)| **m) {
+            let (lo, hi) = swept_box(v);
             for (k, o) in obstacles.iter().enumerate() {
                 if o.applies_to(st.vertex_body[v]) && o.box_reaches(lo, hi, 0.0) {
                     obstacle(v as u32, k as u32);
+                }
+            }
+        }
+        if obstacles.iter().any(Obstacle::tests_edges) {
+            for (e, &[a, b]) in st.surface_edges.iter().enumerate() {
+                if !(moves[a as usize] || moves[b as usize]) {
+                    continue;
+                }
+                let ((lo_a, hi_a), (lo_b, hi_b)) = (swept_box(a as usize), swept_box(b as usize));
+                let (lo, hi) = (lo_a.min(lo_b), hi_a.max(hi_b));
+                for (k, o) in obstacles.iter().enumerate() {
+                    if o.tests_edges() && o.applies_to(st.vertex_body[a as usize]) && o.box_reaches(lo, hi, 0.0) {
+                        edge(e as u32, k as u32);
+                    }
                 }
             }
         }
@@ -246,6 +285,80 @@ pub(crate) fn obstacle_toi(o: &Obstacle, a: DVec3, b: DVec3, xi: f64, safety: f6
     Some(t)
 }
 
+/// Conservative time of first contact `t ∈ [0, 1]` of a surface edge whose ends move
+/// `from → to` with an obstacle that has edges or curved faces ([`Obstacle::tests_edges`]):
+/// `None` when the whole motion keeps every point of the edge more than `xi` \[m\] from the
+/// solid; otherwise a time at which at least `safety` of the starting gap is left. The edge's
+/// distance (its closest point's, [`Obstacle::segment_closest`]) is 1-Lipschitz in the larger
+/// of its ends' displacements, since every point of the edge moves by a blend of the two: the
+/// march is [`obstacle_toi`]'s.
+///
+/// An edge starting within `2 xi` of the solid touches it (through a vertex the fast path left
+/// on a face, or wrapped over a rim): marched, it could not move at all, so its path is
+/// sampled instead, and it may slide and turn on the solid as long as no sample comes closer
+/// than half its starting distance. A fixed plane between the edge and the solid (the
+/// separating plane) was tried first: exact, but an edge turning about a box's rim (a pinned
+/// row pulled down past it) moves one end behind any fixed plane at first order, and
+/// `fallback_cloth_gap` froze on its first fallback frame. Between samples the path may dip;
+/// every iterate the step takes is a sampled, intersection-free state. An edge already inside
+/// may not go deeper.
+pub(crate) fn edge_obstacle_toi(o: &Obstacle, from: [DVec3; 2], to: [DVec3; 2], xi: f64, safety: f64) -> Option<f64> {
+    let f32s = |p: DVec3| Vec3A::from(p.as_vec3());
+    let at = |t: f64| {
+        let (a, b) = (from[0] + (to[0] - from[0]) * t, from[1] + (to[1] - from[1]) * t);
+        o.segment_closest(f32s(a), f32s(b))
+    };
+    let start = at(0.0);
+    let d = |c: super::closest::SegmentClosest| c.distance as f64;
+    let d0 = d(start);
+    if !(d0 >= 0.0) {
+        return (!(d(at(1.0)) >= d0)).then_some(0.0);
+    }
+    if d0 <= 2.0 * xi {
+        // Within 2ξ, a march could not move the edge: it advances by its gap. Halving from the
+        // whole step, the first share whose path keeps the edge at half its distance or more
+        // (at a quarter, half, three quarters and the end) is taken.
+        let floor = 0.5 * d0;
+        let clear = |t: f64| (1..=4).all(|j| d(at(t * j as f64 / 4.0)) >= floor);
+        if clear(1.0) {
+            return None;
+        }
+        let mut t = 0.5;
+        while t > 1e-4 {
+            if clear(t) {
+                return Some(t);
+            }
+            t *= 0.5;
+        }
+        return Some(0.0);
+    }
+    let floor = xi.min(0.5 * d0);
+    let gap0 = d0 - floor;
+    let len = (to[0] - from[0]).length().max((to[1] - from[1]).length());
+    if !(len > 0.0) {
+        return None;
+    }
+    let mut t = 0.0;
+    let mut advance = (1.0 - safety) * gap0 / len;
+    for _ in 0..64 {
+        let ahead = t + advance;
+        if ahead > 1.0 {
+            return (d(at(1.0)) - floor < safety * gap0).then_some(t);
+        }
+        let gap = d(at(ahead)) - floor;
+        if !(gap > 0.0) {
+            return Some(t);
+        }
+        if gap < safety * gap0 {
+            // As in `obstacle_toi`: a first advance that rounding reads a hair short is taken.
+            return Some(if t == 0.0 && gap > 0.5 * safety * gap0 { ahead } else { t });
+        }
+        t = ahead;
+        advance = 0.9 * gap / len;
+    }
+    Some(t)
+}
+
 /// Whether the segment `a → b` runs through the obstacle's solid deeper than `tolerance` \[m\]
 /// (enters it and leaves again, or ends inside): tunnelling through a thin obstacle is caught
 /// although both ends are outside.
@@ -332,6 +445,46 @@ mod tests {
         assert!(!obstacle_crossed(&slab, DVec3::new(0.0, 0.5, 0.0), DVec3::new(3.0, -0.5, 0.0), 1e-6));
     }
 
+    /// A cloth edge dropped across a box's rim with both ends clear of it stops before the
+    /// rim; one that slides along the top face, one end on it, or turns about the rim it
+    /// touches is not stopped; one that swings down through the rim is.
+    #[test]
+    fn an_edge_stops_at_a_box_rim_between_its_vertices() {
+        let block = Obstacle::cuboid(glam::Vec3::ZERO, glam::Vec3::splat(0.1), glam::Quat::IDENTITY, 0.5).unwrap();
+        let xi = 1e-6;
+        let closest =
+            |a: DVec3, b: DVec3| block.segment_closest(a.as_vec3().into(), b.as_vec3().into()).distance as f64;
+        // Over the rim at x = y = 0.1, 5 mm up, falling 1 cm.
+        let from = [DVec3::new(0.09, 0.115, 0.0), DVec3::new(0.11, 0.085, 0.0)].map(|p| p + DVec3::Y * 0.005);
+        let fall = DVec3::Y * -0.01;
+        let to = from.map(|p| p + fall);
+        assert!(closest(to[0], to[1]) < 0.0 && block.signed_distance(to[1].as_vec3().into()).0 > 0.0);
+        let t = edge_obstacle_toi(&block, from, to, xi, 0.1).expect("the rim is hit");
+        assert!(t > 0.0 && t < 1.0);
+        assert!(closest(from[0] + fall * t, from[1] + fall * t) > xi, "stopped short of the rim");
+        // Along the top face, one end on it (to the bit: the top is at 0.1 in f32 too).
+        let on = [DVec3::new(0.0, 0.1, 0.0), DVec3::new(0.01, 0.1005, 0.0)];
+        let slide = DVec3::new(0.03, 0.0, 0.02);
+        assert_eq!(edge_obstacle_toi(&block, on, on.map(|p| p + slide), xi, 0.1), None);
+        // Touching the rim 0.5 µm up, turned 10° about it: not stopped; swung down through
+        // it about its outer end: stopped at once.
+        let rim = DVec3::new(0.1, 0.1, 0.0);
+        let dir = DVec3::new(1.0, -1.0, 0.0).normalize();
+        let n = DVec3::new(1.0, 1.0, 0.0).normalize();
+        let touch = [rim + n * 5e-7 - dir * 0.005, rim + n * 5e-7 + dir * 0.012];
+        let turn = glam::DQuat::from_rotation_z(-10f64.to_radians());
+        let turned = touch.map(|p| rim + n * 5e-7 + turn * (p - rim - n * 5e-7));
+        assert!(closest(turned[0], turned[1]) > 0.0);
+        assert_eq!(edge_obstacle_toi(&block, touch, turned, xi, 0.1), None);
+        let swung = [touch[0] - n * 0.003, touch[1]];
+        let t = edge_obstacle_toi(&block, touch, swung, xi, 0.1).expect("through the rim");
+        assert!(t < 1e-3, "{t}");
+        // An edge already 1 µm into the rim may leave, not go deeper.
+        let inside = touch.map(|p| p - n * 1.5e-6);
+        assert_eq!(edge_obstacle_toi(&block, inside, inside.map(|p| p + n * 1e-3), xi, 0.1), None);
+        assert_eq!(edge_obstacle_toi(&block, inside, inside.map(|p| p - n * 1e-4), xi, 0.1), Some(0.0));
+    }
+
     /// Two soft boxes 1 cm apart; the upper moves by `shift` (each vertex jittered by up to
     /// `jitter`), the lower by its jitter only.
     fn two_boxes(shift: DVec3, jitter: f64) -> (SimState, Vec<DVec3>, Vec<DVec3>) {
@@ -358,7 +511,7 @@ mod tests {
     fn reported(swept: &mut SweptPairs, st: &SimState, x: &[DVec3], y: &[DVec3], r: f64) -> Vec<[u32; 4]> {
         let moves = vec![true; st.vertex_count()];
         let mut out = Vec::new();
-        swept.visit(st, &[], (x, y), (&moves, true), r, |k| out.push(sorted(k.kind, k.vertices)), |_, _| {});
+        swept.visit(st, &[], (x, y), (&moves, true), r, |k| out.push(sorted(k.kind, k.vertices)), |_, _| {}, |_, _| {});
         out.sort_unstable();
         out
     }

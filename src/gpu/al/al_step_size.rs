@@ -252,6 +252,8 @@ mod tests {
                 moves: &solve,
                 solved: &solve,
                 surface_pairs: false,
+                // The GPU's step limit holds vertices only (its fallback has no edge pairs).
+                obstacle_edges: false,
                 tets: &all_tets,
                 j_min: 0.01,
             };

@@ -337,6 +337,7 @@ mod tests {
             moves: &all,
             solved: &all,
             surface_pairs: true,
+            obstacle_edges: true,
             tets: &[],
             j_min: 0.0,
         };

@@ -301,6 +301,10 @@ fn redo_island(
         let lim = Limits { solved: &solved, moves: &moves, ..lim };
         return step_pieces(state, &start, &whole, &lim, &pin_end, al);
     }
+    if pin_reach(&start, &lim, &pin_end) > SPLIT_REACH * config.contact_offset as f64 {
+        // Pins that drag the island far (a cloth pulled through a slot) drag it in pieces.
+        return step_pieces(state, &start, &whole, &lim, &pin_end, al);
+    }
     // Slower: whole, or split once at the impact (free flight, then the rest from it).
     let (t, flying) = next_piece(state, &start, &whole, &lim, &pin_end, reach, false, al);
     let lim = Limits { flying, ..lim };
@@ -590,6 +594,14 @@ fn free_reach(state: &SimState, start: &[DVec3], part: &Part<'_>, lim: &Limits<'
         .fold(0.0, f64::max)
 }
 
+/// How far the island's pins move from `start` to `pin_end` \[m\] (the farthest).
+fn pin_reach(start: &[DVec3], lim: &Limits<'_>, pin_end: &impl Fn(usize) -> DVec3) -> f64 {
+    (0..start.len())
+        .filter(|&i| lim.moves[i] && !lim.solved[i])
+        .map(|i| (pin_end(i) - start[i]).length())
+        .fold(0.0, f64::max)
+}
+
 /// The share of `part` its next piece takes, and whether that piece is free flight, given its
 /// free flight's `reach` (`free_reach`). An
 /// island whose free flight over the part carries no vertex further than `SPLIT_REACH`
@@ -611,11 +623,19 @@ fn next_piece(
     al: &mut AlScratch,
 ) -> (f64, bool) {
     let offset = lim.config.contact_offset as f64;
-    if !(reach > SPLIT_REACH * offset) {
+    let pins = pin_reach(start, lim, pin_end);
+    if !(reach.max(pins) > SPLIT_REACH * offset) {
         return (1.0, false);
     }
-    // Pressing in pieces only at speed; slower, the rest is one solve, as it was before pieces.
-    let pressing = if reach > PRESS_REACH * offset { PIECE_REACH * offset / reach } else { 1.0 };
+    // Pressing in pieces only at speed, or dragged by pins; slower, the rest is one solve, as
+    // it was before pieces. Dragged whole, a cloth pulled at 2 m/s through a slot had its
+    // edges over the slot's rims swung 3 cm about them in one solve, whose straight paths cut
+    // the rims at once: CCD held the island for frames while its pins ran on (0.3 m behind).
+    let pressing = if reach > PRESS_REACH * offset || pins > SPLIT_REACH * offset {
+        PIECE_REACH * offset / reach.max(pins)
+    } else {
+        1.0
+    };
     if touching {
         return (pressing, false);
     }

@@ -1,6 +1,9 @@
 //! The active set of the augmented-Lagrangian step ([ALPF] §4, Alg. 2–3; docs/algorithms.md §4.1–4.4):
 //! contact pairs found by CCD, each with a multiplier `λ ≥ 0` and a decay factor `γ`, its
-//! distance linearised at the last intersection-free iterate, and IPC's lagged friction.
+//! distance linearised at the last intersection-free iterate, and IPC's lagged friction. Pairs
+//! are the surfaces' vertex–triangle and edge–edge pairs, vertices against obstacles, and
+//! surface edges against obstacles with edges or curved faces (the edge's closest point, whose
+//! weights `1 − t` and `t` share its gradient and its friction between the two ends).
 //!
 //! A pair's constraint is `c(x̂) = d(x) + ∇d(x)·(x̂ − x) − δ` with `x` the safe iterate: a signed
 //! plane that stays correctly oriented after the solver's target `x̂` passes through, so no
@@ -12,7 +15,7 @@ use std::collections::HashMap;
 use glam::{DMat3, DVec3, Vec3A};
 
 use crate::collision::surface_pairs::PAIR_POINT_TRIANGLE;
-use crate::collision::swept::{PAIR_OBSTACLE, PairKey};
+use crate::collision::swept::{PAIR_OBSTACLE, PAIR_OBSTACLE_EDGE, PairKey};
 use crate::collision::{Obstacle, friction_f0, friction_f1_over_u};
 use crate::math::distance::{edge_edge, point_triangle};
 use crate::state::SimState;
@@ -49,7 +52,12 @@ pub(crate) struct Constraint {
 }
 
 fn positions(key: &PairKey, x: &[DVec3]) -> [DVec3; 4] {
-    if key.kind == PAIR_OBSTACLE { [x[key.vertices[0] as usize]; 4] } else { key.vertices.map(|v| x[v as usize]) }
+    let at = |k: usize| x[key.vertices[k] as usize];
+    match key.kind {
+        PAIR_OBSTACLE => [at(0); 4],
+        PAIR_OBSTACLE_EDGE => [at(0), at(1), at(0), at(1)],
+        _ => key.vertices.map(|v| x[v as usize]),
+    }
 }
 
 /// Distance, its gradient, the closest-point weights and the unit normal of a pair at `x`.
@@ -60,6 +68,16 @@ fn measure(key: &PairKey, x: &[DVec3], obstacles: &[Obstacle]) -> (f64, [DVec3; 
         let (d, n) = o.signed_distance(Vec3A::from(p[0].as_vec3()));
         let n = n.as_dvec3();
         return (d as f64, [n, DVec3::ZERO, DVec3::ZERO, DVec3::ZERO], [1.0, 0.0, 0.0, 0.0], n);
+    }
+    if key.kind == PAIR_OBSTACLE_EDGE {
+        // The distance of the edge's closest point `(1 − t) a + t b`; moving either end moves
+        // it by that end's weight (the closest point's own shift along the edge is second
+        // order at a minimum).
+        let o = &obstacles[key.vertices[2] as usize];
+        let c = o.segment_closest(Vec3A::from(p[0].as_vec3()), Vec3A::from(p[1].as_vec3()));
+        let (t, n) = (c.t as f64, c.normal.as_dvec3());
+        let grad = [n * (1.0 - t), n * t, DVec3::ZERO, DVec3::ZERO];
+        return (c.distance as f64, grad, [1.0 - t, t, 0.0, 0.0], n);
     }
     let c = if key.kind == PAIR_POINT_TRIANGLE {
         point_triangle::<f64>(p[0], p[1], p[2], p[3])
@@ -109,8 +127,8 @@ impl ActiveSet {
         }
         let (distance, grad, weights, frame) = measure(&key, x, obstacles);
         let body = |v: u32| &st.bodies[st.vertex_body[v as usize] as usize];
-        let friction = if key.kind == PAIR_OBSTACLE {
-            0.5 * (body(key.vertices[0]).friction + obstacles[key.vertices[1] as usize].friction) as f64
+        let friction = if let Some(k) = key.obstacle() {
+            0.5 * (body(key.vertices[0]).friction + obstacles[k as usize].friction) as f64
         } else {
             0.5 * (body(key.vertices[0]).friction + body(key.vertices[3]).friction) as f64
         };
@@ -374,6 +392,39 @@ mod tests {
         for v in 0..4 {
             let fd = (g1[v] - g0[v]) / eps;
             assert!((fd - hv[v]).length() < 1e-3 * (1.0 + fd.length()), "vertex {v}: {fd} vs {}", hv[v]);
+        }
+    }
+
+    /// An edge–obstacle pair's gradient is its distance's (the edge over a box's rim, off its
+    /// middle, and over a sphere): central differences of the closest distance, which is f32.
+    #[test]
+    fn an_edge_pair_s_gradient_is_its_distance_s() {
+        let block = Obstacle::cuboid(glam::Vec3::ZERO, glam::Vec3::splat(0.1), glam::Quat::IDENTITY, 0.5).unwrap();
+        let ball = Obstacle::sphere(glam::Vec3::new(0.5, 0.0, 0.0), 0.1, 0.5).unwrap();
+        let cases = [
+            (0u32, [DVec3::new(0.09, 0.115, 0.01), DVec3::new(0.115, 0.09, -0.01)]),
+            (1, [DVec3::new(0.42, 0.105, 0.0), DVec3::new(0.55, 0.11, 0.02)]),
+        ];
+        for (k, ends) in cases {
+            let obstacles = vec![block.clone(), ball.clone()];
+            let key = PairKey { kind: PAIR_OBSTACLE_EDGE, vertices: [0, 1, k, u32::MAX] };
+            let (d, grad, weights, _) = measure(&key, &ends, &obstacles);
+            assert!(d > 0.0 && weights[1] > 0.1 && weights[1] < 0.9, "{d} {weights:?}");
+            let h = 1e-4;
+            for v in 0..2 {
+                for axis in 0..3 {
+                    let mut p = ends;
+                    let mut m = ends;
+                    p[v][axis] += h;
+                    m[v][axis] -= h;
+                    let fd = (measure(&key, &p, &obstacles).0 - measure(&key, &m, &obstacles).0) / (2.0 * h);
+                    assert!(
+                        (fd - grad[v][axis]).abs() < 2e-3,
+                        "obstacle {k} vertex {v} axis {axis}: {fd} vs {}",
+                        grad[v][axis]
+                    );
+                }
+            }
         }
     }
 

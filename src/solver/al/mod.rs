@@ -288,7 +288,7 @@ pub(crate) fn impact_share(
     gap: f64,
     scratch: &mut AlScratch,
 ) -> f64 {
-    let lim = StepLimits { st, obstacles, moves, solved, surface_pairs, tets: &[], j_min: 0.0 };
+    let lim = StepLimits { st, obstacles, moves, solved, surface_pairs, obstacle_edges: true, tets: &[], j_min: 0.0 };
     let params = crate::collision::ccd::CcdParams::<f64> { min_separation: gap, safety: 0.01, max_iterations: 64 };
     step_size::max_step_with(&lim, start, free, &mut scratch.swept, &mut scratch.hits, params)
 }
@@ -307,6 +307,7 @@ pub(crate) fn al_step(input: &AlInput<'_>, s: &AlSettings, scratch: &mut AlScrat
         moves: input.moves,
         solved,
         surface_pairs: input.surface_pairs,
+        obstacle_edges: true,
         tets: &tets,
         j_min: s.j_min,
     };

@@ -8,7 +8,9 @@ use glam::{DMat3, DVec3};
 use crate::collision::Obstacle;
 use crate::collision::ccd::{CcdParams, edge_edge_toi_from, point_triangle_toi_from};
 use crate::collision::surface_pairs::PAIR_POINT_TRIANGLE;
-use crate::collision::swept::{PAIR_OBSTACLE, PairKey, SweptPairs, obstacle_toi, pair_motion};
+use crate::collision::swept::{
+    PAIR_OBSTACLE, PAIR_OBSTACLE_EDGE, PairKey, SweptPairs, edge_obstacle_toi, obstacle_toi, pair_motion,
+};
 use crate::material::tet::cofactor;
 use crate::math::distance::{edge_edge, point_triangle};
 use crate::state::SimState;
@@ -28,6 +30,9 @@ pub(crate) struct StepLimits<'a> {
     pub solved: &'a [bool],
     /// Surface pairs (body–body and self contact) are constraints; off, only obstacles are.
     pub surface_pairs: bool,
+    /// Surface edges against obstacles with edges or curved faces are constraints
+    /// ([`PAIR_OBSTACLE_EDGE`]); off, only vertices are held out of obstacles.
+    pub obstacle_edges: bool,
     /// Tets whose volume ratio `J` must stay at or above `j_min`.
     pub tets: &'a [u32],
     pub j_min: f64,
@@ -57,7 +62,7 @@ pub(crate) fn max_step_with(
     params: CcdParams<f64>,
 ) -> f64 {
     hits.clear();
-    let mut obstacle_hits = Vec::new();
+    let (mut obstacle_hits, mut edge_hits) = (Vec::new(), Vec::new());
     swept.visit(
         lim.st,
         lim.obstacles,
@@ -93,8 +98,20 @@ pub(crate) fn max_step_with(
                 obstacle_hits.push((PairKey { kind: PAIR_OBSTACLE, vertices: [v, k, u32::MAX, u32::MAX] }, t));
             }
         },
+        |e, k| {
+            let [a, b] = lim.st.surface_edges[e as usize];
+            if !lim.obstacle_edges || !(lim.solved[a as usize] || lim.solved[b as usize]) {
+                return;
+            }
+            let o = &lim.obstacles[k as usize];
+            let (from, to) = ([x[a as usize], x[b as usize]], [xh[a as usize], xh[b as usize]]);
+            if let Some(t) = edge_obstacle_toi(o, from, to, params.min_separation, params.safety) {
+                edge_hits.push((PairKey { kind: PAIR_OBSTACLE_EDGE, vertices: [a, b, k, u32::MAX] }, t));
+            }
+        },
     );
     hits.append(&mut obstacle_hits);
+    hits.append(&mut edge_hits);
     let mut alpha = hits.iter().map(|h| h.1).fold(1.0f64, f64::min);
     for &e in lim.tets {
         let t = &lim.st.tets[e as usize];

@@ -57,6 +57,10 @@ impl FallbackReason {
 
 /// Volume ratio at or below which a tet counts as inverted (docs/algorithms.md §8).
 pub const INVERSION_J: f32 = 0.05;
+
+/// Depth \[m\] past which a surface edge inside an obstacle at the end of a fast step is a
+/// crossing (a vertex's path gets the same tolerance).
+pub(crate) const EDGE_CROSSING_DEPTH: f32 = 1e-5;
 /// Largest speed any vertex may reach \[m/s\].
 pub const MAX_SPEED: f32 = 50.0;
 /// Share of the weight a body carries that, left unbalanced by sweeps that made no progress,
@@ -215,6 +219,7 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
         let (x, y): (&[DVec3], &[DVec3]) = (x, y);
         let mut crossings: Vec<u32> = Vec::new();
         let mut through_obstacle: Vec<u32> = Vec::new();
+        let mut edge_inside: Vec<u32> = Vec::new();
         // ξ far below the fast path's, no early stop: the march runs until the pair is proven
         // apart over the whole step or reaches contact; a reached contact counts only if the
         // pair's orientation flipped (it went through), so pairs sliding in resting contact,
@@ -254,8 +259,22 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
                     through_obstacle.push(st.vertex_body[v as usize]);
                 }
             },
+            |e, k| {
+                // An obstacle's edge, corner or cap between a surface edge's vertices (the fast
+                // path's span contacts hold free vertices, not a pinned one that drags its
+                // edges over a rim): the step's end only; an end inside is the vertex's.
+                let [a, b] = st.surface_edges[e as usize];
+                let (pa, pb) = (Vec3A::from_vec4(st.positions[a as usize]), Vec3A::from_vec4(st.positions[b as usize]));
+                let o = &c.obstacles[k as usize];
+                if !o.box_reaches(pa.min(pb), pa.max(pb), 0.0) {
+                    return;
+                }
+                if o.segment_closest(pa, pb).distance < -EDGE_CROSSING_DEPTH {
+                    edge_inside.push(st.vertex_body[a as usize]);
+                }
+            },
         );
-        for b in crossings.into_iter().chain(through_obstacle) {
+        for b in crossings.into_iter().chain(through_obstacle).chain(edge_inside) {
             hard(out, b, FallbackReason::Crossing);
         }
     }
