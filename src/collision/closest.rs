@@ -245,13 +245,11 @@ impl Obstacle {
     }
 }
 
-/// Corner `k` (bits 0–2: the sign along each box axis) of a box.
-#[inline]
 /// The closest point of a segment `a → b` outside a box, exactly: a segment's closest point to
 /// a box is an end, or the point of the segment closest to one of the box's twelve edges (a
 /// closest pair on a face's interior has the segment parallel to the face, and then an end or
 /// the segment's crossing over an edge of that face is as close). `None` when the segment
-/// reaches into the box (its deepest point is then the search's).
+/// meets the box (its deepest point is then the search's).
 ///
 /// Why not the search: its bracket ends 1e-4 of the segment wide, a micrometre on a cloth's
 /// edge, and within a micrometre of a box's rim the obstacle's normal turns by tens of degrees
@@ -264,6 +262,11 @@ fn cuboid_segment_closest(
     ends: Option<[(f32, Vec3A); 2]>,
     exact: impl Fn(Vec3A) -> (f32, Vec3A),
 ) -> Option<SegmentClosest> {
+    if segment_meets_box(a, b, (center, half_extents, rotation)) {
+        // Through a face with both ends and every edge's closest point outside (a plate
+        // pierced in its middle) as much as anything else.
+        return None;
+    }
     let [(da, na), (db, nb)] = ends.unwrap_or_else(|| [exact(a), exact(b)]);
     let (mut t, mut best) = if da <= db { (0.0, (da, na)) } else { (1.0, (db, nb)) };
     let (a64, b64) = (a.as_dvec3(), b.as_dvec3());
@@ -284,6 +287,32 @@ fn cuboid_segment_closest(
     (best.0 > 0.0).then_some(SegmentClosest { t, distance: best.0, normal: best.1, ends: [da, db] })
 }
 
+/// Whether the segment `a → b` meets the box (slab clipping in the box's frame, in f64).
+fn segment_meets_box(a: Vec3A, b: Vec3A, (center, half_extents, rotation): (Vec3, Vec3, Quat)) -> bool {
+    let inv = rotation.inverse().as_dquat();
+    let local = |p: Vec3A| inv * (p.as_dvec3() - center.as_dvec3());
+    let (p, d) = (local(a), local(b) - local(a));
+    let (mut t0, mut t1) = (0.0f64, 1.0f64);
+    for axis in 0..3 {
+        let h = half_extents[axis] as f64;
+        if d[axis] == 0.0 {
+            if p[axis].abs() > h {
+                return false;
+            }
+            continue;
+        }
+        let (u, v) = ((-h - p[axis]) / d[axis], (h - p[axis]) / d[axis]);
+        t0 = t0.max(u.min(v));
+        t1 = t1.min(u.max(v));
+        if t0 > t1 {
+            return false;
+        }
+    }
+    true
+}
+
+/// Corner `k` (bits 0–2: the sign along each box axis) of a box.
+#[inline]
 fn corner(center: Vec3, half_extents: Vec3, rotation: Quat, k: u32) -> Vec3A {
     let sign = |bit: u32| if k >> bit & 1 == 1 { 1.0 } else { -1.0 };
     Vec3A::from(center + rotation * (half_extents * Vec3::new(sign(0), sign(1), sign(2))))
@@ -443,6 +472,11 @@ mod tests {
             interior += usize::from(c.t > 0.0 && c.t < 1.0);
         }
         assert!(interior > 50, "{interior}");
+        // A plate pierced in the middle of a face: every candidate is outside, the segment is
+        // not.
+        let plate = Obstacle::cuboid(Vec3::ZERO, Vec3::new(1.0, 0.01, 1.0), Quat::IDENTITY, 0.5).expect("plate");
+        let c = plate.segment_closest(Vec3A::new(-0.1, 0.05, -0.05), Vec3A::new(0.1, -0.05, 0.05));
+        assert!((c.distance + 0.01).abs() < 1e-4, "{}", c.distance);
         // An edge 0.25 µm off a box's rim, across it at a slant: the closest point is over the
         // rim, and the normal is the rim's (in the plane across it), not turned along the edge.
         let ground = Obstacle::cuboid(Vec3::ZERO, Vec3::splat(0.1), Quat::IDENTITY, 0.5).expect("box");

@@ -288,7 +288,8 @@ pub(crate) fn obstacle_toi(o: &Obstacle, a: DVec3, b: DVec3, xi: f64, safety: f6
 /// Conservative time of first contact `t ∈ [0, 1]` of a surface edge whose ends move
 /// `from → to` with an obstacle that has edges or curved faces ([`Obstacle::tests_edges`]):
 /// `None` when the whole motion keeps every point of the edge more than `xi` \[m\] from the
-/// solid; otherwise a time at which at least `safety` of the starting gap is left. The edge's
+/// solid; otherwise a time at which at least `safety` of the starting gap is left. Second, for
+/// an edge that touches the solid, the distance its path must keep (below). The edge's
 /// distance (its closest point's, [`Obstacle::segment_closest`]) is 1-Lipschitz in the larger
 /// of its ends' displacements, since every point of the edge moves by a blend of the two: the
 /// march is [`obstacle_toi`]'s.
@@ -300,63 +301,81 @@ pub(crate) fn obstacle_toi(o: &Obstacle, a: DVec3, b: DVec3, xi: f64, safety: f6
 /// separating plane) was tried first: exact, but an edge turning about a box's rim (a pinned
 /// row pulled down past it) moves one end behind any fixed plane at first order, and
 /// `fallback_cloth_gap` froze on its first fallback frame. Between samples the path may dip;
-/// every iterate the step takes is a sampled, intersection-free state. An edge already inside
-/// may not go deeper.
-pub(crate) fn edge_obstacle_toi(o: &Obstacle, from: [DVec3; 2], to: [DVec3; 2], xi: f64, safety: f64) -> Option<f64> {
-    let f32s = |p: DVec3| Vec3A::from(p.as_vec3());
-    let at = |t: f64| {
-        let (a, b) = (from[0] + (to[0] - from[0]) * t, from[1] + (to[1] - from[1]) * t);
-        o.segment_closest(f32s(a), f32s(b))
-    };
-    let start = at(0.0);
-    let d = |c: super::closest::SegmentClosest| c.distance as f64;
-    let d0 = d(start);
+/// the state the step takes is sampled again where another pair stops the step sooner
+/// (`solver::al::step_size`), so every iterate keeps the edge out. An edge already inside may
+/// not go deeper.
+pub(crate) fn edge_obstacle_toi(
+    o: &Obstacle,
+    from: [DVec3; 2],
+    to: [DVec3; 2],
+    xi: f64,
+    safety: f64,
+) -> (Option<f64>, Option<f64>) {
+    let d0 = edge_distance_at(o, from, to, 0.0);
     if !(d0 >= 0.0) {
-        return (!(d(at(1.0)) >= d0)).then_some(0.0);
+        return ((!(edge_distance_at(o, from, to, 1.0) >= d0)).then_some(0.0), None);
     }
     if d0 <= 2.0 * xi {
         // Within 2ξ, a march could not move the edge: it advances by its gap. Halving from the
         // whole step, the first share whose path keeps the edge at half its distance or more
-        // (at a quarter, half, three quarters and the end) is taken.
+        // (`edge_path_clear`) is taken.
         let floor = 0.5 * d0;
-        let clear = |t: f64| (1..=4).all(|j| d(at(t * j as f64 / 4.0)) >= floor);
-        if clear(1.0) {
-            return None;
+        if edge_path_clear(o, from, to, 1.0, floor) {
+            return (None, Some(floor));
         }
         let mut t = 0.5;
-        while t > 1e-4 {
-            if clear(t) {
-                return Some(t);
+        while t > TOUCHING_SHARE {
+            if edge_path_clear(o, from, to, t, floor) {
+                return (Some(t), Some(floor));
             }
             t *= 0.5;
         }
-        return Some(0.0);
+        return (Some(0.0), Some(floor));
     }
     let floor = xi.min(0.5 * d0);
     let gap0 = d0 - floor;
     let len = (to[0] - from[0]).length().max((to[1] - from[1]).length());
     if !(len > 0.0) {
-        return None;
+        return (None, None);
     }
+    let d = |t: f64| edge_distance_at(o, from, to, t);
     let mut t = 0.0;
     let mut advance = (1.0 - safety) * gap0 / len;
     for _ in 0..64 {
         let ahead = t + advance;
         if ahead > 1.0 {
-            return (d(at(1.0)) - floor < safety * gap0).then_some(t);
+            return ((d(1.0) - floor < safety * gap0).then_some(t), None);
         }
-        let gap = d(at(ahead)) - floor;
+        let gap = d(ahead) - floor;
         if !(gap > 0.0) {
-            return Some(t);
+            return (Some(t), None);
         }
         if gap < safety * gap0 {
             // As in `obstacle_toi`: a first advance that rounding reads a hair short is taken.
-            return Some(if t == 0.0 && gap > 0.5 * safety * gap0 { ahead } else { t });
+            return (Some(if t == 0.0 && gap > 0.5 * safety * gap0 { ahead } else { t }), None);
         }
         t = ahead;
         advance = 0.9 * gap / len;
     }
-    Some(t)
+    (Some(t), None)
+}
+
+/// Smallest share of a step a touching edge's sampled path is halved to before it stops the
+/// step (`edge_obstacle_toi`).
+pub(crate) const TOUCHING_SHARE: f64 = 1e-6;
+
+/// The closest distance to `o` of the edge with its ends a share `t` of the way `from → to`
+/// \[m\].
+fn edge_distance_at(o: &Obstacle, from: [DVec3; 2], to: [DVec3; 2], t: f64) -> f64 {
+    let at = |k: usize| Vec3A::from((from[k] + (to[k] - from[k]) * t).as_vec3());
+    o.segment_closest(at(0), at(1)).distance as f64
+}
+
+/// Whether the edge moving its ends a share `t` of the way `from → to` stays at least `floor`
+/// \[m\] from `o` at a quarter, half, three quarters and all of it: the sampled rule of a touching
+/// edge (`edge_obstacle_toi`), which the step size applies again at the step it takes.
+pub(crate) fn edge_path_clear(o: &Obstacle, from: [DVec3; 2], to: [DVec3; 2], t: f64, floor: f64) -> bool {
+    (1..=4).all(|j| edge_distance_at(o, from, to, t * j as f64 / 4.0) >= floor)
 }
 
 /// Whether the segment `a → b` runs through the obstacle's solid deeper than `tolerance` \[m\]
@@ -459,13 +478,13 @@ mod tests {
         let fall = DVec3::Y * -0.01;
         let to = from.map(|p| p + fall);
         assert!(closest(to[0], to[1]) < 0.0 && block.signed_distance(to[1].as_vec3().into()).0 > 0.0);
-        let t = edge_obstacle_toi(&block, from, to, xi, 0.1).expect("the rim is hit");
+        let t = edge_obstacle_toi(&block, from, to, xi, 0.1).0.expect("the rim is hit");
         assert!(t > 0.0 && t < 1.0);
         assert!(closest(from[0] + fall * t, from[1] + fall * t) > xi, "stopped short of the rim");
         // Along the top face, one end on it (to the bit: the top is at 0.1 in f32 too).
         let on = [DVec3::new(0.0, 0.1, 0.0), DVec3::new(0.01, 0.1005, 0.0)];
         let slide = DVec3::new(0.03, 0.0, 0.02);
-        assert_eq!(edge_obstacle_toi(&block, on, on.map(|p| p + slide), xi, 0.1), None);
+        assert_eq!(edge_obstacle_toi(&block, on, on.map(|p| p + slide), xi, 0.1).0, None);
         // Touching the rim 0.5 µm up, turned 10° about it: not stopped; swung down through
         // it about its outer end: stopped at once.
         let rim = DVec3::new(0.1, 0.1, 0.0);
@@ -475,14 +494,14 @@ mod tests {
         let turn = glam::DQuat::from_rotation_z(-10f64.to_radians());
         let turned = touch.map(|p| rim + n * 5e-7 + turn * (p - rim - n * 5e-7));
         assert!(closest(turned[0], turned[1]) > 0.0);
-        assert_eq!(edge_obstacle_toi(&block, touch, turned, xi, 0.1), None);
+        assert_eq!(edge_obstacle_toi(&block, touch, turned, xi, 0.1).0, None);
         let swung = [touch[0] - n * 0.003, touch[1]];
-        let t = edge_obstacle_toi(&block, touch, swung, xi, 0.1).expect("through the rim");
+        let t = edge_obstacle_toi(&block, touch, swung, xi, 0.1).0.expect("through the rim");
         assert!(t < 1e-3, "{t}");
         // An edge already 1 µm into the rim may leave, not go deeper.
         let inside = touch.map(|p| p - n * 1.5e-6);
-        assert_eq!(edge_obstacle_toi(&block, inside, inside.map(|p| p + n * 1e-3), xi, 0.1), None);
-        assert_eq!(edge_obstacle_toi(&block, inside, inside.map(|p| p - n * 1e-4), xi, 0.1), Some(0.0));
+        assert_eq!(edge_obstacle_toi(&block, inside, inside.map(|p| p + n * 1e-3), xi, 0.1).0, None);
+        assert_eq!(edge_obstacle_toi(&block, inside, inside.map(|p| p - n * 1e-4), xi, 0.1).0, Some(0.0));
     }
 
     /// Two soft boxes 1 cm apart; the upper moves by `shift` (each vertex jittered by up to

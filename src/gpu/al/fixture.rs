@@ -311,7 +311,7 @@ impl GpuPairs for ActiveSet {
                     normal_force: c.normal_force as f32,
                     // The GPU's kinds are the CPU's.
                     kind: c.key.kind,
-                    obstacle: if c.key.kind == PAIR_OBSTACLE { c.key.vertices[1] } else { 0 },
+                    obstacle: c.key.obstacle().unwrap_or(0),
                 }
             })
             .collect()

@@ -659,7 +659,7 @@ fn next_piece(
         let surface = lim.config.surface_contact;
         c * impact_share(state, lim.obstacles, (start, &end), (lim.moves, lim.solved), surface, 2.0 * offset, al)
     };
-    let near = SPLIT_REACH * offset / reach;
+    let near = SPLIT_REACH * offset / reach.max(pins);
     let t = match impact(near) {
         t if t < near => t,
         _ => impact(1.0),

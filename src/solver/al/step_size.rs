@@ -9,7 +9,8 @@ use crate::collision::Obstacle;
 use crate::collision::ccd::{CcdParams, edge_edge_toi_from, point_triangle_toi_from};
 use crate::collision::surface_pairs::PAIR_POINT_TRIANGLE;
 use crate::collision::swept::{
-    PAIR_OBSTACLE, PAIR_OBSTACLE_EDGE, PairKey, SweptPairs, edge_obstacle_toi, obstacle_toi, pair_motion,
+    PAIR_OBSTACLE, PAIR_OBSTACLE_EDGE, PairKey, SweptPairs, TOUCHING_SHARE, edge_obstacle_toi, edge_path_clear,
+    obstacle_toi, pair_motion,
 };
 use crate::material::tet::cofactor;
 use crate::math::distance::{edge_edge, point_triangle};
@@ -62,7 +63,7 @@ pub(crate) fn max_step_with(
     params: CcdParams<f64>,
 ) -> f64 {
     hits.clear();
-    let (mut obstacle_hits, mut edge_hits) = (Vec::new(), Vec::new());
+    let (mut obstacle_hits, mut edge_hits, mut touching) = (Vec::new(), Vec::new(), Vec::new());
     swept.visit(
         lim.st,
         lim.obstacles,
@@ -105,8 +106,19 @@ pub(crate) fn max_step_with(
             }
             let o = &lim.obstacles[k as usize];
             let (from, to) = ([x[a as usize], x[b as usize]], [xh[a as usize], xh[b as usize]]);
-            if let Some(t) = edge_obstacle_toi(o, from, to, params.min_separation, params.safety) {
+            // A pinned end inside the obstacle is where its pin put it: the edge could not leave
+            // (its free end's share of the gradient vanishes there), and would hold the island.
+            let pinned_inside =
+                |v: u32, p: DVec3| !lim.solved[v as usize] && o.signed_distance(glam::Vec3A::from(p.as_vec3())).0 < 0.0;
+            if [(a, 0), (b, 1)].iter().any(|&(v, i)| pinned_inside(v, from[i]) || pinned_inside(v, to[i])) {
+                return;
+            }
+            let (toi, floor) = edge_obstacle_toi(o, from, to, params.min_separation, params.safety);
+            if let Some(t) = toi {
                 edge_hits.push((PairKey { kind: PAIR_OBSTACLE_EDGE, vertices: [a, b, k, u32::MAX] }, t));
+            }
+            if let Some(floor) = floor {
+                touching.push((k, from, to, floor));
             }
         },
     );
@@ -116,6 +128,14 @@ pub(crate) fn max_step_with(
     for &e in lim.tets {
         let t = &lim.st.tets[e as usize];
         alpha = alpha.min(tet_limit(t.vertices.map(|v| (x[v as usize], xh[v as usize])), t.dm_inv(), lim.j_min, alpha));
+    }
+    // A touching edge's path was sampled at its own shares only: the step taken, if shorter, is
+    // sampled again, and halved until it keeps every such edge at its floor.
+    let clear = |alpha: f64| {
+        touching.iter().all(|&(k, from, to, floor)| edge_path_clear(&lim.obstacles[k as usize], from, to, alpha, floor))
+    };
+    while alpha > 0.0 && !clear(alpha) {
+        alpha = if alpha > TOUCHING_SHARE { 0.5 * alpha } else { 0.0 };
     }
     alpha
 }

@@ -269,7 +269,8 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
                 if !o.box_reaches(pa.min(pb), pa.max(pb), 0.0) {
                     return;
                 }
-                if o.segment_closest(pa, pb).distance < -EDGE_CROSSING_DEPTH {
+                let c = o.segment_closest(pa, pb);
+                if c.distance < -EDGE_CROSSING_DEPTH && c.ends[0] >= 0.0 && c.ends[1] >= 0.0 {
                     edge_inside.push(st.vertex_body[a as usize]);
                 }
             },
