@@ -79,13 +79,22 @@ pub(crate) fn fall_back(
         // detection, which for `projectile_wall`'s ball pressing into the wall cost 114–330 ms
         // each time its hold ran out. (A lone body, which has nothing to detect, goes back to
         // the fast path when its hold ends, and to the GPU where that is the backend.)
+        // Likewise an island whose pins the fallback left far behind their targets (a cut step
+        // of a cloth dragged through a slot under a budget): the fast step would carry them
+        // there at once, and its sweeps over that jump took 31–43 ms of a 16 ms budget in
+        // `fallback_cloth_gap`'s frame 14, where the hold ended 0.26 m behind.
         let limit = speed_limit(&found[k].1, config, info.h);
+        let range = || members.iter().flat_map(|&b| slots[b as usize].range());
         let fast = members.len() > 1
-            && members
-                .iter()
-                .flat_map(|&b| slots[b as usize].range())
+            && range()
                 .any(|i| state.flags[i] & VERTEX_KINEMATIC == 0 && state.velocities[i].truncate().length() > limit);
-        if fast {
+        let lagging_pins = range().any(|i| {
+            state.flags[i] & VERTEX_KINEMATIC != 0
+                && targets.get(i).is_some_and(|t| {
+                    (state.positions[i] - *t).truncate().length() > SPLIT_REACH as f32 * config.contact_offset
+                })
+        });
+        if fast || lagging_pins {
             for &b in members {
                 let hist = rt.history.entry(slots[b as usize].handle).or_default();
                 hist.hold_until = hist.hold_until.max(frame + 2);
