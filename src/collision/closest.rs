@@ -64,6 +64,19 @@ impl Obstacle {
         self.segment_closest_at(a, b, false, None)
     }
 
+    /// How deep the edge `a → b` reaches into the obstacle between its two ends, when both
+    /// ends are outside (an end inside is that vertex's intersection) \[m\]: `None` unless the
+    /// edge's box reaches the obstacle and its closest point is inside. What
+    /// `World::find_intersections` reports as an edge inside an obstacle and the fast path's
+    /// check rejects past a tolerance.
+    pub(crate) fn edge_depth(&self, a: Vec3A, b: Vec3A) -> Option<f32> {
+        if !self.box_reaches(a.min(b), a.max(b), 0.0) {
+            return None;
+        }
+        let c = self.segment_closest(a, b);
+        (c.distance < 0.0 && c.ends[0] >= 0.0 && c.ends[1] >= 0.0).then_some(-c.distance)
+    }
+
     /// [`Self::segment_closest`] with the obstacle at its start pose (for a segment of the
     /// step's start).
     #[cfg(test)]

@@ -19,7 +19,8 @@ pub(crate) const PAIR_OBSTACLE: u32 = 2;
 pub(crate) const PAIR_OBSTACLE_EDGE: u32 = 3;
 
 /// A contact primitive pair: `PAIR_POINT_TRIANGLE` and `PAIR_EDGE_EDGE` with their four global
-/// vertices in the order of [`super::surface_pairs::ContactPair`], or [`PAIR_OBSTACLE`].
+/// vertices in the order of [`super::surface_pairs::ContactPair`], [`PAIR_OBSTACLE`] or
+/// [`PAIR_OBSTACLE_EDGE`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct PairKey {
     pub kind: u32,
@@ -255,8 +256,14 @@ pub(crate) fn obstacle_toi(o: &Obstacle, a: DVec3, b: DVec3, xi: f64, safety: f6
             None => (d(b) < 0.0).then_some(0.0),
         };
     }
-    let gap0 = d0 - xi;
-    let len = (b - a).length();
+    march(|t| d(a + (b - a) * t) - xi, d0 - xi, (b - a).length(), safety)
+}
+
+/// Conservative advancement along a motion over `t ∈ [0, 1]`: `gap(t)` is a gap that closes no
+/// faster than `len` \[m\] per unit of `t` (a 1-Lipschitz distance, less its floor, of points
+/// moving at most `len`), `gap0` its value at 0. `None` when the gap stays above `safety` of
+/// `gap0` all the way; otherwise a time at which at least that share is left.
+fn march(gap: impl Fn(f64) -> f64, gap0: f64, len: f64, safety: f64) -> Option<f64> {
     if len == 0.0 {
         return None;
     }
@@ -265,22 +272,22 @@ pub(crate) fn obstacle_toi(o: &Obstacle, a: DVec3, b: DVec3, xi: f64, safety: f6
     for _ in 0..64 {
         let ahead = t + advance;
         if ahead > 1.0 {
-            return (d(b) - xi < safety * gap0).then_some(t);
+            return (gap(1.0) < safety * gap0).then_some(t);
         }
-        let gap = d(a + (b - a) * ahead) - xi;
-        if !(gap > 0.0) {
+        let left = gap(ahead);
+        if !(left > 0.0) {
             return Some(t);
         }
-        if gap < safety * gap0 {
+        if left < safety * gap0 {
             // The first advance leaves a path straight at the surface exactly the kept share
             // of its gap, which rounding may read a hair under: refused, the step stopped at
             // t = 0, and a vertex heading square at a wall held its whole island (a 60 m/s
             // cube was cut into 5 mm pieces all the way to a rapier wall, 670 ms a frame).
             // What the advance bound guarantees still holds there.
-            return Some(if t == 0.0 && gap > 0.5 * safety * gap0 { ahead } else { t });
+            return Some(if t == 0.0 && left > 0.5 * safety * gap0 { ahead } else { t });
         }
         t = ahead;
-        advance = 0.9 * gap / len;
+        advance = 0.9 * left / len;
     }
     Some(t)
 }
@@ -333,31 +340,11 @@ pub(crate) fn edge_obstacle_toi(
         return (Some(0.0), Some(floor));
     }
     let floor = xi.min(0.5 * d0);
-    let gap0 = d0 - floor;
     let len = (to[0] - from[0]).length().max((to[1] - from[1]).length());
     if !(len > 0.0) {
         return (None, None);
     }
-    let d = |t: f64| edge_distance_at(o, from, to, t);
-    let mut t = 0.0;
-    let mut advance = (1.0 - safety) * gap0 / len;
-    for _ in 0..64 {
-        let ahead = t + advance;
-        if ahead > 1.0 {
-            return ((d(1.0) - floor < safety * gap0).then_some(t), None);
-        }
-        let gap = d(ahead) - floor;
-        if !(gap > 0.0) {
-            return (Some(t), None);
-        }
-        if gap < safety * gap0 {
-            // As in `obstacle_toi`: a first advance that rounding reads a hair short is taken.
-            return (Some(if t == 0.0 && gap > 0.5 * safety * gap0 { ahead } else { t }), None);
-        }
-        t = ahead;
-        advance = 0.9 * gap / len;
-    }
-    (Some(t), None)
+    (march(|t| edge_distance_at(o, from, to, t) - floor, d0 - floor, len, safety), None)
 }
 
 /// Smallest share of a step a touching edge's sampled path is halved to before it stops the

@@ -386,18 +386,17 @@ impl World {
             let (xa, xb) =
                 (glam::Vec3A::from_vec4(st.positions[a as usize]), glam::Vec3A::from_vec4(st.positions[b as usize]));
             for (k, o) in obstacles.iter().enumerate() {
-                if !(o.tests_edges() && o.applies_to(body) && o.box_reaches(xa.min(xb), xa.max(xb), 0.0)) {
+                if !(o.tests_edges() && o.applies_to(body)) {
                     continue;
                 }
-                let c = o.segment_closest(xa, xb);
                 // An end inside is reported as that vertex.
-                if c.distance < 0.0 && c.ends[0] >= 0.0 && c.ends[1] >= 0.0 {
+                if let Some(depth) = o.edge_depth(xa, xb) {
                     let s = &self.slots[body as usize];
                     out.push(Intersection::EdgeInsideObstacle {
                         body: s.handle,
                         edge: [a - s.vertex_start, b - s.vertex_start],
                         obstacle: k,
-                        depth: -c.distance,
+                        depth,
                     });
                 }
             }

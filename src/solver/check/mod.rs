@@ -265,12 +265,7 @@ pub(crate) fn check_bodies(c: &CheckInput<'_>, scratch: &mut CheckScratch, out: 
                 // edges over a rim): the step's end only; an end inside is the vertex's.
                 let [a, b] = st.surface_edges[e as usize];
                 let (pa, pb) = (Vec3A::from_vec4(st.positions[a as usize]), Vec3A::from_vec4(st.positions[b as usize]));
-                let o = &c.obstacles[k as usize];
-                if !o.box_reaches(pa.min(pb), pa.max(pb), 0.0) {
-                    return;
-                }
-                let c = o.segment_closest(pa, pb);
-                if c.distance < -EDGE_CROSSING_DEPTH && c.ends[0] >= 0.0 && c.ends[1] >= 0.0 {
+                if c.obstacles[k as usize].edge_depth(pa, pb).is_some_and(|d| d > EDGE_CROSSING_DEPTH) {
                     edge_inside.push(st.vertex_body[a as usize]);
                 }
             },
