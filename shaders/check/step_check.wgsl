@@ -2,10 +2,13 @@
 // after step_guard's non-finite test and before its rollback, a body whose step is finite but
 // unsafe gets more field bits in `bad`, so the guard rolls it back at rest like a NaN and
 // counts it, and the host redoes the frame with the fallback (src/runtime/world/gpu/).
-// Two dispatches by `phase`:
+// Three dispatches by `phase`:
 //   0  per tet: volume ratio J = det F at or below INVERSION_J (an inverted or crushed tet);
 //   1  per vertex: end speed above min(MAX_SPEED, half the body's rest size per substep) (it
-//      would tunnel next substep), or a path x^n → x through an obstacle.
+//      would tunnel next substep), or a path x^n → x through an obstacle;
+//   2  per surface edge: the edge at the step's end reaching deeper than the tolerance into an
+//      obstacle between its two ends (over a box's rim or a sphere's cap, where no vertex is
+//      inside: Obstacle::edge_depth on the CPU). Flagged as a crossing of its first vertex.
 // The limits are the CPU check's (src/solver/check/mod.rs); the CPU's island size is at least
 // the body's, so this test flags at least what the CPU's does. Host wrapper:
 // src/gpu/check/step_check.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
@@ -27,6 +30,11 @@ struct Params {
     vertex_body: u32,
     // Substep length [s].
     h: f32,
+    // Where the surface edges (two u32 each) start in `index` (phase 2).
+    edges: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
     obstacles: ObstacleSet,
 }
 
@@ -94,6 +102,21 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         // Written so that a NaN determinant flags too.
         if !(determinant(f) > INVERSION_J) {
             flag(t.vertices.x, BAD_INVERSION);
+        }
+        return;
+    }
+    if params.phase == 2u {
+        let va = index[params.edges + 2u * i];
+        let vb = index[params.edges + 2u * i + 1u];
+        let xa = positions[va].xyz;
+        let xb = positions[vb].xyz;
+        for (var k = 0u; k < params.obstacles.count; k++) {
+            // The segment as a path: a plane's never dips between two ends outside it, and an
+            // end inside is its vertex's (phase 1) crossing.
+            if obstacle_crossed(params.obstacles.items[k], xa, xb) {
+                flag(va, BAD_CROSSING);
+                break;
+            }
         }
         return;
     }

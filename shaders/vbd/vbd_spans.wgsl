@@ -8,8 +8,9 @@
 //      shorten the advance, as the CPU's scale_advance does);
 //   1  detect: at x^(0), per box or sphere, the span's record in `updates` (lib/spans.wgsl):
 //      an edge within its body's search radius, a triangle with a corner or a cap inside it;
-//      the energy scale min(1, excess / δ) where the closest point lies inside and dips below
-//      the vertices' interpolated distances, else 0 (it only limits the vertices' moves).
+//      the energy scale min(1, excess / δ) where the closest point lies inside, away from the
+//      boundary, and dips below the vertices' interpolated distances, else 0 (it only limits
+//      the vertices' moves).
 // Host wrapper: src/gpu/vbd/vbd_spans.rs; prepended: lib/step.wgsl, lib/obstacles.wgsl,
 // lib/spans.wgsl, lib/surface.wgsl.
 
@@ -65,10 +66,23 @@ fn advance(i: u32, span: Span) {
             closest = segment_closest(o, x[0], x[1]);
         } else {
             let c = triangle_closest(o, x[0], x[1], x[2]);
-            if !c.found {
+            if c.found {
+                closest = SegmentClosest(0.0, c.d, c.n);
+            } else if o.kind == OBSTACLE_SPHERE {
+                // The sphere is nearest one of its edges, whose span holds the move.
                 continue;
+            } else {
+                // No box corner projects inside it: the nearest vertex starts the separating
+                // plane's search, which keeps the whole triangle out either way (spans.rs
+                // triangle_hint).
+                closest = SegmentClosest(0.0, 3.4e38, vec3<f32>(0.0, 1.0, 0.0));
+                for (var j = 0u; j < 3u; j++) {
+                    let e = obstacle_distance(o, x[j]);
+                    if e.d < closest.d {
+                        closest = SegmentClosest(0.0, e.d, e.n);
+                    }
+                }
             }
-            closest = SegmentClosest(0.0, c.d, c.n);
         }
         // Spans already near a sphere are left to their contacts and limits.
         if o.kind == OBSTACLE_SPHERE && closest.d < search_radius(params.surface, span.v.x) {
@@ -76,15 +90,17 @@ fn advance(i: u32, span: Span) {
         }
         let n = separating_normal(o, x, span.count, closest.n);
         let h = obstacle_support(o, n);
-        // plane_fraction: no vertex may come within the gap of the plane; one already within
-        // it holds nothing (the contact force acts).
+        // plane_fraction: no vertex may come within the gap of the plane, nor nearer it than it
+        // is where it already is within the gap; one behind it holds nothing (the contact
+        // force acts).
         var fraction = 1.0;
         for (var j = 0u; j < span.count; j++) {
-            let budget = dot(n, x[j]) - h - SPAN_GAP;
-            if budget <= 0.0 {
+            let clearance = dot(n, x[j]) - h;
+            if clearance < 0.0 {
                 fraction = 1.0;
                 break;
             }
+            let budget = max(clearance - SPAN_GAP, 0.0);
             let approach = -dot(n, d[j]);
             if approach > budget {
                 fraction = min(fraction, budget / approach);
@@ -122,12 +138,17 @@ fn detect(i: u32, span: Span) {
                 }
             } else {
                 let c = triangle_closest(o, x[0], x[1], x[2]);
-                if c.found && c.d < reach && all(c.w > vec3<f32>(SPAN_END_FRACTION)) {
-                    let ends = vec3<f32>(obstacle_distance(o, x[0]).d, obstacle_distance(o, x[1]).d,
-                                         obstacle_distance(o, x[2]).d);
-                    let scale = span_energy_scale(max(dot(c.w, ends) - c.d, 0.0), offset);
-                    if scale > 0.0 {
-                        record = vec4<f32>(c.w.x, c.w.y, scale, c.d);
+                if c.found && c.d < reach {
+                    if all(c.w > vec3<f32>(SPAN_END_FRACTION)) {
+                        let ends = vec3<f32>(obstacle_distance(o, x[0]).d, obstacle_distance(o, x[1]).d,
+                                             obstacle_distance(o, x[2]).d);
+                        let scale = span_energy_scale(max(dot(c.w, ends) - c.d, 0.0), offset);
+                        if scale > 0.0 {
+                            record = vec4<f32>(c.w.x, c.w.y, scale, c.d);
+                        }
+                    } else {
+                        // Beside an edge: its edges' contacts act, the triangle limits moves.
+                        record = vec4<f32>(c.w.x, c.w.y, 0.0, c.d);
                     }
                 }
             }

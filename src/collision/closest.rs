@@ -2,8 +2,9 @@
 //! edge, corner or curved face comes closer to the surface between its vertices than to any
 //! vertex (`solver::vbd::spans` turns these into contacts).
 
-use glam::{Quat, Vec3, Vec3A};
+use glam::{DVec3, Quat, Vec3, Vec3A};
 
+use super::intersection::segment_intersects_triangle;
 use super::obstacle::{Obstacle, ObstacleShape};
 use crate::math::distance::edge_edge;
 
@@ -75,6 +76,69 @@ impl Obstacle {
         }
         let c = self.segment_closest(a, b);
         (c.distance < 0.0 && c.ends[0] >= 0.0 && c.ends[1] >= 0.0).then_some(-c.distance)
+    }
+
+    /// How deep a box or a sphere reaches into the triangle `x` whose vertices are all outside
+    /// it, over its edges and its inside \[m\]: a box's corner or edge poking through a cloth
+    /// between its vertices, or a sphere's cap. `None` when nothing does, when a vertex is
+    /// inside (that vertex is the intersection), and for a half-space (its distance is linear
+    /// over the triangle) or a rapier collider (not tested inside a triangle).
+    ///
+    /// A box meets the inside of such a triangle with its edges outside exactly when one of its
+    /// twelve edges pierces it (the section of the box in the triangle's plane lies inside the
+    /// triangle, and its corners lie on the box's edges), decided with the exact predicate of
+    /// `World::find_intersections`. The depth given there is the deepest among points of the
+    /// triangle inside the box (the corners' projections that fall inside the triangle, and the
+    /// centre of the piercing points): never more than the true depth, and within the section's
+    /// size of it. A sphere's is exact: the projection of its centre, or an edge's.
+    pub(crate) fn triangle_depth(&self, x: [Vec3A; 3]) -> Option<f32> {
+        if !matches!(self.shape, ObstacleShape::Sphere { .. } | ObstacleShape::Cuboid { .. })
+            || !self.box_reaches(x[0].min(x[1]).min(x[2]), x[0].max(x[1]).max(x[2]), 0.0)
+            || x.iter().any(|&p| self.signed_distance(p).0 < 0.0)
+        {
+            return None;
+        }
+        let edges = (0..3).filter_map(|k| self.edge_depth(x[k], x[(k + 1) % 3])).fold(0.0f32, f32::max);
+        let mut depth = edges.max(self.triangle_closest(x).map_or(0.0, |c| -c.distance));
+        if let ObstacleShape::Cuboid { center, half_extents, rotation } = self.shape {
+            let [a, b, c] = x.map(Vec3::from);
+            let [ad, bd, cd] = x.map(|p| p.as_dvec3());
+            let n = (bd - ad).cross(cd - ad);
+            let nn = n.length_squared();
+            let (mut sum, mut count) = (DVec3::ZERO, 0);
+            for k in 0..8u32 {
+                for bit in (0..3).filter(|bit| k >> bit & 1 == 0) {
+                    let (c0, c1) = (
+                        corner(center, half_extents, rotation, k),
+                        corner(center, half_extents, rotation, k | 1 << bit),
+                    );
+                    if nn == 0.0 || !segment_intersects_triangle(c0.into(), c1.into(), a, b, c) {
+                        continue;
+                    }
+                    let (p0, d) = (c0.as_dvec3(), (c1 - c0).as_dvec3());
+                    let across = n.dot(d);
+                    // An edge in the triangle's plane meets it along a segment whose ends are
+                    // not at hand: it gives no point (the other edges do).
+                    if across == 0.0 {
+                        continue;
+                    }
+                    let q = p0 + d * (n.dot(ad - p0) / across).clamp(0.0, 1.0);
+                    // The point is on the box; keep it only if it is on the triangle as well, so
+                    // that the centre of the kept points lies in both (each is convex) and the
+                    // depth found never exceeds the true one, even for a sliver.
+                    let w =
+                        [(bd - q).cross(cd - q), (cd - q).cross(ad - q), (ad - q).cross(bd - q)].map(|m| n.dot(m) / nn);
+                    if w.iter().all(|&w| w >= -1e-9) {
+                        sum += q;
+                        count += 1;
+                    }
+                }
+            }
+            if count > 0 {
+                depth = depth.max(-self.signed_distance((sum / count as f64).as_vec3a()).0);
+            }
+        }
+        (depth > 0.0).then_some(depth)
     }
 
     /// [`Self::segment_closest`] with the obstacle at its start pose (for a segment of the
@@ -348,7 +412,11 @@ mod tests {
     /// The smallest signed distance over a dense barycentric grid of the triangle `x`, and
     /// whether that grid point is off the triangle's boundary by a twentieth of it.
     fn sampled_min(o: &Obstacle, x: [Vec3A; 3]) -> (f32, bool) {
-        let n = 60;
+        sampled_min_on(o, x, 60)
+    }
+
+    /// [`sampled_min`] on a grid of `n` steps along each edge.
+    fn sampled_min_on(o: &Obstacle, x: [Vec3A; 3], n: u32) -> (f32, bool) {
         let (mut low, mut interior) = (f32::INFINITY, false);
         for i in 0..=n {
             for j in 0..=n - i {
@@ -365,6 +433,80 @@ mod tests {
     /// A random triangle of about `size` near point `at`.
     fn triangle_near(rng: &mut Rng, at: Vec3A, size: f32) -> [Vec3A; 3] {
         [0; 3].map(|_| at + rng.vec().as_vec3a() * size)
+    }
+
+    /// Triangles laid across a tilted box's corners and edges and a sphere's cap, a few
+    /// millimetres either side: `triangle_depth` finds every one that a dense grid finds in the
+    /// solid while its vertices are outside (at least 50 of each kind with their edges outside
+    /// too, where only the inside test can find them), never one the grid finds clear, and
+    /// never deeper than the grid's deepest point (give or take its spacing); a sphere's depth is
+    /// the deepest.
+    #[test]
+    fn a_box_corner_or_a_sphere_cap_through_a_triangle_is_found() {
+        let mut rng = Rng(11);
+        // A small ball: a cap pokes through a cloth-sized triangle only a few mm deep.
+        let (b, s) = (table(), Obstacle::sphere(Vec3::new(0.0, 0.25, 0.0), 0.06, 0.3).expect("sphere"));
+        let ObstacleShape::Cuboid { center, half_extents, rotation } = b.shape else { unreachable!() };
+        let (mut poked, mut clear) = ([0; 2], 0);
+        for k in 0..1200u32 {
+            let (o, at, outward) = match k % 3 {
+                0 => {
+                    let c = corner(center, half_extents, rotation, k / 3 % 8);
+                    (&b, c, (c - Vec3A::from(center)).normalize())
+                }
+                1 => {
+                    // The middle of one of the corner's edges.
+                    let (c0, c1) = (
+                        corner(center, half_extents, rotation, k / 3 % 8),
+                        corner(center, half_extents, rotation, (k / 3 % 8) ^ 1 << (k / 24 % 3)),
+                    );
+                    let m = (c0 + c1) * 0.5;
+                    (&b, m, (m - Vec3A::from(center)).normalize())
+                }
+                _ => {
+                    let n = (rng.vec().as_vec3a() * 0.5 + Vec3A::Y).normalize();
+                    (&s, Vec3A::new(0.0, 0.25, 0.0) + n * 0.06, n)
+                }
+            };
+            // A sphere's cap stays inside a triangle's edges only a millimetre or two deep.
+            let (reach, wobble) = if k % 3 == 2 { (0.002, 0.1) } else { (0.006, 0.4) };
+            let tilt = (outward + rng.vec().as_vec3a() * wobble).normalize();
+            let (u, w) = tilt.any_orthonormal_pair();
+            let middle = at + tilt * (rng.signed() as f32 * reach);
+            let x = [0.0f32, 2.1, 4.2].map(|angle: f32| {
+                let angle = angle + rng.signed() as f32 * 0.4;
+                middle + (u * angle.cos() + w * angle.sin()) * (0.02 + 0.02 * rng.uniform_f32())
+            });
+            if x.iter().any(|&p| o.signed_distance(p).0 < 0.0) {
+                assert_eq!(o.triangle_depth(x), None, "its vertex is the intersection");
+                continue;
+            }
+            let edges_out = (0..3).all(|j| o.edge_depth(x[j], x[(j + 1) % 3]).is_none());
+            let grid = 240;
+            let (low, _) = sampled_min_on(o, x, grid);
+            // Every point of the triangle is within a grid step of a grid point, and the signed
+            // distance changes by no more than the step over it.
+            let step = (0..3).map(|j| (x[j] - x[(j + 1) % 3]).length()).fold(0.0, f32::max) / grid as f32;
+            match o.triangle_depth(x) {
+                Some(depth) => {
+                    poked[usize::from(k % 3 == 2)] += usize::from(edges_out);
+                    // Never deeper than the solid reaches.
+                    assert!(
+                        depth > 0.0 && depth <= -low + step + 1e-6,
+                        "depth {depth} where the grid's deepest is {} (step {step})",
+                        -low
+                    );
+                    if k % 3 == 2 {
+                        assert!(depth >= -low - 1e-5, "depth {depth} short of the grid's {}", -low);
+                    }
+                }
+                None => {
+                    clear += 1;
+                    assert!(low >= -1e-6, "a point {} m inside was not found ({k})", -low);
+                }
+            }
+        }
+        assert!(poked[0] > 50 && poked[1] > 50 && clear > 100, "box {}, sphere {}, clear {clear}", poked[0], poked[1]);
     }
 
     #[test]

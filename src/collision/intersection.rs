@@ -20,7 +20,6 @@ use robust::{Coord, Coord3D};
 ///
 /// Positions in \[m\]. Zero-length segments (`p == q`) are points and zero-area triangles
 /// (collinear or coincident vertices) are the segment or point they cover; both are handled.
-#[cfg(test)]
 pub fn segment_intersects_triangle(p: Vec3, q: Vec3, a: Vec3, b: Vec3, c: Vec3) -> bool {
     segment_meets_triangle(p.as_dvec3(), q.as_dvec3(), a.as_dvec3(), b.as_dvec3(), c.as_dvec3())
 }

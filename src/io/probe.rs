@@ -69,11 +69,18 @@ pub fn evaluate(loaded: &LoadedScene, p: &ResolvedProbe) -> Vec<f64> {
 const DEPTH_GRID: u32 = 6;
 
 /// The deepest point \[m\] (0 if none is inside) of the triangles `surface`, over vertex
-/// positions `x`, inside any of `obstacles`, sampled on a barycentric grid.
+/// positions `x`, inside any of `obstacles`: always found (`Obstacle::triangle_depth`: a box's
+/// corner or edge, a sphere's cap between the vertices; exact for edges and a cap, a lower bound
+/// for a box's corner inside the triangle) for a triangle whose vertices are
+/// outside a box or a sphere, and sampled on a barycentric grid for every triangle and
+/// obstacle (a rapier collider's corner between the samples is missed).
 pub(crate) fn surface_depth(surface: &[[u32; 3]], x: &dyn Fn(usize) -> Vec3A, obstacles: &[Obstacle]) -> f32 {
     let mut deepest = 0.0f32;
     for t in surface {
         let [a, b, c] = t.map(|i| x(i as usize));
+        for o in obstacles {
+            deepest = deepest.max(o.triangle_depth([a, b, c]).unwrap_or(0.0));
+        }
         for i in 0..=DEPTH_GRID {
             for j in 0..=DEPTH_GRID - i {
                 let (u, v) = (i as f32 / DEPTH_GRID as f32, j as f32 / DEPTH_GRID as f32);

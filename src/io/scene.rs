@@ -633,9 +633,12 @@ pub enum ProbeKind {
     /// rigid part of the motion; 0 for a selection without inertia).
     AngularVelocity,
     /// How deep the body's surface reaches into the scene's obstacles \[m\] (1 value, ≥ 0): the
-    /// largest depth over points sampled inside every surface triangle (a 28-point barycentric
-    /// grid, vertices and edges included) against every obstacle of the scene file. Catches an
-    /// obstacle's edge or corner poking through between vertices, which no vertex probe sees.
+    /// largest depth of any point of a surface triangle in an obstacle of the scene file: a box's
+    /// or a sphere's corner, edge or cap between a triangle's vertices is always found (a box's
+    /// corner inside a triangle at the depth of a point found there, a lower bound), and over
+    /// points sampled inside every triangle (a 28-point barycentric grid, vertices and edges
+    /// included) for every obstacle. Catches an obstacle's edge or corner poking through
+    /// between vertices, which no vertex probe sees.
     /// The selection is ignored (the whole surface is sampled).
     ObstacleDepth,
 }

@@ -26,8 +26,10 @@ use crate::solver::vbd::carrier::Carrier;
 use crate::state::{SimState, VERTEX_KINEMATIC, VERTEX_NO_HISTORY};
 
 /// A crossing found by [`World::find_intersections`]. Triangles are given by their vertex
-/// indices within their body.
+/// indices within their body. Non-exhaustive: the exact test grows with the contact model (the
+/// triangle variant came with analytic obstacles' triangle contact), so match with a wildcard.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Intersection {
     /// Two surface triangles cross (the same body for self-intersection).
     Triangles {
@@ -62,6 +64,19 @@ pub enum Intersection {
         /// Index into [`World::all_obstacles`].
         obstacle: usize,
         /// Depth of the edge's deepest point below the obstacle's surface \[m\].
+        depth: f32,
+    },
+    /// A box's corner or edge, or a sphere's cap, pokes through a surface triangle between its
+    /// edges (its vertices and edges all outside).
+    TriangleInsideObstacle {
+        /// The body.
+        body: SoftBodyHandle,
+        /// Body-local vertex indices of the triangle.
+        triangle: [u32; 3],
+        /// Index into [`World::all_obstacles`].
+        obstacle: usize,
+        /// Depth below the obstacle's surface of a point of the triangle \[m\]: the deepest for
+        /// a sphere's cap, never more than the deepest for a box.
         depth: f32,
     },
 }
@@ -349,9 +364,10 @@ impl World {
     }
 
     /// Every pair of crossing surface triangles in the current state (body–body and self
-    /// contact alike), found with exact predicates, every vertex inside an obstacle, and every
-    /// surface edge through a box, a sphere or a rapier collider between its vertices. Empty
-    /// for a valid state; the solver keeps it so. Costs one broadphase build over all surface
+    /// contact alike), found with exact predicates, every vertex inside an obstacle, every
+    /// surface edge through a box, a sphere or a rapier collider between its vertices, and
+    /// every surface triangle that a box or a sphere pokes through inside its edges. Empty for
+    /// a valid state; the solver keeps it so. Costs one broadphase build over all surface
     /// triangles.
     pub fn find_intersections(&mut self) -> Vec<Intersection> {
         self.sync();
@@ -395,6 +411,27 @@ impl World {
                     out.push(Intersection::EdgeInsideObstacle {
                         body: s.handle,
                         edge: [a - s.vertex_start, b - s.vertex_start],
+                        obstacle: k,
+                        depth,
+                    });
+                }
+            }
+        }
+        for &t in &st.surface_triangles {
+            let body = st.vertex_body[t[0] as usize];
+            let x = t.map(|v| glam::Vec3A::from_vec4(st.positions[v as usize]));
+            let (lo, hi) = (x[0].min(x[1]).min(x[2]), x[0].max(x[1]).max(x[2]));
+            let near = |o: &Obstacle| o.tests_triangles() && o.applies_to(body) && o.box_reaches(lo, hi, 0.0);
+            for (k, o) in obstacles.iter().enumerate().filter(|(_, o)| near(o)) {
+                // Its vertices and edges inside are reported as those.
+                if (0..3).any(|j| o.edge_depth(x[j], x[(j + 1) % 3]).is_some()) {
+                    continue;
+                }
+                if let Some(depth) = o.triangle_depth(x) {
+                    let s = &self.slots[body as usize];
+                    out.push(Intersection::TriangleInsideObstacle {
+                        body: s.handle,
+                        triangle: t.map(|v| v - s.vertex_start),
                         obstacle: k,
                         depth,
                     });

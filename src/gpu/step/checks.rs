@@ -88,6 +88,7 @@ impl GpuStepper {
         end.extend(k.check.bind(
             ctx,
             (n, self.state.tets.len() as u32),
+            (l.surface_edges, self.state.surface_edges.len() as u32),
             l.vertex_body,
             s.h,
             obstacles,
