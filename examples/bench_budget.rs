@@ -20,8 +20,8 @@
 //! intersections found by the exact check after every frame (must be 0), and the safety tests
 //! that sent islands to the fallback, with the frames in which each fired.
 //!
-//! Scenes: the calm `drop_cube`, `cloth_drape_sphere`, `stack_soft_cubes` and
-//! `cloth_self_fold`, the four adversarial `fallback_*` scenes of `tests/fallback.rs`, the
+//! Scenes: the calm `drop_cube`, `cloth_drape_sphere`, `cloth_on_table_edge` (a cloth over a
+//! box's edges and corner), `stack_soft_cubes` and `cloth_self_fold`, the four adversarial `fallback_*` scenes of `tests/fallback.rs`, the
 //! `projectile_wall` (a 60 m/s ball) and the 40k-vertex `pile_soft_box`. Frames are capped by
 //! `--frames` (default 120).
 
@@ -31,6 +31,7 @@ use pliant::io::parse_scene;
 const SCENES: &[&str] = &[
     "drop_cube",
     "cloth_drape_sphere",
+    "cloth_on_table_edge",
     "stack_soft_cubes",
     "cloth_self_fold",
     "fallback_projectile_cloth",
