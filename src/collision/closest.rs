@@ -347,8 +347,27 @@ fn cuboid_segment_closest(
     let [(da, na), (db, nb)] = ends.unwrap_or_else(|| [exact(a), exact(b)]);
     let (mut t, mut best) = if da <= db { (0.0, (da, na)) } else { (1.0, (db, nb)) };
     let (a64, b64) = (a.as_dvec3(), b.as_dvec3());
+    // The segment's bounds in the box's frame: an edge of the box farther from them than the
+    // best distance so far cannot hold a closer point (the closest pair on that edge would be
+    // at least that far apart), so only the one or two edges near a short segment are solved.
+    let inv = rotation.inverse().as_dquat();
+    let (la, lb) = (inv * (a64 - center.as_dvec3()), inv * (b64 - center.as_dvec3()));
+    let (lo, hi) = (la.min(lb), la.max(lb));
+    let h = half_extents.as_dvec3();
     for k in 0..8u32 {
         for bit in (0..3).filter(|bit| k >> bit & 1 == 0) {
+            // The edge runs along axis `bit`; on the other two it sits at the corner's ±h.
+            let apart = (0..3)
+                .filter(|&j| j != bit)
+                .map(|j| {
+                    let c = if k >> j & 1 == 1 { h[j as usize] } else { -h[j as usize] };
+                    (lo[j as usize] - c).max(c - hi[j as usize]).max(0.0).powi(2)
+                })
+                .sum::<f64>()
+                .sqrt();
+            if best.0 > 0.0 && apart > best.0 as f64 + 1e-6 {
+                continue;
+            }
             let (c0, c1) =
                 (corner(center, half_extents, rotation, k), corner(center, half_extents, rotation, k | 1 << bit));
             let s = edge_edge::<f64>(a64, b64, c0.as_dvec3(), c1.as_dvec3()).weights[1];
