@@ -83,15 +83,25 @@ impl Obstacle {
     /// between its vertices, or a sphere's cap. `None` when nothing does, when a vertex is
     /// inside (that vertex is the intersection), and for a half-space (its distance is linear
     /// over the triangle) or a rapier collider (not tested inside a triangle).
+    pub(crate) fn triangle_depth(&self, x: [Vec3A; 3]) -> Option<f32> {
+        let (edges, inside) = self.triangle_depths(x)?;
+        let depth = edges.max(inside);
+        (depth > 0.0).then_some(depth)
+    }
+
+    /// [`Self::triangle_depth`] in two parts: the deepest of the triangle's edges
+    /// ([`Self::edge_depth`], 0 when all are outside) and the depth reached through its inside
+    /// (0 when nothing is). `None` where `triangle_depth` has no answer: another shape, a
+    /// triangle out of reach, or a vertex inside.
     ///
-    /// A box meets the inside of such a triangle with its edges outside exactly when one of its
-    /// twelve edges pierces it (the section of the box in the triangle's plane lies inside the
-    /// triangle, and its corners lie on the box's edges), decided with the exact predicate of
-    /// `World::find_intersections`. The depth given there is the deepest among points of the
+    /// A box meets the inside of such a triangle exactly when one of its twelve edges pierces
+    /// it (the section of the box in the triangle's plane lies inside the triangle, and its
+    /// corners lie on the box's edges), decided with the exact predicate of
+    /// `World::find_intersections`. The inside depth is then the deepest among points of the
     /// triangle inside the box (the corners' projections that fall inside the triangle, and the
     /// centre of the piercing points): never more than the true depth, and within the section's
-    /// size of it. A sphere's is exact: the projection of its centre, or an edge's.
-    pub(crate) fn triangle_depth(&self, x: [Vec3A; 3]) -> Option<f32> {
+    /// size of it. A sphere's is exact: the projection of its centre.
+    pub(crate) fn triangle_depths(&self, x: [Vec3A; 3]) -> Option<(f32, f32)> {
         if !matches!(self.shape, ObstacleShape::Sphere { .. } | ObstacleShape::Cuboid { .. })
             || !self.box_reaches(x[0].min(x[1]).min(x[2]), x[0].max(x[1]).max(x[2]), 0.0)
             || x.iter().any(|&p| self.signed_distance(p).0 < 0.0)
@@ -99,46 +109,43 @@ impl Obstacle {
             return None;
         }
         let edges = (0..3).filter_map(|k| self.edge_depth(x[k], x[(k + 1) % 3])).fold(0.0f32, f32::max);
-        let mut depth = edges.max(self.triangle_closest(x).map_or(0.0, |c| -c.distance));
-        if let ObstacleShape::Cuboid { center, half_extents, rotation } = self.shape {
+        let mut inside = self.triangle_closest(x).map_or(0.0, |c| (-c.distance).max(0.0));
+        let [ad, bd, cd] = x.map(|p| p.as_dvec3());
+        let n = (bd - ad).cross(cd - ad);
+        let nn = n.length_squared();
+        if let ObstacleShape::Cuboid { center, half_extents, rotation } = self.shape
+            && nn > 0.0
+        {
             let [a, b, c] = x.map(Vec3::from);
-            let [ad, bd, cd] = x.map(|p| p.as_dvec3());
-            let n = (bd - ad).cross(cd - ad);
-            let nn = n.length_squared();
             let (mut sum, mut count) = (DVec3::ZERO, 0);
-            for k in 0..8u32 {
-                for bit in (0..3).filter(|bit| k >> bit & 1 == 0) {
-                    let (c0, c1) = (
-                        corner(center, half_extents, rotation, k),
-                        corner(center, half_extents, rotation, k | 1 << bit),
-                    );
-                    if nn == 0.0 || !segment_intersects_triangle(c0.into(), c1.into(), a, b, c) {
-                        continue;
-                    }
-                    let (p0, d) = (c0.as_dvec3(), (c1 - c0).as_dvec3());
-                    let across = n.dot(d);
-                    // An edge in the triangle's plane meets it along a segment whose ends are
-                    // not at hand: it gives no point (the other edges do).
-                    if across == 0.0 {
-                        continue;
-                    }
-                    let q = p0 + d * (n.dot(ad - p0) / across).clamp(0.0, 1.0);
-                    // The point is on the box; keep it only if it is on the triangle as well, so
-                    // that the centre of the kept points lies in both (each is convex) and the
-                    // depth found never exceeds the true one, even for a sliver.
-                    let w =
-                        [(bd - q).cross(cd - q), (cd - q).cross(ad - q), (ad - q).cross(bd - q)].map(|m| n.dot(m) / nn);
-                    if w.iter().all(|&w| w >= -1e-9) {
-                        sum += q;
-                        count += 1;
-                    }
+            for (k, bit) in box_edges() {
+                let (c0, c1) =
+                    (corner(center, half_extents, rotation, k), corner(center, half_extents, rotation, k | 1 << bit));
+                if !segment_intersects_triangle(c0.into(), c1.into(), a, b, c) {
+                    continue;
+                }
+                let (p0, d) = (c0.as_dvec3(), (c1 - c0).as_dvec3());
+                let across = n.dot(d);
+                // An edge in the triangle's plane meets it along a segment whose ends are not
+                // at hand: it gives no point (the other edges do).
+                if across == 0.0 {
+                    continue;
+                }
+                let q = p0 + d * (n.dot(ad - p0) / across).clamp(0.0, 1.0);
+                // The point is on the box; keep it only if it is on the triangle as well, so
+                // that the centre of the kept points lies in both (each is convex) and the
+                // depth found never exceeds the true one, even for a sliver.
+                let w = [(bd - q).cross(cd - q), (cd - q).cross(ad - q), (ad - q).cross(bd - q)].map(|m| n.dot(m) / nn);
+                if w.iter().all(|&w| w >= -1e-9) {
+                    sum += q;
+                    count += 1;
                 }
             }
             if count > 0 {
-                depth = depth.max(-self.signed_distance((sum / count as f64).as_vec3a()).0);
+                inside = inside.max(-self.signed_distance((sum / count as f64).as_vec3a()).0);
             }
         }
-        (depth > 0.0).then_some(depth)
+        Some((edges, inside))
     }
 
     /// [`Self::segment_closest`] with the obstacle at its start pose (for a segment of the
@@ -354,30 +361,28 @@ fn cuboid_segment_closest(
     let (la, lb) = (inv * (a64 - center.as_dvec3()), inv * (b64 - center.as_dvec3()));
     let (lo, hi) = (la.min(lb), la.max(lb));
     let h = half_extents.as_dvec3();
-    for k in 0..8u32 {
-        for bit in (0..3).filter(|bit| k >> bit & 1 == 0) {
-            // The edge runs along axis `bit`; on the other two it sits at the corner's ±h.
-            let apart = (0..3)
-                .filter(|&j| j != bit)
-                .map(|j| {
-                    let c = if k >> j & 1 == 1 { h[j as usize] } else { -h[j as usize] };
-                    (lo[j as usize] - c).max(c - hi[j as usize]).max(0.0).powi(2)
-                })
-                .sum::<f64>()
-                .sqrt();
-            if best.0 > 0.0 && apart > best.0 as f64 + 1e-6 {
-                continue;
-            }
-            let (c0, c1) =
-                (corner(center, half_extents, rotation, k), corner(center, half_extents, rotation, k | 1 << bit));
-            let s = edge_edge::<f64>(a64, b64, c0.as_dvec3(), c1.as_dvec3()).weights[1];
-            if !(s > 0.0 && s < 1.0) {
-                continue;
-            }
-            let found = exact(a + (b - a) * s as f32);
-            if found.0 < best.0 {
-                (t, best) = (s as f32, found);
-            }
+    for (k, bit) in box_edges() {
+        // The edge runs along axis `bit`; on the other two it sits at the corner's ±h.
+        let apart = (0..3)
+            .filter(|&j| j != bit)
+            .map(|j| {
+                let c = if k >> j & 1 == 1 { h[j as usize] } else { -h[j as usize] };
+                (lo[j as usize] - c).max(c - hi[j as usize]).max(0.0).powi(2)
+            })
+            .sum::<f64>()
+            .sqrt();
+        if best.0 > 0.0 && apart > best.0 as f64 + 1e-6 {
+            continue;
+        }
+        let (c0, c1) =
+            (corner(center, half_extents, rotation, k), corner(center, half_extents, rotation, k | 1 << bit));
+        let s = edge_edge::<f64>(a64, b64, c0.as_dvec3(), c1.as_dvec3()).weights[1];
+        if !(s > 0.0 && s < 1.0) {
+            continue;
+        }
+        let found = exact(a + (b - a) * s as f32);
+        if found.0 < best.0 {
+            (t, best) = (s as f32, found);
         }
     }
     (best.0 > 0.0).then_some(SegmentClosest { t, distance: best.0, normal: best.1, ends: [da, db] })
@@ -405,6 +410,12 @@ fn segment_meets_box(a: Vec3A, b: Vec3A, (center, half_extents, rotation): (Vec3
         }
     }
     true
+}
+
+/// The twelve edges of a box as `(k, bit)`: from corner `k` (see [`corner`]) to corner
+/// `k | 1 << bit`, along box axis `bit`.
+fn box_edges() -> impl Iterator<Item = (u32, u32)> {
+    (0..8u32).flat_map(|k| (0..3u32).filter(move |bit| k >> bit & 1 == 0).map(move |bit| (k, bit)))
 }
 
 /// Corner `k` (bits 0–2: the sign along each box axis) of a box.

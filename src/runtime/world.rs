@@ -420,14 +420,12 @@ impl World {
         for &t in &st.surface_triangles {
             let body = st.vertex_body[t[0] as usize];
             let x = t.map(|v| glam::Vec3A::from_vec4(st.positions[v as usize]));
-            let (lo, hi) = (x[0].min(x[1]).min(x[2]), x[0].max(x[1]).max(x[2]));
-            let near = |o: &Obstacle| o.tests_triangles() && o.applies_to(body) && o.box_reaches(lo, hi, 0.0);
-            for (k, o) in obstacles.iter().enumerate().filter(|(_, o)| near(o)) {
+            for (k, o) in obstacles.iter().enumerate().filter(|(_, o)| o.applies_to(body)) {
                 // Its vertices and edges inside are reported as those.
-                if (0..3).any(|j| o.edge_depth(x[j], x[(j + 1) % 3]).is_some()) {
-                    continue;
-                }
-                if let Some(depth) = o.triangle_depth(x) {
+                if let Some((edges, depth)) = o.triangle_depths(x)
+                    && edges == 0.0
+                    && depth > 0.0
+                {
                     let s = &self.slots[body as usize];
                     out.push(Intersection::TriangleInsideObstacle {
                         body: s.handle,
